@@ -1,0 +1,91 @@
+// TunableOp: what the tuner needs from an op. An op names its candidates for a shape bucket
+// and a default; prepare() builds a Workload (inputs, rotation copies, outputs) on which a
+// tactic is run and checked against the op's reference.
+//
+//   auto w = op.prepare(shape);              // allocates inputs, reports bytes per launch
+//   w->set_rotation(3);                      // cold-L2 copies
+//   if (w->check(t, Numerics::tolerance).pass) w->run(t, /*copy=*/1);
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hone/bucket.h"
+#include "hone/shape.h"
+#include "hone/tactic.h"
+
+namespace hone {
+
+// Outcome of trying a tactic; everything but ok carries a reason and is recorded, and the
+// sweep goes on.
+enum class Status {
+  ok,
+  cannot_implement, // the tactic does not support this shape
+  gate_failed,      // output differs from the reference beyond the bound
+  launch_failed,    // the kernel failed to run
+  rejected,         // admitted by shape but refused by a backend rule (e.g. register spills)
+};
+const char *to_string(Status status);
+
+// How a candidate's output is judged before it is timed.
+enum class Numerics {
+  batch_invariant, // every row bit-identical to the single-row result of the default tactic
+  tolerance,       // relative L2 error under the op's per-dtype bound
+};
+const char *to_string(Numerics numerics);
+
+struct CheckResult {
+  Status status = Status::ok;
+  double error = 0;   // relative L2 error vs the reference (tolerance) or mismatching
+                      // elements (batch_invariant)
+  double bound = 0;   // the bound `error` was held to
+  std::string reason; // empty when status == ok
+  bool pass() const { return status == Status::ok; }
+};
+
+class Workload {
+public:
+  virtual ~Workload() = default;
+  // [bytes] the fewest bytes one launch must touch (inputs read once, outputs written once).
+  virtual size_t bytes_per_launch() const = 0;
+  // Ensures `copies` independent input sets exist (>= 1); copy i is used by run(t, i).
+  virtual void set_rotation(int copies) = 0;
+  virtual int rotation() const = 0;
+  // ok when `tactic` can run this problem; otherwise a status and reason, and run() must not
+  // be called with it.
+  virtual Status can_run(const Tactic &tactic, std::string *reason) const = 0;
+  // Enqueues one launch on input copy `copy`. Never synchronises.
+  virtual void run(const Tactic &tactic, int copy) = 0;
+  // Fresh random inputs, poisoned outputs, one run, comparison against the reference.
+  virtual CheckResult check(const Tactic &tactic, Numerics numerics) = 0;
+};
+
+class TunableOp {
+public:
+  virtual ~TunableOp() = default;
+  virtual std::string_view name() const = 0; // e.g. "gemv.f32"
+  // Bump when the candidate list or the meaning of a tactic changes: cache entries of an
+  // older version are stale.
+  virtual int version() const = 0;
+  virtual std::string_view backend() const = 0;  // "cpu" or "cuda"
+  virtual const BucketSpec &buckets() const = 0; // also names the dimensions
+  // Candidates for a bucketed shape, default first.
+  virtual std::vector<Tactic> candidates(const Shape &bucket) const = 0;
+  virtual Tactic default_tactic(const Shape &bucket) const = 0;
+  // Throws Error(invalid_argument) naming the bad value (e.g. K not a multiple of group).
+  virtual void validate(const Shape &shape) const = 0;
+  virtual std::unique_ptr<Workload> prepare(const Shape &shape) const = 0;
+  // The numerics an op promises by default.
+  virtual Numerics default_numerics() const { return Numerics::tolerance; }
+  // An explicit tactic from the environment, which wins over the cache. Default: the
+  // variable HONE_TACTIC_<NAME> (name upper-cased, '.' -> '_'), parsed verbatim.
+  virtual std::optional<Tactic> env_override(const Shape &shape) const;
+};
+
+// "HONE_TACTIC_GEMV_F32" for "gemv.f32".
+std::string tactic_env_name(std::string_view op_name);
+
+} // namespace hone

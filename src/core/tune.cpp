@@ -1,0 +1,86 @@
+#include "hone/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "hone/backend.h"
+#include "hone/error.h"
+#include "hone/key.h"
+#include "hone/op.h"
+
+namespace hone {
+
+TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucket,
+                       const TuneOptions &options) {
+  op.validate(bucket);
+  TuneReport report;
+  report.op = std::string(op.name());
+  report.bucket = bucket;
+  report.bucket_text = op.buckets().describe(bucket);
+  report.key = cache_key(op, bucket, backend.info().model);
+  report.numerics = options.numerics.value_or(op.default_numerics());
+
+  std::vector<Tactic> candidates = op.candidates(bucket);
+  const Tactic default_tactic = op.default_tactic(bucket);
+  auto it = std::find(candidates.begin(), candidates.end(), default_tactic);
+  size_t default_index = 0;
+  if (it == candidates.end())
+    candidates.insert(candidates.begin(), default_tactic);
+  else
+    default_index = static_cast<size_t>(it - candidates.begin());
+
+  std::unique_ptr<Workload> workload = op.prepare(bucket);
+  const DeviceInfo &info = backend.info();
+  report.rotation = plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
+                                  info.memory_budget_bytes, options.measure.cold);
+  workload->set_rotation(report.rotation.copies);
+  const int copies = workload->rotation();
+
+  const GateFn gate = [&](size_t i) {
+    CheckResult r;
+    std::string reason;
+    r.status = workload->can_run(candidates[i], &reason);
+    if (r.status != Status::ok) {
+      r.reason = reason;
+      return r;
+    }
+    return workload->check(candidates[i], report.numerics);
+  };
+
+  Measurement measurement(backend.timer(), &backend, options.measure);
+  report.sync_round_trip = measurement.sync_round_trip();
+  // One batch for every candidate, calibrated on the default, so that all are timed in an
+  // identically sized context.
+  report.batch = measurement.calibrate(
+      [&](int copy) { workload->run(candidates[default_index], copy); }, copies);
+  const SampleFn sample = [&](size_t i) {
+    const Tactic &t = candidates[i];
+    return measurement.sample([&](int copy) { workload->run(t, copy); }, report.batch, copies,
+                              report.rotation.flush);
+  };
+  report.result = Tuner(options.tuner).select(candidates, default_index, gate, sample);
+  return report;
+}
+
+CacheEntry to_cache_entry(const TuneReport &report, const Metadata &metadata) {
+  CacheEntry e;
+  e.key = report.key;
+  e.metadata = metadata;
+  e.tactic = report.result.pick().str();
+  e.default_tactic = report.result.default_tactic().str();
+  e.median_s = report.result.pick_s;
+  e.default_s = report.result.default_s;
+  e.ratio = report.result.ratio;
+  e.spread = report.result.noise_floor;
+  e.mode = metadata.method.ends_with("+warm") ? "warm" : "cold";
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  e.date = buf;
+  return e;
+}
+
+} // namespace hone

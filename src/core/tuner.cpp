@@ -1,0 +1,160 @@
+#include "hone/tuner.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "hone/error.h"
+#include "hone/stats.h"
+
+namespace hone {
+
+Tuner::Tuner(TunerOptions options) : options_(options) {
+  if (options_.samples < 5)
+    HONE_INVALID_ARGUMENT("tuner samples=" + std::to_string(options_.samples) +
+                          " is below the minimum of 5");
+  if (options_.top_k < 1)
+    HONE_INVALID_ARGUMENT("tuner top_k=" + std::to_string(options_.top_k) + " must be >= 1");
+}
+
+namespace {
+
+struct PairStats {
+  double ratio = 1;  // median of t_b / t_a
+  double spread = 0; // IQR / median of the ratios
+  double a_s = 0;    // median of t_a
+  double b_s = 0;    // median of t_b
+};
+
+// Times b against a, n ratios. Interleaved: a0 b0 a1 b1 ... b(n-1) an, and ratio i is
+// b_i over the mean of the a samples on either side of it, so a linear drift cancels exactly
+// and both are timed in an identically sized context. Sequential (for comparison only): all
+// of a, then all of b, ratio i = b_i / a_i.
+PairStats pair(const SampleFn &sample, size_t a, size_t b, int n, bool interleave) {
+  std::vector<double> ta, tb, ratios;
+  if (interleave) {
+    ta.push_back(sample(a));
+    for (int i = 0; i < n; ++i) {
+      tb.push_back(sample(b));
+      ta.push_back(sample(a));
+      const double around = 0.5 * (ta[i] + ta[i + 1]);
+      ratios.push_back(around > 0 ? tb[i] / around : 1.0);
+    }
+  } else {
+    for (int i = 0; i < n; ++i)
+      ta.push_back(sample(a));
+    for (int i = 0; i < n; ++i)
+      tb.push_back(sample(b));
+    for (int i = 0; i < n; ++i)
+      ratios.push_back(ta[i] > 0 ? tb[i] / ta[i] : 1.0);
+  }
+  PairStats s;
+  s.ratio = median(ratios);
+  s.spread = relative_spread(ratios);
+  s.a_s = median(ta);
+  s.b_s = median(tb);
+  return s;
+}
+
+} // namespace
+
+TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_index,
+                         const GateFn &gate, const SampleFn &sample) const {
+  HONE_CHECK(default_index < candidates.size(), "default index out of range");
+  TuneResult r;
+  r.default_index = default_index;
+  r.pick_index = default_index;
+  r.candidates.resize(candidates.size());
+
+  // 1. Gate: numerics before any timing.
+  std::vector<size_t> admitted;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    CandidateReport &c = r.candidates[i];
+    c.tactic = candidates[i];
+    CheckResult check = gate(i);
+    c.status = check.status;
+    c.error = check.error;
+    c.reason = check.reason;
+    if (check.pass())
+      admitted.push_back(i);
+  }
+  if (r.candidates[default_index].status != Status::ok)
+    HONE_RUNTIME_ERROR("default tactic " + candidates[default_index].str() +
+                       " fails its own gate: " + r.candidates[default_index].reason);
+
+  // 2. Triage: the whole admitted field, round-robin, median of N each.
+  const int n = options_.samples;
+  std::vector<std::vector<double>> times(candidates.size());
+  if (options_.interleave) {
+    for (int s = 0; s < n; ++s)
+      for (size_t i : admitted)
+        times[i].push_back(sample(i));
+  } else {
+    for (size_t i : admitted)
+      for (int s = 0; s < n; ++s)
+        times[i].push_back(sample(i));
+  }
+  for (size_t i : admitted) {
+    r.candidates[i].median_s = median(times[i]);
+    r.candidates[i].spread = relative_spread(times[i]);
+  }
+  r.default_s = r.candidates[default_index].median_s;
+  r.pick_s = r.default_s;
+
+  std::vector<size_t> field;
+  for (size_t i : admitted)
+    if (i != default_index)
+      field.push_back(i);
+  std::sort(field.begin(), field.end(), [&](size_t a, size_t b) {
+    return r.candidates[a].median_s < r.candidates[b].median_s;
+  });
+  if (field.size() > static_cast<size_t>(options_.top_k)) {
+    for (size_t j = static_cast<size_t>(options_.top_k); j < field.size(); ++j)
+      r.candidates[field[j]].reason = "triage: not in the best " +
+                                      std::to_string(options_.top_k);
+    field.resize(static_cast<size_t>(options_.top_k));
+  }
+  if (field.empty()) {
+    r.candidates[default_index].reason = "default: only admitted candidate";
+    return r;
+  }
+
+  // 3. Noise floor: the default paired with itself.
+  const PairStats aa = pair(sample, default_index, default_index, n, options_.interleave);
+  r.noise_floor = aa.spread;
+  r.margin = std::max(options_.min_margin, options_.noise_multiplier * r.noise_floor);
+
+  // 4. Confirmation: each finalist in its own two-way interleave against the default.
+  size_t best = default_index;
+  double best_ratio = 1.0;
+  double best_default_s = r.default_s, best_s = r.default_s;
+  for (size_t i : field) {
+    const PairStats p = pair(sample, default_index, i, n, options_.interleave);
+    CandidateReport &c = r.candidates[i];
+    c.finalist = true;
+    c.ratio = p.ratio;
+    c.ratio_spread = p.spread;
+    if (p.ratio < best_ratio) {
+      best_ratio = p.ratio;
+      best = i;
+      best_s = p.b_s;
+      best_default_s = p.a_s;
+    }
+  }
+
+  // 5. Switch only past the margin; ties go to the default.
+  if (best != default_index && best_ratio < 1.0 - r.margin) {
+    r.pick_index = best;
+    r.ratio = best_ratio;
+    r.pick_s = best_s;
+    r.default_s = best_default_s;
+    r.candidates[best].reason = "picked";
+  } else if (best != default_index) {
+    r.candidates[best].reason = "within margin " + std::to_string(r.margin) + " of the default";
+  }
+  for (size_t i : field)
+    if (i != r.pick_index && r.candidates[i].reason.empty())
+      r.candidates[i].reason = "confirmation: slower than the best finalist";
+  return r;
+}
+
+} // namespace hone

@@ -1,0 +1,58 @@
+// gemv.bf16 kernels: host-callable launch interface (no CUDA header needed by includers).
+// Y[r, n] = sum_k X[r, k] * W[n, k]; X [rows, k], W [n, k], Y [rows, n], row-major bf16,
+// fp32 accumulation. rows 1..32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hone/tactic.h"
+
+namespace hone::cuda {
+
+// One compiled kernel configuration of gemv.bf16. Its Tactic form is
+// `gemv.bf16.<path>:name=value,...`; the kernel-specific fields are documented in the .cu.
+struct GemvBf16Config {
+  int path = 0; // 0: CUDA-core FMA, 1: tensor core (mma.sync, rows on the n dimension)
+  int rows_per_cta = 1;
+  int warps = 4;
+  int outputs_per_warp = 1; // weight rows (N) per warp
+  int split_k = 1;          // K slices reduced deterministically (fixed order)
+  int vec = 16;             // bytes per weight load
+  Tactic to_tactic() const;
+  // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.
+  static GemvBf16Config from_tactic(const Tactic &tactic);
+};
+
+struct GemvBf16Args {
+  const void *x = nullptr; // bf16 [rows, k]
+  const void *w = nullptr; // bf16 [n, k]
+  void *y = nullptr;       // bf16 [rows, n]
+  int rows = 0, n = 0, k = 0;
+  void *workspace = nullptr; // split-K partials; see gemv_bf16_workspace_bytes
+  size_t workspace_bytes = 0;
+};
+
+// Every config compiled in (the candidate universe); filter with gemv_bf16_can_implement.
+const std::vector<GemvBf16Config> &gemv_bf16_configs();
+// The static default for a shape (also the batch-invariant reference order).
+GemvBf16Config gemv_bf16_default(int rows, int n, int k);
+// False with a reason when `config` cannot run this shape (alignment, rows, K multiple).
+bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
+                             std::string *reason);
+size_t gemv_bf16_workspace_bytes(const GemvBf16Config &config, int rows, int n, int k);
+// Registers per thread and local-memory bytes of the config's kernel (cudaFuncGetAttributes).
+struct KernelResources {
+  int registers = 0;
+  size_t local_bytes = 0;
+  size_t shared_bytes = 0;
+  int max_threads = 0;
+};
+KernelResources gemv_bf16_resources(const GemvBf16Config &config);
+// Enqueues one launch on `stream` (a cudaStream_t). Returns the cudaError_t as int (0 = ok);
+// never synchronises.
+int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, void *stream);
+
+} // namespace hone::cuda

@@ -1,0 +1,188 @@
+#include "hone/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <unistd.h>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "hone/error.h"
+#include "hone/log.h"
+#include "hone/ops/cpu.h"
+#include "hone/registry.h"
+
+namespace hone {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets environment variables for one test and restores them afterwards; gives each test an
+// empty cache directory.
+class DispatcherTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hone-dispatcher-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    set("HONE_CACHE_DIR", dir_.string());
+    unset("HONE_AUTOTUNE");
+    unset("HONE_CACHE");
+    unset(tactic_env_name("gemv.f32").c_str());
+    set_log_sink([this](LogLevel, std::string_view m) { warnings_.emplace_back(m); });
+  }
+  void TearDown() override {
+    set_log_sink({});
+    for (auto &[name, value] : saved_) {
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+    }
+    fs::remove_all(dir_);
+  }
+  void remember(const std::string &name) {
+    for (auto &s : saved_)
+      if (s.first == name)
+        return;
+    const char *v = std::getenv(name.c_str());
+    saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+  }
+  void set(const std::string &name, const std::string &value) {
+    remember(name);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void unset(const std::string &name) {
+    remember(name);
+    ::unsetenv(name.c_str());
+  }
+  const TunableOp &gemv() {
+    const TunableOp *op = Registry::global().find("gemv.f32", "cpu");
+    EXPECT_NE(op, nullptr);
+    return *op;
+  }
+
+  fs::path dir_;
+  std::vector<std::string> warnings_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(DispatcherTest, NoAutotuneNoCacheRunsTheDefaultBitForBit) {
+  const int64_t rows = 5, n = 37, k = 300;
+  std::vector<float> x(rows * k), w(n * k), y(rows * n, -1), y_default(rows * n, -2);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>((i * 7919 % 1000) / 1000.0 - 0.5);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 104729 % 997) / 997.0 - 0.5);
+
+  const Shape shape{{rows, n, k}, DType::f32};
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const Resolution &r = d.resolve(gemv(), shape);
+  EXPECT_EQ(r.source, Source::default_tactic);
+  EXPECT_EQ(r.tactic, gemv().default_tactic(*gemv().buckets().map(shape)));
+  ops::cpu::gemv_f32(x.data(), w.data(), y.data(), rows, n, k, d);
+
+  // The default tactic forced explicitly gives the same bits.
+  set(tactic_env_name("gemv.f32"), r.tactic.str());
+  Dispatcher forced(cpu::backend(), DispatcherOptions::from_env());
+  EXPECT_EQ(forced.resolve(gemv(), shape).source, Source::env_override);
+  ops::cpu::gemv_f32(x.data(), w.data(), y_default.data(), rows, n, k, forced);
+  EXPECT_EQ(0, std::memcmp(y.data(), y_default.data(), y.size() * sizeof(float)));
+  EXPECT_EQ(d.tunes(), 0u);
+  EXPECT_FALSE(fs::exists(dir_ / "tuning-cache.json")); // nothing tuned, nothing written
+}
+
+TEST_F(DispatcherTest, EnvOverrideIsUsedVerbatim) {
+  const Shape shape{{4, 64, 64}, DType::f32};
+  std::vector<Tactic> cands = gemv().candidates(*gemv().buckets().map(shape));
+  ASSERT_GE(cands.size(), 2u);
+  const Tactic chosen = cands.back();
+  ASSERT_NE(chosen, gemv().default_tactic(shape));
+  set(tactic_env_name("gemv.f32"), chosen.str());
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const Resolution &r = d.resolve(gemv(), shape);
+  EXPECT_EQ(r.source, Source::env_override);
+  EXPECT_EQ(r.tactic.str(), chosen.str());
+}
+
+TEST_F(DispatcherTest, MalformedEnvOverrideNamesTheVariable) {
+  set(tactic_env_name("gemv.f32"), "gemv.f32:rows_per_block");
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  try {
+    d.lookup(gemv(), Shape{{4, 64, 64}, DType::f32});
+    FAIL() << "accepted a malformed override";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("HONE_TACTIC_GEMV_F32"), std::string::npos);
+  }
+}
+
+TEST_F(DispatcherTest, OutOfBucketGetsTheDefaultWithExactlyOneWarning) {
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const Shape shape{{40, 64, 64}, DType::f32}; // rows above 32
+  for (int i = 0; i < 5; ++i) {
+    const Resolution &r = d.resolve(gemv(), shape);
+    EXPECT_EQ(r.source, Source::out_of_bucket);
+    EXPECT_EQ(r.tactic, gemv().default_tactic(shape));
+  }
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("rows=40"), std::string::npos) << warnings_[0];
+  // A second shape outside the buckets warns once more, for itself.
+  d.resolve(gemv(), Shape{{48, 64, 64}, DType::f32});
+  d.resolve(gemv(), Shape{{48, 64, 64}, DType::f32});
+  EXPECT_EQ(warnings_.size(), 2u);
+}
+
+TEST_F(DispatcherTest, LazyTuneOnceThenServedFromTheCache) {
+  set("HONE_AUTOTUNE", "1");
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  ASSERT_TRUE(opt.autotune);
+  opt.tune.measure.cold = false; // tiny problem; keep the test fast
+  const Shape shape{{2, 32, 64}, DType::f32};
+  {
+    Dispatcher d(cpu::backend(), opt);
+    const Resolution &r = d.resolve(gemv(), shape);
+    EXPECT_EQ(r.source, Source::tuned);
+    d.lookup(gemv(), shape);
+    d.lookup(gemv(), Shape{{2, 32, 64}, DType::f32});
+    EXPECT_EQ(d.tunes(), 1u);
+    EXPECT_EQ(d.resolutions(), 1u);
+  }
+  ASSERT_TRUE(fs::exists(dir_ / "tuning-cache.json"));
+  Dispatcher again(cpu::backend(), opt);
+  EXPECT_EQ(again.resolve(gemv(), shape).source, Source::cache);
+  EXPECT_EQ(again.tunes(), 0u);
+}
+
+TEST_F(DispatcherTest, CacheOffIgnoresTheCache) {
+  set("HONE_CACHE", "off");
+  set("HONE_AUTOTUNE", "1");
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  EXPECT_FALSE(opt.use_cache);
+  opt.tune.measure.cold = false;
+  Dispatcher d(cpu::backend(), opt);
+  EXPECT_EQ(d.resolve(gemv(), Shape{{1, 16, 32}, DType::f32}).source, Source::tuned);
+  EXPECT_FALSE(fs::exists(dir_ / "tuning-cache.json"));
+}
+
+TEST_F(DispatcherTest, InvalidShapeIsRejectedWithItsValue) {
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const TunableOp *qmv = Registry::global().find("qmv.affine", "cpu");
+  ASSERT_NE(qmv, nullptr);
+  try {
+    d.lookup(*qmv, Shape{{1, 64, 100, 4, 64}, DType::f32});
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("100"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
+} // namespace hone

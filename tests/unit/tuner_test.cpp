@@ -1,0 +1,135 @@
+#include "hone/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include "hone/error.h"
+#include "synthetic.h"
+
+namespace hone {
+namespace {
+
+using testing::SyntheticKernels;
+using testing::VirtualClock;
+
+std::vector<Tactic> tactics(size_t n) {
+  std::vector<Tactic> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(Tactic{"synthetic", {{"id", static_cast<int64_t>(i)}}});
+  return out;
+}
+
+GateFn all_pass() {
+  return [](size_t) { return CheckResult{}; };
+}
+
+TuneResult run(SyntheticKernels &k, GateFn gate, TunerOptions opt = {}) {
+  SampleFn sample = [&](size_t i) { return k.sample(i, 1); };
+  return Tuner(opt).select(tactics(k.base.size()), 0, gate, sample);
+}
+
+TEST(Tuner, NoiseBelowTheMarginKeepsTheDefault) {
+  VirtualClock clock;
+  // Candidate 1 is 1% faster, inside the 2% minimum margin, under 1% noise.
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SyntheticKernels k{clock, {1.0, 0.99, 1.005}, 0.01};
+    k.rng.seed(seed);
+    TuneResult r = run(k, all_pass());
+    EXPECT_EQ(r.pick_index, 0u) << "seed " << seed << " ratio " << r.ratio;
+    EXPECT_GE(r.margin, 0.02);
+  }
+}
+
+TEST(Tuner, TrueTenPercentWinIsPicked) {
+  VirtualClock clock;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SyntheticKernels k{clock, {1.0, 1.05, 0.9, 1.2}, 0.01};
+    k.rng.seed(seed);
+    TuneResult r = run(k, all_pass());
+    EXPECT_EQ(r.pick_index, 2u) << "seed " << seed;
+    EXPECT_NEAR(r.ratio, 0.9, 0.02);
+    EXPECT_TRUE(r.candidates[2].finalist);
+  }
+}
+
+TEST(Tuner, MarginGrowsWithTheNoiseFloor) {
+  VirtualClock clock;
+  // 8% noise: a 6% win is not distinguishable and must not be taken.
+  SyntheticKernels k{clock, {1.0, 0.94}, 0.08};
+  TuneResult r = run(k, all_pass());
+  EXPECT_GT(r.noise_floor, 0.0);
+  EXPECT_NEAR(r.margin, std::max(0.02, 3 * r.noise_floor), 1e-12);
+  EXPECT_GT(r.margin, 0.06);
+  EXPECT_EQ(r.pick_index, 0u);
+}
+
+TEST(Tuner, GateFailingCandidateIsNeverPicked) {
+  VirtualClock clock;
+  SyntheticKernels k{clock, {1.0, 0.5, 0.9}, 0.01};
+  GateFn gate = [](size_t i) {
+    CheckResult c;
+    if (i == 1) {
+      c.status = Status::gate_failed;
+      c.error = 0.3;
+      c.reason = "relative L2 error 0.3 > 1e-5";
+    }
+    return c;
+  };
+  TuneResult r = run(k, gate);
+  EXPECT_EQ(r.pick_index, 2u);
+  EXPECT_EQ(r.candidates[1].status, Status::gate_failed);
+  EXPECT_EQ(r.candidates[1].median_s, 0.0); // never timed
+  EXPECT_FALSE(r.candidates[1].reason.empty());
+}
+
+TEST(Tuner, DefaultFailingItsGateIsABug) {
+  VirtualClock clock;
+  SyntheticKernels k{clock, {1.0, 0.9}};
+  GateFn gate = [](size_t i) {
+    CheckResult c;
+    if (i == 0)
+      c.status = Status::gate_failed;
+    return c;
+  };
+  EXPECT_THROW(run(k, gate), Error);
+}
+
+TEST(Tuner, TriageKeepsBestKAndReportsEveryCandidate) {
+  VirtualClock clock;
+  SyntheticKernels k{clock, {1.0, 0.95, 0.7, 0.8, 0.85, 1.3}, 0.005};
+  TunerOptions opt;
+  opt.top_k = 2;
+  TuneResult r = run(k, all_pass(), opt);
+  ASSERT_EQ(r.candidates.size(), 6u);
+  EXPECT_TRUE(r.candidates[2].finalist);
+  EXPECT_TRUE(r.candidates[3].finalist);
+  EXPECT_FALSE(r.candidates[4].finalist);
+  EXPECT_FALSE(r.candidates[5].finalist);
+  for (const auto &c : r.candidates)
+    EXPECT_GT(c.median_s, 0.0);
+  EXPECT_EQ(r.pick_index, 2u);
+}
+
+// A linear slow-down over time: sequential timing measures the default early and the faster
+// candidate late, and the drift hides a true 10% win; interleaving cancels it.
+TEST(Tuner, InterleavingCancelsLinearDrift) {
+  VirtualClock clock;
+  TunerOptions sequential;
+  sequential.interleave = false;
+  SyntheticKernels seq{clock, {1.0, 0.9}, 0.0, 0.03};
+  TuneResult wrong = run(seq, all_pass(), sequential);
+  EXPECT_EQ(wrong.pick_index, 0u) << "sequential timing should be fooled by the drift";
+
+  SyntheticKernels inter{clock, {1.0, 0.9}, 0.0, 0.03};
+  TuneResult right = run(inter, all_pass());
+  EXPECT_EQ(right.pick_index, 1u);
+  EXPECT_NEAR(right.ratio, 0.9, 0.005);
+}
+
+TEST(Tuner, RejectsTooFewSamples) {
+  TunerOptions opt;
+  opt.samples = 4;
+  EXPECT_THROW(Tuner{opt}, Error);
+}
+
+} // namespace
+} // namespace hone
