@@ -1,0 +1,72 @@
+#include "hone/key.h"
+
+#include <string>
+
+#include "hone/backend.h"
+#include "hone/build_info.h"
+#include "hone/op.h"
+
+namespace hone {
+
+namespace {
+// An empty value is printed as "" so that "runtime \"\" != cudart 13000" stays readable.
+std::string shown(const std::string &value) { return value.empty() ? "\"\"" : value; }
+} // namespace
+
+std::string problem_key(const TunableOp &op, const Shape &bucket) {
+  std::string key(op.name());
+  key += '|';
+  key += op.buckets().describe(bucket);
+  key += '|';
+  key += to_string(bucket.dtype);
+  return key;
+}
+
+std::string cache_key(const TunableOp &op, const Shape &bucket, const std::string &device_model) {
+  std::string key(op.name());
+  key += '@';
+  key += std::to_string(op.version());
+  key += '|';
+  key += op.buckets().describe(bucket);
+  key += '|';
+  key += to_string(bucket.dtype);
+  key += '|';
+  key += device_model;
+  return key;
+}
+
+Metadata current_metadata(const Backend &backend, bool cold) {
+  const DeviceInfo &info = backend.info();
+  Metadata m;
+  m.hone_version = HONE_VERSION_STRING;
+  m.kernel_build = backend.kernel_build_id();
+  m.backend = info.backend;
+  m.runtime = info.runtime_version;
+  m.driver = info.driver_version;
+  m.method = backend.method_id() + (cold ? "+cold" : "+warm");
+  return m;
+}
+
+std::optional<std::string> stale_reason(const Metadata &entry, const Metadata &current) {
+  // Checked in the order of the struct, so the reason names the first differing field.
+  const struct {
+    const char *name;
+    const std::string Metadata::*field;
+  } fields[] = {
+      {"hone_version", &Metadata::hone_version},
+      {"kernel_build", &Metadata::kernel_build},
+      {"backend", &Metadata::backend},
+      {"runtime", &Metadata::runtime},
+      {"driver", &Metadata::driver},
+      {"method", &Metadata::method},
+  };
+  for (const auto &f : fields) {
+    const std::string &a = entry.*(f.field);
+    const std::string &b = current.*(f.field);
+    if (a != b)
+      return std::string(f.name) + " " + shown(a) + " != " + shown(b);
+  }
+  return std::nullopt;
+}
+
+} // namespace hone
