@@ -33,11 +33,13 @@ void qmv_affine(const float *x, const uint32_t *packed, const uint16_t *scales,
 
 // Quantizes W [n, k] f32 (row-major) to the affine layout above: per group along K,
 // scale = (max - min) / (2^bits - 1), bias = min, q = round((w - bias) / scale).
+// scale and bias are rounded to bf16 (nearest, ties to even) first and q is computed from the
+// rounded values, clamped to [0, 2^bits - 1]; a constant group has scale 0 and q = 0.
 // Throws Error(invalid_argument) naming a bad bits, group or k.
 struct AffineQuantized {
-  std::vector<uint32_t> packed;   // [n, k * bits / 32]
-  std::vector<uint16_t> scales;   // bf16 [n, k / group]
-  std::vector<uint16_t> biases;   // bf16 [n, k / group]
+  std::vector<uint32_t> packed; // [n, k * bits / 32]
+  std::vector<uint16_t> scales; // bf16 [n, k / group]
+  std::vector<uint16_t> biases; // bf16 [n, k / group]
 };
 AffineQuantized quantize_affine(const float *w, int64_t n, int64_t k, int bits, int group);
 // w[n, k] = q * scale + bias, in f32.
