@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Checks for what building and testing hone needs; installs what is missing with apt-get when
+# run as root, otherwise prints the exact apt-get command and exits non-zero.
+#
+#   scripts/bootstrap.sh          # exit 0: everything is present
+#
+# Needs: cmake >= 3.25, ninja, g++ (C++20), python3, and the packages nlohmann-json3-dev,
+# libcli11-dev, libgtest-dev, libbenchmark-dev. CUDA is optional: with nvcc on PATH (or
+# CMAKE_CUDA_COMPILER set) the CUDA backend is built as well.
+set -euo pipefail
+
+readonly min_cmake=3.25
+missing=()
+
+have() { command -v "$1" >/dev/null 2>&1; }
+# version_ge A B: true when version A >= version B.
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+# pkg_or_header PACKAGE HEADER: a dev package counts as present when dpkg knows it installed,
+# or (on systems without dpkg) when its header is on the default include path.
+pkg_or_header() {
+  if have dpkg-query; then
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' && return 0
+  fi
+  for dir in /usr/include /usr/local/include; do
+    [ -e "$dir/$2" ] && return 0
+  done
+  return 1
+}
+
+check() {
+  if ! have cmake; then
+    missing+=(cmake)
+  elif ! version_ge "$(cmake --version | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')" "$min_cmake"; then
+    cmake_too_old=$(cmake --version | head -n1)
+    missing+=(cmake)
+  fi
+  have ninja || missing+=(ninja-build)
+  have g++ || missing+=(g++)
+  have python3 || missing+=(python3)
+  pkg_or_header nlohmann-json3-dev nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
+  pkg_or_header libcli11-dev CLI/CLI.hpp || missing+=(libcli11-dev)
+  pkg_or_header libgtest-dev gtest/gtest.h || missing+=(libgtest-dev)
+  pkg_or_header libbenchmark-dev benchmark/benchmark.h || missing+=(libbenchmark-dev)
+}
+
+cmake_too_old=""
+check
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all build dependencies are present"
+  have nvcc && echo "bootstrap: nvcc found: the CUDA backend will be built" ||
+    echo "bootstrap: no nvcc: building the CPU backend only"
+  exit 0
+fi
+
+install_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bootstrap: missing: ${missing[*]}" >&2
+  [ -n "$cmake_too_old" ] && echo "bootstrap: $cmake_too_old is older than $min_cmake" >&2
+  echo "bootstrap: install them as root with:" >&2
+  echo "  sudo sh -c '$install_cmd'" >&2
+  exit 1
+fi
+if ! have apt-get; then
+  echo "bootstrap: missing: ${missing[*]}; apt-get is not available, install them by hand" >&2
+  exit 1
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends "${missing[@]}"
+
+missing=()
+cmake_too_old=""
+check
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "bootstrap: still missing after apt-get: ${missing[*]}" >&2
+  [ -n "$cmake_too_old" ] &&
+    echo "bootstrap: this distribution's $cmake_too_old is older than $min_cmake; install a newer cmake (e.g. pip install cmake, or Kitware's apt repository)" >&2
+  exit 1
+fi
+echo "bootstrap: all build dependencies are present"

@@ -1,0 +1,175 @@
+// Model configs: parsing Hugging Face config.json files and deriving linear-layer shapes.
+#include "hone/model_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "hone/error.h"
+
+namespace hone::cli {
+namespace {
+
+// tests/unit/<this file> -> <source root>/models (CMake compiles sources by absolute path).
+const std::filesystem::path kModels =
+    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "models";
+
+// The message of the Error(invalid_argument) that `parse` throws; fails the test otherwise.
+template <class F> std::string invalid_message(F parse) {
+  try {
+    parse();
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
+
+ModelConfig parse(const std::string &text) { return parse_model_config(text, "test.json", "test"); }
+
+TEST(ModelConfig, QwenDerivesFusedShapesAndHeadDim) {
+  const ModelConfig m = load_model_config(kModels / "qwen2.5-0.5b.json");
+  EXPECT_EQ(m.name, "qwen2.5-0.5b");
+  EXPECT_EQ(m.hidden_size, 896);
+  EXPECT_EQ(m.intermediate_size, 4864);
+  EXPECT_EQ(m.num_attention_heads, 14);
+  EXPECT_EQ(m.num_key_value_heads, 2);
+  EXPECT_EQ(m.head_dim, 64); // 896 / 14: no head_dim field
+  EXPECT_EQ(m.vocab_size, 151936);
+  EXPECT_TRUE(m.tie_word_embeddings);
+
+  const std::vector<LinearLayer> layers = linear_layers(m, /*include_lm_head=*/false);
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].name, "qkv");
+  EXPECT_EQ(layers[0].n, (14 + 2 * 2) * 64);
+  EXPECT_EQ(layers[0].k, 896);
+  EXPECT_EQ(layers[1].name, "o_proj");
+  EXPECT_EQ(layers[1].n, 896);
+  EXPECT_EQ(layers[1].k, 896);
+  EXPECT_EQ(layers[2].name, "gate_up");
+  EXPECT_EQ(layers[2].n, 2 * 4864);
+  EXPECT_EQ(layers[2].k, 896);
+  EXPECT_EQ(layers[3].name, "down");
+  EXPECT_EQ(layers[3].n, 896);
+  EXPECT_EQ(layers[3].k, 4864);
+}
+
+TEST(ModelConfig, LlamaUntiedWithLmHead) {
+  const ModelConfig m = load_model_config(kModels / "llama-3.1-8b.json");
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.intermediate_size, 14336);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_key_value_heads, 8);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.vocab_size, 128256);
+  EXPECT_FALSE(m.tie_word_embeddings);
+  const std::vector<LinearLayer> layers = linear_layers(m, /*include_lm_head=*/true);
+  ASSERT_EQ(layers.size(), 5u);
+  EXPECT_EQ(layers[0].n, 6144); // (32 + 16) x 128
+  EXPECT_EQ(layers[4].name, "lm_head");
+  EXPECT_EQ(layers[4].n, 128256);
+  EXPECT_EQ(layers[4].k, 4096);
+}
+
+TEST(ModelConfig, ExplicitHeadDimWins) {
+  // Llama-3.2-3B: 24 heads x 128 = 3072 = hidden; an explicit head_dim that differs from
+  // hidden / heads must be used as given.
+  const ModelConfig m = parse(R"({"hidden_size": 2048, "intermediate_size": 6144,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
+      "vocab_size": 1000})");
+  EXPECT_EQ(m.head_dim, 256);
+  const std::vector<LinearLayer> layers = linear_layers(m, false);
+  EXPECT_EQ(layers[0].n, (16 + 8) * 256);
+  EXPECT_EQ(layers[1].n, 2048);
+  EXPECT_EQ(layers[1].k, 16 * 256);
+}
+
+TEST(ModelConfig, KvHeadsDefaultToHeadsAndNullHeadDimIsAbsent) {
+  const ModelConfig m = parse(R"({"hidden_size": 512, "intermediate_size": 1024,
+      "num_attention_heads": 8, "head_dim": null, "vocab_size": 100})");
+  EXPECT_EQ(m.num_key_value_heads, 8);
+  EXPECT_EQ(m.head_dim, 64);
+  EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_EQ(linear_layers(m, false)[0].n, 3 * 512);
+}
+
+TEST(ModelConfig, EveryShippedModelParses) {
+  int count = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(kModels)) {
+    if (entry.path().extension() != ".json")
+      continue;
+    SCOPED_TRACE(entry.path().string());
+    const ModelConfig m = load_model_config(entry.path());
+    for (const LinearLayer &l : linear_layers(m, true)) {
+      EXPECT_GT(l.n, 0);
+      EXPECT_GT(l.k, 0);
+    }
+    ++count;
+  }
+  EXPECT_GE(count, 5);
+}
+
+TEST(ModelConfig, DefaultModelIsTheShippedQwenFile) {
+  const ModelConfig m = default_model_config();
+  const ModelConfig file =
+      load_model_config(kModels / (std::string(default_model_name()) + ".json"));
+  EXPECT_EQ(m.hidden_size, file.hidden_size);
+  EXPECT_EQ(m.intermediate_size, file.intermediate_size);
+  EXPECT_EQ(m.vocab_size, file.vocab_size);
+  EXPECT_EQ(m.name, "qwen2.5-0.5b");
+}
+
+TEST(ModelConfig, MissingFileNamesTheFile) {
+  const std::string msg = invalid_message([] { load_model_config("/nonexistent/cfg.json"); });
+  EXPECT_NE(msg.find("/nonexistent/cfg.json"), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, MalformedJsonNamesTheSource) {
+  const std::string msg = invalid_message([] { parse(R"({"hidden_size": 64,,})"); });
+  EXPECT_NE(msg.find("test.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(invalid_message([] { parse("[1, 2]"); }).find("object"), std::string::npos);
+}
+
+TEST(ModelConfig, MissingOrBadFieldIsNamed) {
+  std::string msg = invalid_message(
+      [] { parse(R"({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10})"); });
+  EXPECT_NE(msg.find("test.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'intermediate_size' is missing"), std::string::npos) << msg;
+
+  msg = invalid_message([] {
+    parse(R"({"hidden_size": "64", "intermediate_size": 128, "num_attention_heads": 4,
+              "vocab_size": 10})");
+  });
+  EXPECT_NE(msg.find("'hidden_size'"), std::string::npos) << msg;
+
+  msg = invalid_message([] {
+    parse(R"({"hidden_size": 64, "intermediate_size": -1, "num_attention_heads": 4,
+              "vocab_size": 10})");
+  });
+  EXPECT_NE(msg.find("'intermediate_size'"), std::string::npos) << msg;
+
+  msg = invalid_message([] {
+    parse(R"({"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "num_key_value_heads": 3, "vocab_size": 10})");
+  });
+  EXPECT_NE(msg.find("'num_key_value_heads'"), std::string::npos) << msg;
+
+  msg = invalid_message([] {
+    parse(R"({"hidden_size": 65, "intermediate_size": 128, "num_attention_heads": 4,
+              "vocab_size": 10})");
+  });
+  EXPECT_NE(msg.find("'head_dim'"), std::string::npos) << msg;
+
+  msg = invalid_message([] {
+    parse(R"({"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "vocab_size": 10, "tie_word_embeddings": "yes"})");
+  });
+  EXPECT_NE(msg.find("'tie_word_embeddings'"), std::string::npos) << msg;
+}
+
+} // namespace
+} // namespace hone::cli

@@ -1,0 +1,48 @@
+#include "hone/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "hone/bench_command.h"
+#include "hone/build_info.h"
+#include "hone/cache_command.h"
+#include "hone/device_command.h"
+#include "hone/error.h"
+#include "hone/tune_command.h"
+
+namespace hone::cli {
+
+Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")) {
+  app_->set_version_flag("--version", std::string("hone ") + HONE_VERSION_STRING);
+  app_->add_option("--backend", global_.backend, "Backend: cpu or cuda (default: the best present)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app_->require_subcommand(1);
+  device_ = std::make_unique<DeviceCommand>(*app_, global_);
+  tune_ = std::make_unique<TuneCommand>(*app_, global_);
+  bench_ = std::make_unique<BenchCommand>(*app_, global_);
+  cache_ = std::make_unique<CacheCommand>(*app_);
+  app_->footer("Environment: HONE_CACHE_DIR (cache location), HONE_CACHE=off (ignore the cache).\n"
+               "Exit codes: 0 ok, 1 runtime failure or `cache verify` problems, 2 bad usage.");
+}
+
+Cli::~Cli() = default;
+
+void Cli::parse(int argc, char **argv) { app_->parse(argc, argv); }
+
+int Cli::run() {
+  if (device_->app()->parsed())
+    return device_->run();
+  if (tune_->app()->parsed())
+    return tune_->run();
+  if (bench_->app()->parsed())
+    return bench_->run();
+  if (cache_->app()->parsed())
+    return cache_->run();
+  HONE_RUNTIME_ERROR("no subcommand was parsed");
+}
+
+int Cli::exit(const CLI::ParseError &error) {
+  const int code = app_->exit(error);
+  return code == 0 ? 0 : kExitUsage;
+}
+
+} // namespace hone::cli

@@ -1,0 +1,28 @@
+#include "hone/global_options.h"
+
+#include <unistd.h>
+
+#include "hone/error.h"
+#include "hone/registry.h"
+
+namespace hone::cli {
+
+Backend &selected_backend(const GlobalOptions &options) {
+  return options.backend.empty() ? best_backend() : get_backend(options.backend);
+}
+
+const TunableOp &find_op(std::string_view name, const Backend &backend) {
+  const std::string &backend_name = backend.info().backend;
+  const Registry &registry = Registry::global();
+  if (const TunableOp *op = registry.find(name, backend_name))
+    return *op;
+  std::string known;
+  for (const TunableOp *op : registry.ops(backend_name))
+    known += (known.empty() ? "" : ", ") + std::string(op->name());
+  HONE_INVALID_ARGUMENT("unknown op '" + std::string(name) + "' for backend " + backend_name +
+                        " (available: " + (known.empty() ? "none" : known) + ")");
+}
+
+bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+} // namespace hone::cli

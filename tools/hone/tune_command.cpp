@@ -1,0 +1,363 @@
+#include "hone/tune_command.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "hone/cache.h"
+#include "hone/error.h"
+#include "hone/format.h"
+#include "hone/key.h"
+#include "hone/model_config.h"
+#include "hone/registry.h"
+#include "hone/shape_arg.h"
+#include "hone/table.h"
+#include "hone/tune.h"
+
+namespace hone::cli {
+
+namespace {
+
+using nlohmann::json;
+
+// One bucket to tune: the first raw shape that mapped to it, and every model layer that did.
+struct Problem {
+  const TunableOp *op = nullptr;
+  Shape shape;
+  Shape bucket;
+  std::string bucket_text;
+  std::string key;                 // cache key
+  std::vector<std::string> layers; // model layers mapping here ("qkv", ...); empty for --op
+};
+
+struct Outcome {
+  const Problem *problem = nullptr;
+  bool cached = false;
+  std::optional<TuneReport> report; // set when tuned in this run
+  CacheEntry entry;                 // the pick, as recorded in (or read from) the cache
+};
+
+// Validates `shape` for `op`, maps it to its bucket and appends it unless its bucket is
+// already listed (then only the layer name is added). Nothing is measured here, so a bad
+// shape anywhere in the matrix stops the run before any measurement.
+void add_problem(std::vector<Problem> &problems, const TunableOp &op, const Shape &shape,
+                 const std::string &layer, const std::string &device_model) {
+  op.validate(shape);
+  const std::optional<Shape> bucket = op.buckets().map(shape);
+  if (!bucket)
+    HONE_INVALID_ARGUMENT(std::string(op.name()) + ": shape " + op.buckets().describe(shape) +
+                          " is outside the op's buckets");
+  op.validate(*bucket);
+  const std::string key = cache_key(op, *bucket, device_model);
+  for (Problem &p : problems)
+    if (p.key == key) {
+      if (!layer.empty() && std::find(p.layers.begin(), p.layers.end(), layer) == p.layers.end())
+        p.layers.push_back(layer);
+      return;
+    }
+  Problem p;
+  p.op = &op;
+  p.shape = shape;
+  p.bucket = *bucket;
+  p.bucket_text = op.buckets().describe(*bucket);
+  p.key = key;
+  if (!layer.empty())
+    p.layers.push_back(layer);
+  problems.push_back(std::move(p));
+}
+
+// True when the op's dimensions begin with rows, n, k (a linear layer's problem).
+bool is_linear(const TunableOp &op) {
+  const std::vector<DimSpec> &dims = op.buckets().dims;
+  return dims.size() >= 3 && dims[0].name == "rows" && dims[1].name == "n" && dims[2].name == "k";
+}
+
+// The dimension values beyond rows, n, k that a model run can fill; nullopt names none.
+std::optional<std::vector<int64_t>> model_extras(const TunableOp &op, const TuneCommandOptions &o) {
+  std::vector<int64_t> extras;
+  const std::vector<DimSpec> &dims = op.buckets().dims;
+  for (size_t i = 3; i < dims.size(); ++i) {
+    if (dims[i].name == "bits")
+      extras.push_back(o.bits);
+    else if (dims[i].name == "group")
+      extras.push_back(o.group);
+    else
+      return std::nullopt;
+  }
+  return extras;
+}
+
+std::vector<Problem> model_problems(const TuneCommandOptions &o, const Backend &backend,
+                                    ModelConfig *config_out) {
+  const ModelConfig config = o.model.empty() ? default_model_config() : load_model_config(o.model);
+  *config_out = config;
+  const std::vector<int64_t> rows = parse_rows(o.rows);
+
+  std::vector<const TunableOp *> ops;
+  if (o.ops.empty()) {
+    for (const TunableOp *op : Registry::global().ops(backend.info().backend))
+      if (is_linear(*op) && model_extras(*op, o))
+        ops.push_back(op);
+    if (ops.empty())
+      HONE_INVALID_ARGUMENT("backend " + backend.info().backend +
+                            " has no op with dimensions rows, n, k to tune a model with");
+  } else {
+    for (const std::string &name : split_list(o.ops, "--ops")) {
+      const TunableOp &op = find_op(name, backend);
+      if (!is_linear(op) || !model_extras(op, o))
+        HONE_INVALID_ARGUMENT("--ops: op '" + name + "' has dimensions " + dim_names(op) +
+                              "; a model fills only rows, n, k, bits and group");
+      ops.push_back(&op);
+    }
+  }
+
+  std::vector<Problem> problems;
+  for (const TunableOp *op : ops) {
+    const std::vector<int64_t> extras = *model_extras(*op, o);
+    for (const LinearLayer &layer : linear_layers(config, o.include_lm_head))
+      for (int64_t r : rows) {
+        std::vector<int64_t> dims = {r, layer.n, layer.k};
+        dims.insert(dims.end(), extras.begin(), extras.end());
+        add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op_dtype(*op)), layer.name,
+                    backend.info().model);
+      }
+  }
+  return problems;
+}
+
+json candidate_json(const CandidateReport &c) {
+  return {{"tactic", c.tactic.str()},
+          {"status", to_string(c.status)},
+          {"reason", c.reason},
+          {"error", c.error},
+          {"median_s", c.median_s},
+          {"spread", c.spread},
+          {"finalist", c.finalist},
+          {"ratio", c.ratio},
+          {"ratio_spread", c.ratio_spread}};
+}
+
+json outcome_json(const Outcome &o) {
+  const Problem &p = *o.problem;
+  json j = {{"op", std::string(p.op->name())},
+            {"bucket", p.bucket_text},
+            {"key", p.key},
+            {"layers", p.layers},
+            {"source", o.cached ? "cached" : "tuned"},
+            {"default", o.entry.default_tactic},
+            {"pick", o.entry.tactic},
+            {"ratio", o.entry.ratio},
+            {"spread", o.entry.spread},
+            {"pick_s", o.entry.median_s},
+            {"default_s", o.entry.default_s},
+            {"mode", o.entry.mode},
+            {"date", o.entry.date}};
+  if (o.report) {
+    const TuneReport &r = *o.report;
+    j["numerics"] = to_string(r.numerics);
+    j["batch"] = r.batch;
+    j["sync_round_trip_s"] = r.sync_round_trip;
+    j["rotation"] = {{"copies", r.rotation.copies},
+                     {"needed", r.rotation.needed},
+                     {"flush", r.rotation.flush},
+                     {"footprint_bytes", r.rotation.footprint}};
+    j["noise_floor"] = r.result.noise_floor;
+    j["margin"] = r.result.margin;
+    json candidates = json::array();
+    for (const CandidateReport &c : r.result.candidates)
+      candidates.push_back(candidate_json(c));
+    j["candidates"] = std::move(candidates);
+  }
+  return j;
+}
+
+void write_json_file(const std::string &path, const json &doc) {
+  std::ofstream out(path);
+  if (!out)
+    HONE_INVALID_ARGUMENT("--json: cannot write '" + path + "'");
+  out << doc.dump(2) << '\n';
+  if (!out)
+    HONE_RUNTIME_ERROR("--json: writing '" + path + "' failed");
+}
+
+// One progress line on stderr, redrawn in place; only drawn on a terminal.
+class Progress {
+public:
+  explicit Progress(bool enabled) : enabled_(enabled) {}
+  ~Progress() { clear(); }
+  void show(const std::string &text) {
+    if (enabled_)
+      std::cerr << "\r\033[K" << text << std::flush;
+  }
+  void clear() {
+    if (enabled_)
+      std::cerr << "\r\033[K" << std::flush;
+  }
+
+private:
+  bool enabled_;
+};
+
+} // namespace
+
+TuneCommand::TuneCommand(CLI::App &parent, const GlobalOptions &global)
+    : global_(global),
+      app_(parent.add_subcommand("tune", "Tune buckets and record the picks in the cache")) {
+  auto *op = app_->add_option("--op", options_.op, "Op to tune (with --shape)");
+  auto *shape = app_->add_option("--shape", options_.shape,
+                                 "Shape as name=value per dimension: rows=8,n=4096,k=4096");
+  auto *model = app_->add_option("--model", options_.model,
+                                 "Hugging Face config.json; every linear layer is tuned");
+  op->needs(shape);
+  shape->needs(op);
+  model->excludes(op);
+  model->excludes(shape);
+  auto *rows = app_->add_option("--rows", options_.rows, "Row counts for a model: 1-16, 1,2,4,8")
+                   ->capture_default_str();
+  auto *ops = app_->add_option("--ops", options_.ops,
+                               "Ops for a model (default: every op over rows, n, k)");
+  auto *bits = app_->add_option("--bits", options_.bits, "Weight bits for quantized ops")
+                   ->capture_default_str();
+  auto *group =
+      app_->add_option("--group", options_.group, "Quantization group size")->capture_default_str();
+  auto *lm_head = app_->add_flag("--include-lm-head", options_.include_lm_head,
+                                 "Also tune the lm_head layer (vocab x hidden)");
+  for (CLI::Option *model_only : {rows, ops, bits, group, lm_head}) {
+    model_only->excludes(op);
+    model_only->excludes(shape);
+  }
+  app_->add_flag("--force", options_.force, "Re-tune buckets the cache already holds");
+  app_->add_option("--samples", options_.samples, "Samples per median (default 7)")
+      ->check(CLI::Range(5, 1000));
+  app_->add_option("--json", options_.json, "Write every report and candidate to this file");
+}
+
+int TuneCommand::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  Backend &backend = selected_backend(global_);
+  const std::string &device_model = backend.info().model;
+
+  // The whole matrix is derived and validated before anything is measured.
+  std::vector<Problem> problems;
+  ModelConfig config;
+  const bool from_model = options_.op.empty();
+  if (from_model) {
+    problems = model_problems(options_, backend, &config);
+  } else {
+    const TunableOp &op = find_op(options_.op, backend);
+    add_problem(problems, op, parse_shape(op, options_.shape), "", device_model);
+  }
+
+  const bool use_cache = Cache::enabled_by_env();
+  std::optional<Cache> cache;
+  if (use_cache) {
+    cache.emplace(Cache::default_path());
+    cache->load();
+  }
+  const Metadata metadata = current_metadata(backend, /*cold=*/true);
+
+  TuneOptions tune_options;
+  if (options_.samples > 0)
+    tune_options.tuner.samples = options_.samples;
+
+  if (from_model)
+    std::cerr << "model " << config.name << ": hidden " << config.hidden_size << ", intermediate "
+              << config.intermediate_size << ", heads " << config.num_attention_heads << "/"
+              << config.num_key_value_heads << " (kv), head_dim " << config.head_dim << "; "
+              << problems.size() << " buckets on " << backend.info().backend << " (" << device_model
+              << ")\n";
+
+  Progress progress(stderr_is_tty());
+  std::vector<Outcome> outcomes;
+  int tuned = 0, cached = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Problem &p = problems[i];
+    Outcome o;
+    o.problem = &p;
+    const CacheEntry *hit = cache && !options_.force ? cache->find(p.key, metadata) : nullptr;
+    if (hit) {
+      o.cached = true;
+      o.entry = *hit;
+      ++cached;
+    } else {
+      progress.show("[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) +
+                    "] tuning " + std::string(p.op->name()) + " " + p.bucket_text);
+      o.report = tune_bucket(backend, *p.op, p.bucket, tune_options);
+      o.entry = to_cache_entry(*o.report, metadata);
+      if (cache)
+        cache->put(o.entry);
+      ++tuned;
+    }
+    outcomes.push_back(std::move(o));
+  }
+  progress.clear();
+  // Saved once, after every bucket succeeded: a failure above leaves the cache untouched.
+  if (cache && tuned > 0)
+    cache->save();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<std::string> header = {"op", "bucket"};
+  if (from_model)
+    header.push_back("layers");
+  for (const char *h : {"default", "pick", "ratio", "spread", "time", "source"})
+    header.push_back(h);
+  std::vector<bool> right(header.size(), false);
+  for (size_t c = header.size() - 4; c < header.size() - 1; ++c)
+    right[c] = true;
+  Table table(header, right);
+  for (const Outcome &o : outcomes) {
+    const std::string op_name(o.problem->op->name());
+    std::vector<std::string> row = {op_name, o.problem->bucket_text};
+    if (from_model) {
+      std::string layers;
+      for (const std::string &l : o.problem->layers)
+        layers += (layers.empty() ? "" : ",") + l;
+      row.push_back(layers);
+    }
+    const bool kept = o.entry.tactic == o.entry.default_tactic;
+    row.push_back(short_tactic(o.entry.default_tactic, op_name));
+    row.push_back(kept ? "(default)" : short_tactic(o.entry.tactic, op_name));
+    row.push_back(format_ratio(o.entry.ratio));
+    row.push_back(format_percent(o.entry.spread));
+    row.push_back(format_seconds(o.entry.median_s));
+    row.push_back(o.cached ? "cached" : "tuned");
+    table.add(std::move(row));
+  }
+  table.print(std::cout);
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds);
+  std::cout << "tuned " << tuned << ", cached " << cached << ", in " << elapsed << " s\n";
+  if (!use_cache)
+    std::cout << "cache: off (HONE_CACHE=off); nothing recorded\n";
+  else if (tuned > 0)
+    std::cout << "cache: " << cache->path().string() << '\n';
+
+  if (!options_.json.empty()) {
+    json reports = json::array();
+    for (const Outcome &o : outcomes)
+      reports.push_back(outcome_json(o));
+    json doc = {{"format", "hone.tune"},
+                {"format_version", 1},
+                {"backend", backend.info().backend},
+                {"device", device_model},
+                {"metadata",
+                 {{"hone_version", metadata.hone_version},
+                  {"kernel_build", metadata.kernel_build},
+                  {"runtime", metadata.runtime},
+                  {"driver", metadata.driver},
+                  {"method", metadata.method}}},
+                {"reports", std::move(reports)},
+                {"summary", {{"tuned", tuned}, {"cached", cached}, {"seconds", seconds}}}};
+    if (from_model)
+      doc["model"] = config.name;
+    write_json_file(options_.json, doc);
+  }
+  return 0;
+}
+
+} // namespace hone::cli

@@ -1,0 +1,46 @@
+// `hone tune`: tune one shape of one op, or every linear layer of a model over a range of
+// row counts, and record the picks in the tuning cache. Buckets the cache already holds
+// fresh entries for are reported as cached and not measured.
+//
+//   hone tune                                     # the built-in model (Qwen2.5-0.5B)
+//   hone tune --op gemv.f32 --shape rows=8,n=4096,k=4096
+//   hone tune --model models/llama-3.1-8b.json --rows 1-16 --ops qmv.affine --json out.json
+#pragma once
+
+#include <string>
+
+#include "hone/global_options.h"
+
+namespace CLI {
+class App;
+}
+
+namespace hone::cli {
+
+struct TuneCommandOptions {
+  std::string op;    // --op: one op (with --shape)
+  std::string shape; // --shape rows=8,n=4096,k=4096[,bits=4,group=64]
+  std::string model; // --model CONFIG.json; empty with no --op: the built-in model
+  std::string rows = "1-16";
+  std::string ops; // --ops a,b; empty: every op whose dims begin with rows, n, k
+  int bits = 4;    // fills a `bits` dimension of model problems
+  int group = 64;  // fills a `group` dimension of model problems
+  bool include_lm_head = false;
+  bool force = false; // re-tune buckets the cache already holds
+  int samples = 0;    // samples per median; 0 keeps the tuner's default
+  std::string json;   // --json FILE: every report, every candidate
+};
+
+class TuneCommand {
+public:
+  TuneCommand(CLI::App &parent, const GlobalOptions &global);
+  CLI::App *app() const { return app_; }
+  int run();
+
+private:
+  const GlobalOptions &global_;
+  CLI::App *app_;
+  TuneCommandOptions options_;
+};
+
+} // namespace hone::cli
