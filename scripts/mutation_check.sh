@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Breaks each guarded behaviour once and checks that its test fails, then restores the source.
+# Usage: scripts/mutation_check.sh [build-dir]   (the build dir must be configured already)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+failures=0
+
+# mutate FILE OLD NEW TEST_BINARY GTEST_FILTER LABEL
+mutate() {
+  local file=$1 old=$2 new=$3 binary=$4 filter=$5 label=$6
+  cp "$file" "$file.orig"
+  python3 - "$file" "$old" "$new" <<'PY'
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+if old not in text:
+    sys.exit("mutation anchor not found in " + path + ": " + old)
+open(path, "w").write(text.replace(old, new, 1))
+PY
+  local ok=$?
+  if [ $ok -eq 0 ] && cmake --build "$build" --target "$binary" >/dev/null 2>&1; then
+    if "$build/tests/unit/$binary" --gtest_filter="$filter" >/dev/null 2>&1; then
+      echo "NOT CAUGHT  $label ($binary $filter)"
+      failures=$((failures + 1))
+    else
+      echo "caught      $label"
+    fi
+  else
+    echo "BROKEN      $label (mutation did not apply or build)"
+    failures=$((failures + 1))
+  fi
+  mv "$file.orig" "$file"
+}
+
+mutate src/core/tuner.cpp "  if (interleave) {" "  if (false) {" \
+  tuner_test "Tuner.InterleavingCancelsLinearDrift" "sequential instead of interleaved timing"
+mutate src/core/tuner.cpp \
+  "r.margin = std::max(options_.min_margin, options_.noise_multiplier * r.noise_floor);" \
+  "r.margin = 0;" tuner_test "Tuner.NoiseBelowTheMarginKeepsTheDefault" "no switch margin"
+mutate src/core/tuner.cpp "    if (check.pass())" "    if (true)" \
+  tuner_test "Tuner.GateFailingCandidateIsNeverPicked" "gate ignored"
+mutate src/core/measurement.cpp "  if (options_.fixed_batch > 0)" \
+  "  if (true) return 1; if (options_.fixed_batch > 0)" \
+  measurement_test "Measurement.BatchCalibrationRecoversRatiosThatSyncSqueezes" \
+  "no batch calibration"
+mutate src/core/bucket.cpp "  if (value < lo || value > hi)" "  if (value < lo - 1 || value > hi + 1)" \
+  bucket_test "Bucket.*" "bucket bounds"
+mutate src/core/bucket.cpp "return static_cast<int64_t>(sq >= mid ? upper : lower);" \
+  "return static_cast<int64_t>(upper);" bucket_test "Bucket.*" "pow2 rounding"
+mutate src/core/dispatcher.cpp "  if (std::optional<Tactic> t = op.env_override(*bucket)) {" \
+  "  if (std::optional<Tactic> t = std::nullopt) {" dispatcher_test \
+  "DispatcherTest.EnvOverrideIsUsedVerbatim" "env override ignored"
+mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape \"" \
+  "    for (int i = 0; i < 2; ++i) log_warn(std::string(op.name()) + \": shape \"" \
+  dispatcher_test "DispatcherTest.OutOfBucketGetsTheDefaultWithExactlyOneWarning" \
+  "out-of-bucket warning repeated"
+mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" dispatcher_test \
+  "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
+
+cmake --build "$build" >/dev/null 2>&1
+echo "mutations not caught or broken: $failures"
+exit $((failures > 0))

@@ -1,0 +1,103 @@
+// The gemv.bf16 op (backend "cuda"): Y[rows, n] = X[rows, k] . W[n, k]^T in bf16 with fp32
+// accumulation, rows 1..32. Its candidates are the compiled gemv_bf16 kernel configs; its
+// workload owns device inputs with cold-L2 rotation copies and gates a candidate against a
+// float64 host reference and, in batch-invariant mode, bitwise against the rows=1 default.
+//
+//   hone::cuda::GemvBf16Op op;
+//   auto w = op.prepare(hone::Shape{{8, 4096, 4096}, hone::DType::bf16});
+//   if (w->check(op.default_tactic(bucket), hone::Numerics::batch_invariant).pass()) ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/device_buffer.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "hone/bucket.h"
+#include "hone/op.h"
+
+namespace hone::cuda {
+
+class CudaBackend;
+
+// Relative L2 bound of the tolerance gate. The exact result rounded once to bf16 is off
+// by at most 2^-9 (~1.95e-3) relative per element, hence in L2; fp32 accumulation adds
+// ~sqrt(k) x 2^-24, negligible for k <= 2^20. 8e-3 (4x one bf16 rounding) leaves room for
+// a kernel that rounds a partial sum once more (split-K through bf16) while any indexing or
+// reduction bug, which gives O(1) errors, still fails.
+inline constexpr double kGemvBf16RelativeL2Bound = 8e-3;
+
+class GemvBf16Workload final : public Workload {
+public:
+  // REQUIRES: GemvBf16Op::validate() accepted {rows, n, k}.
+  GemvBf16Workload(CudaBackend &backend, int rows, int n, int k);
+
+  size_t bytes_per_launch() const override; // [bytes] W + X + Y
+  void set_rotation(int copies) override;
+  int rotation() const override { return static_cast<int>(x_.size()); }
+  Status can_run(const Tactic &tactic, std::string *reason) const override;
+  void run(const Tactic &tactic, int copy) override;
+  CheckResult check(const Tactic &tactic, Numerics numerics) override;
+
+  // Problem and buffers, for peers (cuBLASLt) and tests.
+  int rows() const { return rows_; }
+  int n() const { return n_; }
+  int k() const { return k_; }
+  const void *x(int copy) const { return x_.at(static_cast<size_t>(copy)).data(); }
+  const void *w(int copy) const { return w_.at(static_cast<size_t>(copy)).data(); }
+  void *y() const { return y_.data(); }
+  cudaStream_t stream() const;
+
+  // Fresh random inputs (a new seed) in copy 0; enqueued on stream().
+  void randomize_inputs();
+  // Writes the bf16 NaN pattern 0xFFFF over Y; enqueued on stream().
+  void poison_output();
+  // Synchronous copies to the host (bf16 bits).
+  std::vector<uint16_t> download_x(int copy) const;
+  std::vector<uint16_t> download_w(int copy) const;
+  std::vector<uint16_t> download_y() const;
+  // Float64 reference of copy 0's current inputs, [rows, n] row-major.
+  std::vector<double> reference() const;
+  // Enqueues `config` over explicit buffers; returns the cudaError_t (0 = ok).
+  int launch(const GemvBf16Config &config, const void *x, const void *w, void *y, int rows);
+
+private:
+  const GemvBf16Config &config_of(const Tactic &tactic);
+  std::vector<uint16_t> download(const void *src, size_t count) const;
+
+  CudaBackend &backend_;
+  int rows_, n_, k_;
+  std::vector<DeviceBuffer> x_; // [copies] bf16 [rows, k]
+  std::vector<DeviceBuffer> w_; // [copies] bf16 [n, k]
+  DeviceBuffer y_;              // bf16 [rows, n]
+  DeviceBuffer y_reference_;    // bf16 [rows, n]: rows=1 default results (batch invariance)
+  DeviceBuffer workspace_;      // largest gemv_bf16_workspace_bytes of any admissible config
+  Tactic last_tactic_;          // run() parses a tactic once per change, not per launch
+  GemvBf16Config last_config_;
+};
+
+class GemvBf16Op final : public TunableOp {
+public:
+  GemvBf16Op();
+
+  std::string_view name() const override { return "gemv.bf16"; }
+  int version() const override { return 1; }
+  std::string_view backend() const override { return "cuda"; }
+  // rows: exact 1..8 then pow2 up to 32; n, k: exact.
+  const BucketSpec &buckets() const override { return buckets_; }
+  // gemv_bf16_configs() that can implement the bucket, default first.
+  std::vector<Tactic> candidates(const Shape &bucket) const override;
+  Tactic default_tactic(const Shape &bucket) const override;
+  void validate(const Shape &shape) const override;
+  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+  Numerics default_numerics() const override { return Numerics::batch_invariant; }
+
+private:
+  BucketSpec buckets_;
+};
+
+} // namespace hone::cuda

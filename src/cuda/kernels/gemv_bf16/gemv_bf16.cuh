@@ -1,0 +1,347 @@
+// gemv.bf16 device code: the tensor-core (mma.sync) and CUDA-core (FMA) kernels and the
+// deterministic K reduction they share. Included only by gemv_bf16.cu.
+//
+// Work split (both paths): a CTA holds warps_n x warps_k warps; warps_n warps take adjacent
+// weight-row tiles, warps_k warps take adjacent K slices. split_k CTAs of one thread-block
+// cluster (grid.y) take further K slices. Slice s = cluster_rank * warps_k + warp_k covers
+// a fixed, contiguous K range; every warp sums its slice in increasing K, writes an fp32
+// partial to shared memory, and the cluster adds the k_slices = warps_k * split_k partials in
+// slice order 0, 1, ..., k_slices - 1 (distributed shared memory across the cluster). The
+// summation order of an output therefore depends on the path and k_slices alone, never on
+// rows, rows_per_cta, outputs_per_warp, warps_n or how k_slices factors into warps_k x
+// split_k.
+#pragma once
+
+#include <cstdint>
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+namespace hone::cuda::gemv_bf16_detail {
+
+struct Params {
+  const uint16_t *x; // bf16 [rows, k]
+  const uint16_t *w; // bf16 [n, k]
+  uint16_t *y;       // bf16 [rows, n]
+  int rows, n, k;
+  int warps_n, warps_k, split_k;
+  int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
+};
+
+// 16-byte weight load: read once, so it skips L1 and asks L2 for the whole 256-byte line
+// (a warp instruction covers 64 contiguous bytes of each of 8 weight rows).
+__device__ __forceinline__ uint4 load_weight(const uint16_t *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// 16-byte activation load: X is small and re-read by every CTA, so it stays in L1.
+__device__ __forceinline__ uint4 load_activation(const uint16_t *p) {
+  return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+
+// D += A (16x16, row) * B (16x8, col); bf16 inputs, fp32 accumulators.
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                             uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
+// Adds the k_slices partials of every output of this CTA in slice order and stores bf16.
+// `partials` is this CTA's dynamic shared memory: [warps_k][warps_n][floats_per_warp].
+// Outputs are spread over the ranks of the cluster; `index(m_in_warp, r_local)` gives an
+// output's float offset inside a warp's partial.
+// NOTE: every thread of every CTA of the cluster reaches both cluster barriers.
+template <class Index>
+__device__ __forceinline__ void
+reduce_and_store(const Params &p, const float *partials, int floats_per_warp, int m_per_warp,
+                 int rows_per_cta, int m_cta, int row0, Index index) {
+  const int rank = static_cast<int>(blockIdx.y);
+#if __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (p.split_k > 1)
+    cluster.sync();
+  else
+    __syncthreads();
+#else
+  __syncthreads();
+#endif
+  const int m_per_cta = p.warps_n * m_per_warp;
+  const int outputs = m_per_cta * rows_per_cta;
+  const int per_rank = (outputs + p.split_k - 1) / p.split_k;
+  const int end = min(outputs, (rank + 1) * per_rank);
+  const int k_slices = p.warps_k * p.split_k;
+  for (int o = rank * per_rank + static_cast<int>(threadIdx.x); o < end;
+       o += static_cast<int>(blockDim.x)) {
+    const int m_local = o % m_per_cta;
+    const int r_local = o / m_per_cta;
+    const int m = m_cta + m_local;
+    const int r = row0 + r_local;
+    if (m >= p.n || r >= p.rows)
+      continue;
+    const int offset =
+        (m_local / m_per_warp) * floats_per_warp + index(m_local % m_per_warp, r_local);
+    const int warp_stride = p.warps_n * floats_per_warp;
+    float sum = 0.0f;
+    for (int s = 0; s < k_slices; ++s) {
+      const int src = s / p.warps_k;
+      const float *base = partials;
+#if __CUDA_ARCH__ >= 900
+      if (src != rank)
+        base = cluster.map_shared_rank(partials, src);
+#endif
+      sum += base[(s - src * p.warps_k) * warp_stride + offset];
+    }
+    p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  }
+#if __CUDA_ARCH__ >= 900
+  // Keeps every CTA's shared memory alive until the cluster has read it.
+  if (p.split_k > 1)
+    cluster.sync();
+#endif
+}
+
+// Tensor-core path. A warp owns MT tiles of 16 weight rows (the mma M dimension) and NT
+// tiles of 8 activation rows (the mma N dimension) over one K slice. K is walked in chunks
+// of 32: lane (g = lane / 4, t = lane % 4) loads 16 bytes, elements 8t..8t+7 of the chunk,
+// from weight rows g and g + 8 and from activation row g, and feeds elements 8t..8t+3 to the
+// first k16 step and 8t+4..8t+7 to the second. A and B see the same permutation of K inside
+// the chunk, so no shuffle or ldmatrix is needed. J chunks are in flight per warp, and the
+// next J are loaded before the current ones are multiplied.
+template <int NT, int MT, int J, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params p) {
+  extern __shared__ float4 shared_partials[];
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warp_n = warp % p.warps_n;
+  const int warp_k = warp / p.warps_n;
+  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
+  const int m_warp = m_cta + warp_n * MT * 16;
+  const int row0 = static_cast<int>(blockIdx.z) * NT * 8;
+
+  // Rows past the end are clamped to a valid row; their results are never stored.
+  const uint16_t *wp[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      wp[mt][h] =
+          p.w + static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1)) * p.k + 8 * t;
+  const uint16_t *xp[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + 8 * t;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0.0f;
+
+  auto multiply = [&](const uint4(&w)[MT][2], const uint4(&x)[NT]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        mma_m16n8k16(acc[mt][nt], w[mt][0].x, w[mt][1].x, w[mt][0].y, w[mt][1].y, x[nt].x, x[nt].y);
+        mma_m16n8k16(acc[mt][nt], w[mt][0].z, w[mt][1].z, w[mt][0].w, w[mt][1].w, x[nt].z, x[nt].w);
+      }
+  };
+
+  const int slice_chunks = p.slice_granules / 4;
+  const int total_chunks = (p.k + 31) / 32;
+  int c = slice * slice_chunks;
+  const int c_end = min(c + slice_chunks, total_chunks);
+  const int c_full = min(c_end, p.k / 32); // chunks [c, c_full) need no K guard
+
+  // Weights and activations of the next J chunks are in flight while the current J are
+  // multiplied, so neither DRAM nor L1/L2 latency is exposed per iteration.
+  auto load_group = [&](int first, uint4(&w)[J][MT][2], uint4(&x)[J][NT]) {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w[j][mt][h] = load_weight(wp[mt][h] + (first + j) * 32);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        x[j][nt] = load_activation(xp[nt] + (first + j) * 32);
+  };
+  uint4 wa[J][MT][2];
+  uint4 xa[J][NT];
+  if (c + J <= c_full)
+    load_group(c, wa, xa);
+  for (; c + J <= c_full; c += J) {
+    uint4 wb[J][MT][2];
+    uint4 xb[J][NT];
+    if (c + 2 * J <= c_full)
+      load_group(c + J, wb, xb);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      multiply(wa[j], xa[j]);
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          wa[j][mt][h] = wb[j][mt][h];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        xa[j][nt] = xb[j][nt];
+    }
+  }
+  // Remaining chunks one at a time; elements past K read as zero.
+  for (; c < c_end; ++c) {
+    const bool in_k = c * 32 + 8 * t < p.k;
+    uint4 w[MT][2];
+    uint4 x[NT];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        w[mt][h] = in_k ? load_weight(wp[mt][h] + c * 32) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      x[nt] = in_k ? load_activation(xp[nt] + c * 32) : make_uint4(0, 0, 0, 0);
+    multiply(w, x);
+  }
+
+  constexpr int kFloatsPerWarp = MT * NT * 128;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      shared_partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+
+  // Accumulator i of lane (g, t) holds weight row g + 8 * (i / 2), activation row
+  // 2t + i % 2 of its (mt, nt) tile.
+  reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), kFloatsPerWarp, MT * 16,
+                   NT * 8, m_cta, row0, [](int m_in_warp, int r_local) {
+                     const int mm = m_in_warp % 16;
+                     const int nn = r_local % 8;
+                     const int tile = (m_in_warp / 16) * NT + r_local / 8;
+                     const int fragment_lane = (mm % 8) * 4 + nn / 2;
+                     return (tile * 32 + fragment_lane) * 4 + (mm / 8) * 2 + nn % 2;
+                   });
+}
+
+// CUDA-core path. A warp owns O weight rows and R activation rows over one K slice; lane l
+// takes the 8-element granules l, l + 32, ... of the slice, U granules in flight, fp32 FMA
+// in granule order, then a fixed butterfly across lanes.
+template <int R, int O, int U, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params p) {
+  extern __shared__ float4 shared_partials[];
+  float *partials = reinterpret_cast<float *>(shared_partials);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warp_n = warp % p.warps_n;
+  const int warp_k = warp / p.warps_n;
+  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
+  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * O;
+  const int m_warp = m_cta + warp_n * O;
+  const int row0 = static_cast<int>(blockIdx.z) * R;
+
+  const uint16_t *wp[O];
+#pragma unroll
+  for (int o = 0; o < O; ++o)
+    wp[o] = p.w + static_cast<size_t>(min(m_warp + o, p.n - 1)) * p.k + 8 * lane;
+  const uint16_t *xp[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    xp[r] = p.x + static_cast<size_t>(min(row0 + r, p.rows - 1)) * p.k + 8 * lane;
+
+  float acc[O][R];
+#pragma unroll
+  for (int o = 0; o < O; ++o)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      acc[o][r] = 0.0f;
+
+  auto multiply = [&](const uint4(&w)[O], const uint4(&x)[R]) {
+#pragma unroll
+    for (int o = 0; o < O; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint32_t wv[4] = {w[o].x, w[o].y, w[o].z, w[o].w};
+        const uint32_t xv[4] = {x[r].x, x[r].y, x[r].z, x[r].w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          acc[o][r] = fmaf(bf16_lo(wv[i]), bf16_lo(xv[i]), acc[o][r]);
+          acc[o][r] = fmaf(bf16_hi(wv[i]), bf16_hi(xv[i]), acc[o][r]);
+        }
+      }
+  };
+
+  const int granules = p.k / 8;
+  int gb = slice * p.slice_granules;
+  const int ge = min(gb + p.slice_granules, granules);
+  for (; gb + 32 * U <= ge; gb += 32 * U) {
+    uint4 w[U][O];
+    uint4 x[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int o = 0; o < O; ++o)
+        w[u][o] = load_weight(wp[o] + (gb + 32 * u) * 8);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        x[u][r] = load_activation(xp[r] + (gb + 32 * u) * 8);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      multiply(w[u], x[u]);
+  }
+  for (; gb < ge; gb += 32) {
+    const bool in_slice = gb + lane < ge;
+    uint4 w[O];
+    uint4 x[R];
+#pragma unroll
+    for (int o = 0; o < O; ++o)
+      w[o] = in_slice ? load_weight(wp[o] + gb * 8) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      x[r] = in_slice ? load_activation(xp[r] + gb * 8) : make_uint4(0, 0, 0, 0);
+    multiply(w, x);
+  }
+
+#pragma unroll
+  for (int o = 0; o < O; ++o)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2)
+        acc[o][r] += __shfl_xor_sync(0xffffffffu, acc[o][r], offset);
+    }
+  if (lane == 0) {
+#pragma unroll
+    for (int o = 0; o < O; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        partials[warp * O * R + o * R + r] = acc[o][r];
+  }
+  reduce_and_store(p, partials, O * R, O, R, m_cta, row0,
+                   [](int m_in_warp, int r_local) { return m_in_warp * R + r_local; });
+}
+
+} // namespace hone::cuda::gemv_bf16_detail

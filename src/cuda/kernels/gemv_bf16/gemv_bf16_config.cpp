@@ -1,0 +1,155 @@
+// gemv.bf16 host logic: tactic conversion, the static default and can_implement. The compiled
+// kernels and the config list are in gemv_bf16.cu.
+#include <cmath>
+#include <string>
+
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+namespace {
+
+constexpr const char *kMmaKernel = "gemv.bf16.mma";
+constexpr const char *kFmaKernel = "gemv.bf16.fma";
+constexpr const char *kFieldNames[] = {"rows_per_cta",     "warps",   "warps_k",
+                                       "outputs_per_warp", "split_k", "vec"};
+
+// The default's K order comes from the weight shape alone, so it is the same for every row
+// count: k_slices = 2^floor(log2(kTargetWarps / m16 tiles)), at most 16, and no slice
+// shorter than kMinSliceElements. Fitted on the H200 sweep in docs/notes/gemv_bf16.md.
+constexpr int kTargetWarps = 2048;
+constexpr int kMaxDefaultSlices = 16;
+constexpr int kMinSliceElements = 256; // [elements of K]
+
+int default_k_slices(int n, int k) {
+  const int tiles = (n + 15) / 16;
+  int slices = 1;
+  while (slices < kMaxDefaultSlices && 2 * slices * tiles <= kTargetWarps)
+    slices *= 2;
+  while (slices > 1 && slices * kMinSliceElements > k)
+    slices /= 2;
+  return slices;
+}
+
+bool is_compiled(const GemvBf16Config &c) {
+  for (const GemvBf16Config &x : gemv_bf16_configs())
+    if (x.path == c.path && x.rows_per_cta == c.rows_per_cta && x.warps == c.warps &&
+        x.warps_k == c.warps_k && x.outputs_per_warp == c.outputs_per_warp &&
+        x.split_k == c.split_k && x.vec == c.vec)
+      return true;
+  return false;
+}
+
+bool fail(std::string *reason, std::string text) {
+  if (reason)
+    *reason = std::move(text);
+  return false;
+}
+
+} // namespace
+
+Tactic GemvBf16Config::to_tactic() const {
+  return Tactic{path == 1 ? kMmaKernel : kFmaKernel,
+                {{kFieldNames[0], rows_per_cta},
+                 {kFieldNames[1], warps},
+                 {kFieldNames[2], warps_k},
+                 {kFieldNames[3], outputs_per_warp},
+                 {kFieldNames[4], split_k},
+                 {kFieldNames[5], vec}}};
+}
+
+GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
+  GemvBf16Config c;
+  if (tactic.kernel == kMmaKernel)
+    c.path = 1;
+  else if (tactic.kernel == kFmaKernel)
+    c.path = 0;
+  else
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
+                          kMmaKernel + " or " + kFmaKernel + ")");
+  if (tactic.params.size() != std::size(kFieldNames))
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' needs exactly the parameters " +
+                          "rows_per_cta, warps, warps_k, outputs_per_warp, split_k, vec");
+  auto get = [&](int i) { return static_cast<int>(tactic.param(kFieldNames[i])); };
+  c.rows_per_cta = get(0);
+  c.warps = get(1);
+  c.warps_k = get(2);
+  c.outputs_per_warp = get(3);
+  c.split_k = get(4);
+  c.vec = get(5);
+  return c;
+}
+
+GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
+  GemvBf16Config c;
+  c.path = 1;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.vec = 16;
+  const int slices = default_k_slices(n, k);
+  // Two m16 tiles per warp halve the activation loads per weight byte; that pays for 9..16
+  // rows when the launch keeps enough warps (8+ slices of 512+ elements, or slices of 2048+).
+  // The K order is the same either way.
+  const int slice_k = k / slices;
+  const bool enough_warps = (slices >= 8 && slice_k >= 512) || slice_k >= 2048;
+  c.outputs_per_warp = rows > 8 && rows <= 16 && enough_warps ? 32 : 16;
+  const bool capped = rows > 8; // the 16- and 32-row kernels take at most 8 warps
+  switch (slices) {
+  case 1:
+    c.warps_k = 1, c.split_k = 1, c.warps = 4;
+    break;
+  case 2:
+    c.warps_k = 2, c.split_k = 1, c.warps = rows <= 8 ? 4 : 2;
+    break;
+  case 4:
+    c.warps_k = 4, c.split_k = 1, c.warps = 4;
+    break;
+  case 8:
+    c.warps_k = 8, c.split_k = 1, c.warps = 8;
+    break;
+  default:
+    if (capped)
+      c.warps_k = 8, c.split_k = 2, c.warps = 8;
+    else
+      c.warps_k = 16, c.split_k = 1, c.warps = 16;
+    break;
+  }
+  return c;
+}
+
+bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
+                             std::string *reason) {
+  if (rows < 1 || rows > 32)
+    return fail(reason, "rows=" + std::to_string(rows) + " outside 1..32");
+  if (n < 1)
+    return fail(reason, "n=" + std::to_string(n) + " must be positive");
+  if (k < 8 || k % 8 != 0)
+    return fail(reason, "k=" + std::to_string(k) +
+                            " is not a positive multiple of 8 (rows of X and W must be "
+                            "16-byte aligned)");
+  if (!is_compiled(config))
+    return fail(reason, "not a compiled gemv.bf16 config");
+  const int chunks = (k + 31) / 32;
+  if (gemv_bf16_k_slices(config) > chunks)
+    return fail(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) + " exceeds the " +
+                            std::to_string(chunks) + " 32-element K chunks (empty slices)");
+  // Candidate pruning: a CTA that pads most of its activation rows, or more than two
+  // row groups re-reading the weights, is dominated by another compiled config.
+  const int min_rows_per_cta = config.path == 1 ? 8 : 1;
+  if (config.rows_per_cta > min_rows_per_cta && config.rows_per_cta >= 2 * rows)
+    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                            " pads rows=" + std::to_string(rows) + " to more than twice");
+  const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
+  if (row_groups > 2)
+    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
+                            std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
+  return true;
+}
+
+size_t gemv_bf16_workspace_bytes(const GemvBf16Config &, int, int, int) {
+  // Split-K partials are reduced through the distributed shared memory of a cluster.
+  return 0;
+}
+
+} // namespace hone::cuda

@@ -1,0 +1,23 @@
+// gemv.bf16 shape arithmetic shared by the config logic and the launcher (host only).
+#pragma once
+
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+
+namespace hone::cuda {
+
+// Number of K slices summed in fixed order: warps_k x split_k.
+inline int gemv_bf16_k_slices(const GemvBf16Config &c) { return c.warps_k * c.split_k; }
+
+// [8-element granules] K covered by one slice: whole 32-element chunks on the mma path
+// (a multiple of 4 granules), whole granules on the fma path. Depends on k and k_slices only.
+inline int gemv_bf16_slice_granules(const GemvBf16Config &c, int k) {
+  const int slices = gemv_bf16_k_slices(c);
+  if (c.path == 1) {
+    const int chunks = (k + 31) / 32;
+    return 4 * ((chunks + slices - 1) / slices);
+  }
+  const int granules = k / 8;
+  return (granules + slices - 1) / slices;
+}
+
+} // namespace hone::cuda

@@ -1,0 +1,31 @@
+// Shared fixture of the GPU tests: skips cleanly where no CUDA device is present.
+//
+//   class MyTest : public hone::cuda::testing::DeviceTest {};
+//   TEST_F(MyTest, Works) { ... }   // skipped on a machine without a GPU
+#pragma once
+
+#include <cstdlib>
+#include <string_view>
+
+#include <gtest/gtest.h>
+
+#include "cuda/cuda_backend.h"
+
+namespace hone::cuda::testing {
+
+class DeviceTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!device_present())
+      GTEST_SKIP() << "no CUDA device present";
+  }
+};
+
+// HONE_DEVICE_TEST_REDUCED=1 selects a small shape set (used under compute-sanitizer, where
+// kernels run many times slower).
+inline bool reduced_shapes() {
+  const char *v = std::getenv("HONE_DEVICE_TEST_REDUCED");
+  return v && std::string_view(v) == "1";
+}
+
+} // namespace hone::cuda::testing

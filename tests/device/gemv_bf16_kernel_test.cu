@@ -1,0 +1,548 @@
+// gemv.bf16 kernel harness: every compiled config against a float64 reference on fresh random
+// inputs with poisoned outputs, bitwise batch invariance of the configs that share the
+// default's K order, and (standalone) a cold-L2 timing table against cuBLASLt.
+//
+// Under CMake (tests/device) it is a GoogleTest program on small shapes. Standalone, one
+// command builds it with the kernels and runs the full check and timing matrix:
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -DHONE_GEMV_BF16_KERNEL_TEST_MAIN
+//     -Iinclude -Isrc tests/device/gemv_bf16_kernel_test.cu
+//     src/cuda/kernels/gemv_bf16/gemv_bf16.cu src/cuda/kernels/gemv_bf16/gemv_bf16_config.cpp
+//     src/core/tactic.cpp src/core/error.cpp -lcublasLt -o gemv_bf16_kernel_test
+//   ./gemv_bf16_kernel_test [--quick] [--csv FILE]     (--quick: fewer row counts checked)
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/bf16.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
+
+#ifdef HONE_GEMV_BF16_KERNEL_TEST_MAIN
+#include <cublasLt.h>
+#else
+#include <gtest/gtest.h>
+
+#include "device_test.h"
+#endif
+
+namespace hone::cuda {
+namespace {
+
+#define KT_CHECK(call)                                                                             \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+// Uniform in [-1, 1) with a non-zero, hash-derived bf16 per element.
+__global__ void fill_random_kernel(uint16_t *p, size_t count, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+    uint32_t bits = __float_as_uint(u == 0.0f ? 0.5f : u);
+    p[i] = static_cast<uint16_t>(bits >> 16);
+  }
+}
+
+void fill_random(void *p, size_t count, uint64_t seed) {
+  fill_random_kernel<<<1024, 256>>>(static_cast<uint16_t *>(p), count, seed);
+  KT_CHECK(cudaGetLastError());
+}
+
+uint64_t next_seed() {
+  static uint64_t s = 0x1234567ull;
+  s = s * 6364136223846793005ull + 1442695040888963407ull;
+  return s;
+}
+
+struct DeviceMem {
+  void *p = nullptr;
+  explicit DeviceMem(size_t bytes) { KT_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 16))); }
+  ~DeviceMem() { (void)cudaFree(p); }
+  DeviceMem(const DeviceMem &) = delete;
+  DeviceMem &operator=(const DeviceMem &) = delete;
+};
+
+std::vector<uint16_t> download(const void *p, size_t count) {
+  std::vector<uint16_t> out(count);
+  KT_CHECK(cudaMemcpy(out.data(), p, count * 2, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// Float64 reference, [rows, n]; threads split n.
+std::vector<double> reference(const std::vector<uint16_t> &x, const std::vector<uint16_t> &w,
+                              int rows, int n, int k) {
+  std::vector<double> xf(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xf[i] = bf16_to_float(x[i]);
+  std::vector<double> y(elements(rows, n));
+  const int threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<double> wr(static_cast<size_t>(k));
+      for (int m = t; m < n; m += threads) {
+        for (int i = 0; i < k; ++i)
+          wr[static_cast<size_t>(i)] = bf16_to_float(w[elements(m, k) + static_cast<size_t>(i)]);
+        for (int r = 0; r < rows; ++r) {
+          double s = 0;
+          const double *xr = &xf[elements(r, k)];
+          for (int i = 0; i < k; ++i)
+            s += xr[i] * wr[static_cast<size_t>(i)];
+          y[elements(r, n) + static_cast<size_t>(m)] = s;
+        }
+      }
+    });
+  for (auto &th : pool)
+    th.join();
+  return y;
+}
+
+// Relative L2 error; NaN outputs (unwritten poison) make it infinite.
+double relative_l2(const std::vector<uint16_t> &y, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (bf16_is_nan(y[i]))
+      return INFINITY;
+    const double d = bf16_to_float(y[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+constexpr double kBound = 8e-3; // the op's tolerance gate (gemv_bf16_op.h)
+
+int launch(const GemvBf16Config &c, const void *x, const void *w, void *y, int rows, int n, int k,
+           cudaStream_t stream = nullptr) {
+  GemvBf16Args a;
+  a.x = x;
+  a.w = w;
+  a.y = y;
+  a.rows = rows;
+  a.n = n;
+  a.k = k;
+  return gemv_bf16_launch(c, a, stream);
+}
+
+bool same_order(const GemvBf16Config &a, const GemvBf16Config &b) {
+  return a.path == b.path && gemv_bf16_k_slices(a) == gemv_bf16_k_slices(b);
+}
+
+struct CheckSummary {
+  int configs = 0, failed = 0;    // tolerance gate
+  int invariant = 0, variant = 0; // bitwise against the rows=1 default, same-order configs
+  int other_order_identical = 0;  // configs of another order that happen to match
+  double worst_error = 0;
+  std::vector<std::string> failures;
+};
+
+// Every compiled config at (rows, n, k) against the reference, then bitwise batch invariance.
+CheckSummary check_shape(int rows, int n, int k) {
+  CheckSummary out;
+  DeviceMem x(elements(rows, k) * 2), w(elements(n, k) * 2), y(elements(rows, n) * 2),
+      y1(elements(rows, n) * 2);
+  fill_random(x.p, elements(rows, k), next_seed());
+  fill_random(w.p, elements(n, k), next_seed());
+  KT_CHECK(cudaDeviceSynchronize());
+  const std::vector<double> ref =
+      reference(download(x.p, elements(rows, k)), download(w.p, elements(n, k)), rows, n, k);
+
+  // Rows=1 default, one launch per row: the batch-invariance reference.
+  const GemvBf16Config single = gemv_bf16_default(1, n, k);
+  KT_CHECK(cudaMemset(y1.p, 0xff, elements(rows, n) * 2));
+  for (int r = 0; r < rows; ++r)
+    KT_CHECK(
+        static_cast<cudaError_t>(launch(single, static_cast<uint16_t *>(x.p) + elements(r, k), w.p,
+                                        static_cast<uint16_t *>(y1.p) + elements(r, n), 1, n, k)));
+  KT_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint16_t> expected = download(y1.p, elements(rows, n));
+
+  std::vector<GemvBf16Config> all = gemv_bf16_configs();
+  all.push_back(gemv_bf16_default(rows, n, k));
+  for (const GemvBf16Config &c : all) {
+    KT_CHECK(cudaMemset(y.p, 0xff, elements(rows, n) * 2));
+    const int status = launch(c, x.p, w.p, y.p, rows, n, k);
+    KT_CHECK(cudaDeviceSynchronize());
+    ++out.configs;
+    const std::vector<uint16_t> got = download(y.p, elements(rows, n));
+    const double err = status == 0 ? relative_l2(got, ref) : INFINITY;
+    out.worst_error = std::max(out.worst_error, err);
+    if (!(err <= kBound)) {
+      ++out.failed;
+      out.failures.push_back(c.to_tactic().str() + " rows=" + std::to_string(rows) +
+                             " n=" + std::to_string(n) + " k=" + std::to_string(k) + " error " +
+                             std::to_string(err) + " launch " + std::to_string(status));
+      continue;
+    }
+    const bool identical = got == expected;
+    if (same_order(c, single)) {
+      ++(identical ? out.invariant : out.variant);
+      if (!identical)
+        out.failures.push_back("not batch-invariant: " + c.to_tactic().str() +
+                               " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                               " k=" + std::to_string(k));
+    } else if (identical) {
+      ++out.other_order_identical;
+    }
+  }
+  return out;
+}
+
+#ifdef HONE_GEMV_BF16_KERNEL_TEST_MAIN
+
+// --- timing (standalone only) -------------------------------------------------------------
+
+#define KT_CUBLAS(call)                                                                            \
+  do {                                                                                             \
+    cublasStatus_t s_ = (call);                                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+      std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #call, int(s_));          \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+// Y^T [n, rows] = W^T' . X^T in cuBLASLt's column-major view (the peer's formulation).
+struct CublasGemm {
+  cublasLtHandle_t handle{};
+  cublasLtMatmulDesc_t desc{};
+  cublasLtMatrixLayout_t a{}, b{}, c{};
+  cublasLtMatmulAlgo_t algo{};
+  DeviceMem workspace{size_t{32} << 20};
+  CublasGemm(int rows, int n, int k) {
+    KT_CUBLAS(cublasLtCreate(&handle));
+    KT_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    KT_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    KT_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    KT_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, k, n, k));
+    KT_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, k, rows, k));
+    KT_CUBLAS(cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, n, rows, n));
+    cublasLtMatmulPreference_t pref{};
+    KT_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = size_t{32} << 20;
+    KT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t h{};
+    int found = 0;
+    KT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, c, pref, 1, &h, &found));
+    if (found < 1) {
+      std::fprintf(stderr, "cuBLASLt: no algorithm\n");
+      std::exit(1);
+    }
+    algo = h.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+  ~CublasGemm() {
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatmulDescDestroy(desc);
+    cublasLtDestroy(handle);
+  }
+  void run(const void *x, const void *w, void *y, cudaStream_t s) {
+    const float alpha = 1, beta = 0;
+    KT_CUBLAS(cublasLtMatmul(handle, desc, &alpha, w, a, x, b, &beta, y, c, y, c, &algo,
+                             workspace.p, size_t{32} << 20, s));
+  }
+};
+
+// One candidate's batch of launches as a CUDA graph (launch gaps hidden), cycling copies.
+struct GraphBatch {
+  cudaGraphExec_t exec{};
+  GraphBatch(const std::function<void(int, cudaStream_t)> &fn, int batch, int copies,
+             cudaStream_t s) {
+    cudaGraph_t graph{};
+    KT_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < batch; ++i)
+      fn(i % copies, s);
+    KT_CHECK(cudaStreamEndCapture(s, &graph));
+    KT_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    KT_CHECK(cudaGraphDestroy(graph));
+  }
+  ~GraphBatch() { (void)cudaGraphExecDestroy(exec); }
+  GraphBatch(const GraphBatch &) = delete;
+  // [seconds] one replay.
+  double time(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) const {
+    KT_CHECK(cudaEventRecord(e0, s));
+    KT_CHECK(cudaGraphLaunch(exec, s));
+    KT_CHECK(cudaEventRecord(e1, s));
+    KT_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    KT_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1e-3;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+__global__ void read_probe_kernel(const uint4 *p, size_t count, uint32_t *sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u)
+    *sink = acc;
+}
+
+// [bytes/second] streaming read of 2 GiB, median of 5.
+double measure_read_bandwidth(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+  const size_t bytes = size_t{2} << 30;
+  DeviceMem buf(bytes), sink(4);
+  KT_CHECK(cudaMemsetAsync(buf.p, 1, bytes, s));
+  int sms = 0;
+  KT_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    KT_CHECK(cudaEventRecord(e0, s));
+    read_probe_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4 *>(buf.p), bytes / 16,
+                                              static_cast<uint32_t *>(sink.p));
+    KT_CHECK(cudaEventRecord(e1, s));
+    KT_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    KT_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i > 0)
+      t.push_back(ms * 1e-3);
+  }
+  return static_cast<double>(bytes) / median(t);
+}
+
+std::string short_name(const GemvBf16Config &c) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d", c.path == 1 ? "mma" : "fma",
+                c.rows_per_cta, c.warps, c.warps_k, c.outputs_per_warp, c.split_k);
+  return buf;
+}
+
+struct Cell {
+  int n, k, rows;
+  double cublas_s, default_s, best_s, best_inv_s;
+  std::string best, best_inv;
+};
+
+int run_main(int argc, char **argv) {
+  bool quick = false;
+  const char *csv_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
+  }
+  cudaDeviceProp prop{};
+  KT_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB, %zu configs compiled\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, gemv_bf16_configs().size());
+
+  // --- correctness and batch invariance ---
+  struct NK {
+    int n, k;
+  };
+  const std::vector<NK> check_shapes = {{4096, 4096}, {1536, 8960}, {2048, 2048}, {1000, 4104},
+                                        {4100, 1032}, {77, 264},    {4097, 2056}, {1, 8}};
+  const std::vector<int> check_rows =
+      quick ? std::vector<int>{1, 7, 32} : std::vector<int>{1, 3, 7, 8, 12, 16, 24, 32};
+  int failed = 0, configs = 0, invariant = 0, variant = 0;
+  double worst = 0;
+  for (NK s : check_shapes)
+    for (int rows : check_rows) {
+      const CheckSummary c = check_shape(rows, s.n, s.k);
+      failed += c.failed;
+      configs += c.configs;
+      invariant += c.invariant;
+      variant += c.variant;
+      worst = std::max(worst, c.worst_error);
+      for (const std::string &f : c.failures)
+        std::printf("FAIL %s\n", f.c_str());
+    }
+  std::printf("check: %d config runs, %d failed the %.0e gate (worst rel L2 %.2e); batch "
+              "invariance: %d same-order runs bit-identical, %d differ\n",
+              configs, failed, kBound, worst, invariant, variant);
+
+  // --- timing ---
+  cudaStream_t stream{};
+  KT_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t e0{}, e1{};
+  KT_CHECK(cudaEventCreate(&e0));
+  KT_CHECK(cudaEventCreate(&e1));
+  const double bandwidth = measure_read_bandwidth(stream, e0, e1);
+  std::printf("read bandwidth: %.2f TB/s (2 GiB streaming read, median of 5)\n", bandwidth * 1e-12);
+
+  const std::vector<NK> shapes = {{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
+                                  {8960, 1536}, {1536, 8960}, {2048, 2048}};
+  const std::vector<int> rows_list = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+  const int samples = 7;
+  FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv)
+    std::fprintf(csv, "n,k,rows,candidate,us\n");
+  std::vector<Cell> cells;
+  for (NK s : shapes) {
+    const size_t w_bytes = elements(s.n, s.k) * 2;
+    const int copies = static_cast<int>((2 * static_cast<size_t>(prop.l2CacheSize)) / w_bytes) + 2;
+    std::vector<std::unique_ptr<DeviceMem>> ws, xs;
+    for (int c = 0; c < copies; ++c) {
+      ws.push_back(std::make_unique<DeviceMem>(w_bytes));
+      xs.push_back(std::make_unique<DeviceMem>(elements(32, s.k) * 2));
+      fill_random(ws.back()->p, elements(s.n, s.k), next_seed());
+      fill_random(xs.back()->p, elements(32, s.k), next_seed());
+    }
+    DeviceMem y(elements(32, s.n) * 2);
+    KT_CHECK(cudaDeviceSynchronize());
+    for (int rows : rows_list) {
+      const GemvBf16Config def = gemv_bf16_default(rows, s.n, s.k);
+      std::vector<GemvBf16Config> field{def};
+      for (const GemvBf16Config &c : gemv_bf16_configs()) {
+        std::string why;
+        const bool is_def = c.to_tactic() == def.to_tactic();
+        if (!is_def && gemv_bf16_can_implement(c, rows, s.n, s.k, &why))
+          field.push_back(c);
+      }
+      CublasGemm gemm(rows, s.n, s.k);
+      std::vector<std::function<void(int, cudaStream_t)>> fns;
+      for (const GemvBf16Config &c : field)
+        fns.push_back([&, c](int copy, cudaStream_t st) {
+          KT_CHECK(static_cast<cudaError_t>(
+              launch(c, xs[copy]->p, ws[copy]->p, y.p, rows, s.n, s.k, st)));
+        });
+      fns.push_back(
+          [&](int copy, cudaStream_t st) { gemm.run(xs[copy]->p, ws[copy]->p, y.p, st); });
+      // Batch sized from the ideal time so that one sample is ~0.5 ms.
+      const double ideal = static_cast<double>(w_bytes) / bandwidth + 2e-6;
+      const int batch = std::clamp(static_cast<int>(5e-4 / ideal), 8, 200);
+      std::vector<std::unique_ptr<GraphBatch>> graphs;
+      for (auto &fn : fns)
+        graphs.push_back(std::make_unique<GraphBatch>(fn, batch, copies, stream));
+      for (auto &g : graphs) // warm-up
+        g->time(stream, e0, e1);
+      std::vector<std::vector<double>> t(graphs.size());
+      for (int i = 0; i < samples; ++i) // interleaved: A B C ... A B C
+        for (size_t g = 0; g < graphs.size(); ++g)
+          t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
+      Cell cell{s.n, s.k, rows, median(t.back()), median(t[0]), 1e9, 1e9, "", ""};
+      for (size_t g = 0; g < field.size(); ++g) {
+        const double m = median(t[g]);
+        if (csv)
+          std::fprintf(csv, "%d,%d,%d,%s,%.3f\n", s.n, s.k, rows,
+                       field[g].to_tactic().str().c_str(), m * 1e6);
+        if (m < cell.best_s)
+          cell.best_s = m, cell.best = short_name(field[g]);
+        if (same_order(field[g], def) && m < cell.best_inv_s)
+          cell.best_inv_s = m, cell.best_inv = short_name(field[g]);
+      }
+      if (csv)
+        std::fprintf(csv, "%d,%d,%d,cublasLt,%.3f\n", s.n, s.k, rows, cell.cublas_s * 1e6);
+      cells.push_back(cell);
+    }
+  }
+  if (csv)
+    std::fclose(csv);
+
+  std::printf("\n%-11s %4s %8s %8s %6s %5s %8s %6s %5s %8s %6s  %s\n", "n x k", "rows", "cublas",
+              "default", "x", "%bw", "inv.best", "x", "%bw", "best", "x", "best config");
+  for (const Cell &c : cells) {
+    const double bytes = static_cast<double>(elements(c.n, c.k)) * 2;
+    auto pct = [&](double sec) { return 100.0 * bytes / sec / bandwidth; };
+    char nk[16];
+    std::snprintf(nk, sizeof nk, "%dx%d", c.n, c.k);
+    std::printf("%-11s %4d %8.2f %8.2f %6.2f %5.1f %8.2f %6.2f %5.1f %8.2f %6.2f  %s\n", nk, c.rows,
+                c.cublas_s * 1e6, c.default_s * 1e6, c.cublas_s / c.default_s, pct(c.default_s),
+                c.best_inv_s * 1e6, c.cublas_s / c.best_inv_s, pct(c.best_inv_s), c.best_s * 1e6,
+                c.cublas_s / c.best_s, c.best.c_str());
+  }
+  // Geometric means of speedup over cuBLASLt, rows 1..16.
+  double lg_def = 0, lg_inv = 0, lg_best = 0, min_def = 1e9, min_inv = 1e9;
+  int count = 0;
+  for (const Cell &c : cells)
+    if (c.rows <= 16) {
+      lg_def += std::log(c.cublas_s / c.default_s);
+      lg_inv += std::log(c.cublas_s / c.best_inv_s);
+      lg_best += std::log(c.cublas_s / c.best_s);
+      ++count;
+    }
+  for (const Cell &c : cells) {
+    min_def = std::min(min_def, c.cublas_s / c.default_s);
+    min_inv = std::min(min_inv, c.cublas_s / c.best_inv_s);
+  }
+  std::printf("geomean speedup vs cuBLASLt, rows<=16: default %.3f, invariant best %.3f, best "
+              "%.3f; worst cell: default %.3f, invariant best %.3f\n",
+              std::exp(lg_def / count), std::exp(lg_inv / count), std::exp(lg_best / count),
+              min_def, min_inv);
+  std::printf("%d passed, %d failed\n", configs - failed - variant, failed + variant);
+  return failed + variant == 0 ? 0 : 1;
+}
+
+#else // GoogleTest under CMake
+
+using testing::DeviceTest;
+
+class GemvBf16KernelTest : public DeviceTest {};
+
+TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchInvariant) {
+  struct NK {
+    int n, k;
+  };
+  const std::vector<NK> shapes =
+      testing::reduced_shapes() ? std::vector<NK>{{77, 264}, {300, 1032}}
+                                : std::vector<NK>{{1000, 4104}, {77, 264}, {1536, 2048}, {1, 8}};
+  for (NK s : shapes)
+    for (int rows : {1, 5, 16, 32}) {
+      const CheckSummary c = check_shape(rows, s.n, s.k);
+      EXPECT_EQ(c.failed, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
+      EXPECT_EQ(c.variant, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
+      EXPECT_GT(c.invariant, 1) << "the default's order must be shared by other configs";
+      for (const std::string &f : c.failures)
+        ADD_FAILURE() << f;
+    }
+}
+
+TEST(GemvBf16KernelConfigTest, KNotMultipleOf8IsRejectedWithAReason) {
+  std::string reason;
+  EXPECT_FALSE(gemv_bf16_can_implement(gemv_bf16_default(1, 64, 100), 1, 64, 100, &reason));
+  EXPECT_NE(reason.find("multiple of 8"), std::string::npos) << reason;
+}
+
+TEST(GemvBf16KernelConfigTest, DefaultOrderDoesNotDependOnRows) {
+  for (int n : {1, 77, 1536, 4096, 14336})
+    for (int k : {8, 264, 1536, 4096, 14336}) {
+      const GemvBf16Config one = gemv_bf16_default(1, n, k);
+      for (int rows = 1; rows <= 32; ++rows) {
+        const GemvBf16Config c = gemv_bf16_default(rows, n, k);
+        EXPECT_TRUE(same_order(c, one)) << n << "x" << k << " rows=" << rows;
+        std::string why;
+        EXPECT_TRUE(gemv_bf16_can_implement(c, rows, n, k, &why)) << why;
+        EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()).to_tactic(), c.to_tactic());
+      }
+    }
+}
+
+#endif
+
+} // namespace
+} // namespace hone::cuda
+
+#ifdef HONE_GEMV_BF16_KERNEL_TEST_MAIN
+int main(int argc, char **argv) { return hone::cuda::run_main(argc, argv); }
+#endif
