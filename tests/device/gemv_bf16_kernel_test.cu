@@ -8,11 +8,13 @@
 //     -Iinclude -Isrc tests/device/gemv_bf16_kernel_test.cu
 //     src/cuda/kernels/gemv_bf16/gemv_bf16.cu src/cuda/kernels/gemv_bf16/gemv_bf16_config.cpp
 //     src/core/tactic.cpp src/core/error.cpp -lcublasLt -o gemv_bf16_kernel_test
-//   ./gemv_bf16_kernel_test [--quick] [--csv FILE]     (--quick: fewer row counts checked)
+//   ./gemv_bf16_kernel_test [--quick] [--csv FILE] [--rows 1,8,16] [--shapes 14336x4096,...]
+//     --quick: fewer row counts checked; --rows / --shapes: restrict the timing table
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -343,14 +345,30 @@ struct Cell {
   std::string best, best_inv;
 };
 
+// Comma-separated integers ("1,8,16") or NxK pairs ("4096x4096,14336x4096"), flattened.
+std::vector<int> parse_list(const char *text) {
+  std::vector<int> out;
+  for (const char *q = text; *q;) {
+    char *end = nullptr;
+    out.push_back(static_cast<int>(std::strtol(q, &end, 10)));
+    q = *end ? end + 1 : end;
+  }
+  return out;
+}
+
 int run_main(int argc, char **argv) {
   bool quick = false;
   const char *csv_path = nullptr;
+  std::vector<int> only_rows, only_shapes;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
       csv_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc)
+      only_rows = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc)
+      only_shapes = parse_list(argv[++i]);
   }
   cudaDeviceProp prop{};
   KT_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -391,9 +409,16 @@ int run_main(int argc, char **argv) {
   const double bandwidth = measure_read_bandwidth(stream, e0, e1);
   std::printf("read bandwidth: %.2f TB/s (2 GiB streaming read, median of 5)\n", bandwidth * 1e-12);
 
-  const std::vector<NK> shapes = {{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
-                                  {8960, 1536}, {1536, 8960}, {2048, 2048}};
-  const std::vector<int> rows_list = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+  std::vector<NK> shapes = {{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
+                            {8960, 1536}, {1536, 8960}, {2048, 2048}};
+  std::vector<int> rows_list = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+  if (!only_rows.empty())
+    rows_list = only_rows;
+  if (only_shapes.size() >= 2) {
+    shapes.clear();
+    for (size_t i = 0; i + 1 < only_shapes.size(); i += 2)
+      shapes.push_back({only_shapes[i], only_shapes[i + 1]});
+  }
   const int samples = 7;
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)

@@ -33,12 +33,17 @@ struct KernelEntry {
   int max_threads;      // __launch_bounds__
   int floats_per_warp;  // partial written to shared memory per warp
   KernelFn fn;
+  KernelFn staged = nullptr; // same kernel with X staged in shared memory (XS), if compiled
 };
 
-template <int NT, int MT, int J, int MAX_THREADS> constexpr KernelEntry mma_entry() {
-  return {
+template <int NT, int MT, int J, int MAX_THREADS, bool STAGED = false>
+constexpr KernelEntry mma_entry() {
+  KernelEntry e{
       1,           NT * 8,        MT * 16,
       MAX_THREADS, MT * NT * 128, &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS>};
+  if constexpr (STAGED)
+    e.staged = &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, true>;
+  return e;
 }
 template <int R, int O, int U, int MAX_THREADS> constexpr KernelEntry fma_entry() {
   return {0,           R,     O,
@@ -49,11 +54,13 @@ template <int R, int O, int U, int MAX_THREADS> constexpr KernelEntry fma_entry(
 // fragments, their prefetch, the activation fragments and the accumulators fit the register
 // cap of MAX_THREADS without spilling (checked with -Xptxas -v).
 const KernelEntry kKernels[] = {
-    mma_entry<1, 1, 4, 512>(), mma_entry<2, 1, 4, 256>(), mma_entry<4, 1, 2, 256>(),
-    mma_entry<2, 2, 2, 256>(), mma_entry<4, 2, 2, 256>(), mma_entry<4, 4, 1, 256>(),
-    fma_entry<1, 2, 4, 256>(), fma_entry<1, 4, 2, 256>(), fma_entry<2, 2, 4, 256>(),
-    fma_entry<2, 4, 2, 256>(), fma_entry<4, 2, 2, 256>(), fma_entry<4, 4, 2, 256>(),
-    fma_entry<8, 1, 2, 256>(), fma_entry<8, 2, 1, 256>(),
+    mma_entry<1, 1, 4, 512>(),       mma_entry<2, 1, 4, 256, true>(),
+    mma_entry<4, 1, 2, 256, true>(), mma_entry<2, 2, 2, 256, true>(),
+    mma_entry<4, 2, 2, 256, true>(), mma_entry<4, 4, 1, 256>(),
+    fma_entry<1, 2, 4, 256>(),       fma_entry<1, 4, 2, 256>(),
+    fma_entry<2, 2, 4, 256>(),       fma_entry<2, 4, 2, 256>(),
+    fma_entry<4, 2, 2, 256>(),       fma_entry<4, 4, 2, 256>(),
+    fma_entry<8, 1, 2, 256>(),       fma_entry<8, 2, 1, 256>(),
 };
 
 constexpr size_t kMaxSharedBytes = 48 * 1024; // default dynamic shared-memory limit
@@ -70,17 +77,47 @@ size_t shared_bytes(const KernelEntry &e, int warps) {
   return static_cast<size_t>(warps) * static_cast<size_t>(e.floats_per_warp) * sizeof(float);
 }
 
+// [elements] row pitch of the staged X window of a CTA covering warps_k slices: the window
+// rounded up to 64 elements plus 32, i.e. 64 mod 128 bytes, so rows g and g + 1 of one
+// 16-byte access phase land in different banks.
+int staged_x_stride(int slice_granules, int warps_k) {
+  const int window = slice_granules * 8 * warps_k;
+  return (window + 63) / 64 * 64 + 32;
+}
+
+// Largest dynamic shared memory a block may opt into; the staged kernels are opted in once.
+size_t staged_shared_limit() {
+  static const size_t limit = [] {
+    int device = 0, optin = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+            cudaSuccess) {
+      (void)cudaGetLastError();
+      return kMaxSharedBytes;
+    }
+    for (const KernelEntry &e : kKernels)
+      if (e.staged && cudaFuncSetAttribute(e.staged, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           optin) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return kMaxSharedBytes;
+      }
+    return static_cast<size_t>(optin);
+  }();
+  return limit;
+}
+
 // (warps_k, split_k, warps_n) per path. Within a path, entries with equal warps_k * split_k
 // share the K summation order.
 struct CtaShape {
   int warps_k, split_k, warps_n;
 };
+// Shapes with warps_n > 1 share one X window per CTA (staged in shared memory where compiled).
 constexpr CtaShape kMmaShapes[] = {
-    {1, 1, 4},                        // k_slices 1
-    {2, 1, 1},  {2, 1, 2},            // 2
-    {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, // 4
-    {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, // 8
-    {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
+    {1, 1, 4},                                                         // k_slices 1
+    {2, 1, 1},  {2, 1, 2}, {1, 2, 4}, {1, 2, 8},                       // 2
+    {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, {2, 2, 4}, {1, 4, 4}, {1, 4, 8}, // 4
+    {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, {2, 4, 4}, {1, 8, 4}, {1, 8, 8}, // 8
+    {16, 1, 1}, {8, 2, 1}, {4, 4, 1}, {2, 8, 4}                        // 16
 };
 constexpr CtaShape kFmaShapes[] = {{1, 1, 4}, {4, 1, 2}, {8, 1, 1}, {4, 2, 1}};
 
@@ -150,6 +187,20 @@ int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, voi
   p.split_k = config.split_k;
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
 
+  p.x_stride = 0;
+  KernelFn fn = e->fn;
+  size_t smem = shared_bytes(*e, config.warps);
+  // X staged in shared memory when several warps of the CTA share it and the window fits.
+  if (e->staged && p.warps_n > 1) {
+    const int stride = staged_x_stride(p.slice_granules, p.warps_k);
+    const size_t staged = smem + static_cast<size_t>(config.rows_per_cta) * stride * 2;
+    if (staged <= staged_shared_limit()) {
+      fn = e->staged;
+      smem = staged;
+      p.x_stride = stride;
+    }
+  }
+
   const int m_per_cta = p.warps_n * config.outputs_per_warp;
   cudaLaunchConfig_t launch{};
   launch.gridDim =
@@ -157,7 +208,7 @@ int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, voi
            static_cast<unsigned>(config.split_k),
            static_cast<unsigned>((args.rows + config.rows_per_cta - 1) / config.rows_per_cta));
   launch.blockDim = dim3(static_cast<unsigned>(config.warps * 32));
-  launch.dynamicSmemBytes = shared_bytes(*e, config.warps);
+  launch.dynamicSmemBytes = smem;
   launch.stream = static_cast<cudaStream_t>(stream);
   cudaLaunchAttribute cluster{};
   if (config.split_k > 1) {
@@ -168,7 +219,7 @@ int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, voi
     launch.attrs = &cluster;
     launch.numAttrs = 1;
   }
-  const cudaError_t status = cudaLaunchKernelEx(&launch, e->fn, p);
+  const cudaError_t status = cudaLaunchKernelEx(&launch, fn, p);
   if (status != cudaSuccess)
     return static_cast<int>(status);
   return static_cast<int>(cudaGetLastError());
