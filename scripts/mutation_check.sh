@@ -57,6 +57,13 @@ mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape 
   "out-of-bucket warning repeated"
 mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" dispatcher_test \
   "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
+mutate src/core/cache.cpp "    while (::flock(fd_, LOCK_EX) != 0) {" "    while (false) {" cache_test \
+  "CacheTest.TwoProcessesSavingAtOnceLoseNothing" "save without the lock"
+mutate src/core/cache.cpp "  if (::rename(path.c_str(), target.c_str()) != 0)" \
+  "  if (::remove(path.c_str()) != 0)" cache_test "CacheTest.*Corrupt*:CacheTest.*Garbage*" \
+  "corrupt file deleted instead of kept"
+mutate src/core/key.cpp "    if (a != b)" "    if (false)" cache_test \
+  "CacheTest.OtherHoneVersionIsStaleAndRetuneReplacesIt" "stale metadata accepted"
 
 cmake --build "$build" >/dev/null 2>&1
 echo "mutations not caught or broken: $failures"
