@@ -1,22 +1,9 @@
-// bf16 <-> f32 conversion on raw 16-bit patterns (the upper half of an IEEE f32).
+// The CPU backend's bf16 conversions are the shared host ones.
 #pragma once
 
-#include <bit>
-#include <cstdint>
+#include "hone/bf16.h"
 
 namespace hone::cpu {
-
-inline float bf16_to_float(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-// Round to nearest, ties to even; NaN stays a (quiet) NaN.
-inline uint16_t float_to_bf16(float value) {
-  const uint32_t u = std::bit_cast<uint32_t>(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>((u + rounding) >> 16);
-}
-
+using hone::bf16_to_float;
+using hone::float_to_bf16;
 } // namespace hone::cpu
