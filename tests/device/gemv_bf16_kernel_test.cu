@@ -334,8 +334,9 @@ double measure_read_bandwidth(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
 
 std::string short_name(const GemvBf16Config &c) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d", c.path == 1 ? "mma" : "fma",
-                c.rows_per_cta, c.warps, c.warps_k, c.outputs_per_warp, c.split_k);
+  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", c.path == 1 ? "mma" : "fma",
+                c.rows_per_cta, c.warps, c.warps_k, c.outputs_per_warp, c.split_k,
+                c.async ? " a" : "");
   return buf;
 }
 

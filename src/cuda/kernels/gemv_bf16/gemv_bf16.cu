@@ -9,9 +9,14 @@
 //   outputs_per_warp  weight rows per warp: mma 16 or 32 (one or two m16 tiles), fma 1..4
 //   split_k           CTAs of one thread-block cluster that take further K slices (sm_90)
 //   vec               bytes per load; 16 for every compiled kernel
+//   async             (mma, optional, default 0) 1: fragments of the next S chunks stream
+//                     through a lane-private cp.async ring in shared memory instead of a
+//                     register double buffer; bit-identical to async=0
 // k_slices = warps_k x split_k fixes the K summation order (see gemv_bf16.cuh): configs of
 // one path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+
+#include <algorithm>
 
 #include <cuda_runtime.h>
 
@@ -33,16 +38,18 @@ struct KernelEntry {
   int max_threads;      // __launch_bounds__
   int floats_per_warp;  // partial written to shared memory per warp
   KernelFn fn;
-  KernelFn staged = nullptr; // same kernel with X staged in shared memory (XS), if compiled
+  KernelFn async_fn = nullptr;  // same kernel with the cp.async pipeline (S > 0), if compiled
+  int async_bytes_per_warp = 0; // its lane-private ring: S x (2 MT + NT) x 512 bytes
 };
 
-template <int NT, int MT, int J, int MAX_THREADS, bool STAGED = false>
-constexpr KernelEntry mma_entry() {
+template <int NT, int MT, int J, int MAX_THREADS, int S = 0> constexpr KernelEntry mma_entry() {
   KernelEntry e{
       1,           NT * 8,        MT * 16,
       MAX_THREADS, MT * NT * 128, &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS>};
-  if constexpr (STAGED)
-    e.staged = &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, true>;
+  if constexpr (S > 0) {
+    e.async_fn = &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, S>;
+    e.async_bytes_per_warp = S * (2 * MT + NT) * 512;
+  }
   return e;
 }
 template <int R, int O, int U, int MAX_THREADS> constexpr KernelEntry fma_entry() {
@@ -54,16 +61,16 @@ template <int R, int O, int U, int MAX_THREADS> constexpr KernelEntry fma_entry(
 // fragments, their prefetch, the activation fragments and the accumulators fit the register
 // cap of MAX_THREADS without spilling (checked with -Xptxas -v).
 const KernelEntry kKernels[] = {
-    mma_entry<1, 1, 4, 512>(),       mma_entry<2, 1, 4, 256, true>(),
-    mma_entry<4, 1, 2, 256, true>(), mma_entry<2, 2, 2, 256, true>(),
-    mma_entry<4, 2, 2, 256, true>(), mma_entry<4, 4, 1, 256>(),
-    fma_entry<1, 2, 4, 256>(),       fma_entry<1, 4, 2, 256>(),
-    fma_entry<2, 2, 4, 256>(),       fma_entry<2, 4, 2, 256>(),
-    fma_entry<4, 2, 2, 256>(),       fma_entry<4, 4, 2, 256>(),
-    fma_entry<8, 1, 2, 256>(),       fma_entry<8, 2, 1, 256>(),
+    mma_entry<1, 1, 4, 512>(),    mma_entry<2, 1, 4, 256, 6>(), mma_entry<4, 1, 2, 256>(),
+    mma_entry<2, 2, 2, 256, 4>(), mma_entry<4, 2, 2, 256, 3>(), mma_entry<4, 4, 1, 256>(),
+    fma_entry<1, 2, 4, 256>(),    fma_entry<1, 4, 2, 256>(),    fma_entry<2, 2, 4, 256>(),
+    fma_entry<2, 4, 2, 256>(),    fma_entry<4, 2, 2, 256>(),    fma_entry<4, 4, 2, 256>(),
+    fma_entry<8, 1, 2, 256>(),    fma_entry<8, 2, 1, 256>(),
 };
 
 constexpr size_t kMaxSharedBytes = 48 * 1024; // default dynamic shared-memory limit
+// async configs: partials + ring, within the opt-in limit of sm_80 (163 KB) and sm_90 (227 KB).
+constexpr size_t kMaxAsyncSharedBytes = 160 * 1024;
 
 const KernelEntry *find_kernel(const GemvBf16Config &c) {
   for (const KernelEntry &e : kKernels)
@@ -77,33 +84,30 @@ size_t shared_bytes(const KernelEntry &e, int warps) {
   return static_cast<size_t>(warps) * static_cast<size_t>(e.floats_per_warp) * sizeof(float);
 }
 
-// [elements] row pitch of the staged X window of a CTA covering warps_k slices: the window
-// rounded up to 64 elements plus 32, i.e. 64 mod 128 bytes, so rows g and g + 1 of one
-// 16-byte access phase land in different banks.
-int staged_x_stride(int slice_granules, int warps_k) {
-  const int window = slice_granules * 8 * warps_k;
-  return (window + 63) / 64 * 64 + 32;
-}
-
-// Largest dynamic shared memory a block may opt into; the staged kernels are opted in once.
-size_t staged_shared_limit() {
+// Largest dynamic shared memory a block may opt into; the pipelined kernels are opted in once.
+size_t async_shared_limit() {
   static const size_t limit = [] {
     int device = 0, optin = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
             cudaSuccess) {
       (void)cudaGetLastError();
-      return kMaxSharedBytes;
+      return size_t{0};
     }
     for (const KernelEntry &e : kKernels)
-      if (e.staged && cudaFuncSetAttribute(e.staged, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           optin) != cudaSuccess) {
+      if (e.async_fn &&
+          cudaFuncSetAttribute(e.async_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) !=
+              cudaSuccess) {
         (void)cudaGetLastError();
-        return kMaxSharedBytes;
+        return size_t{0};
       }
-    return static_cast<size_t>(optin);
+    return std::min(static_cast<size_t>(optin), kMaxAsyncSharedBytes);
   }();
   return limit;
+}
+
+size_t async_ring_bytes(const KernelEntry &e, int warps) {
+  return static_cast<size_t>(warps) * static_cast<size_t>(e.async_bytes_per_warp);
 }
 
 // (warps_k, split_k, warps_n) per path. Within a path, entries with equal warps_k * split_k
@@ -111,13 +115,12 @@ size_t staged_shared_limit() {
 struct CtaShape {
   int warps_k, split_k, warps_n;
 };
-// Shapes with warps_n > 1 share one X window per CTA (staged in shared memory where compiled).
 constexpr CtaShape kMmaShapes[] = {
-    {1, 1, 4},                                                         // k_slices 1
-    {2, 1, 1},  {2, 1, 2}, {1, 2, 4}, {1, 2, 8},                       // 2
-    {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, {2, 2, 4}, {1, 4, 4}, {1, 4, 8}, // 4
-    {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, {2, 4, 4}, {1, 8, 4}, {1, 8, 8}, // 8
-    {16, 1, 1}, {8, 2, 1}, {4, 4, 1}, {2, 8, 4}                        // 16
+    {1, 1, 4},                        // k_slices 1
+    {2, 1, 1},  {2, 1, 2},            // 2
+    {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, // 4
+    {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, // 8
+    {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
 };
 constexpr CtaShape kFmaShapes[] = {{1, 1, 4}, {4, 1, 2}, {8, 1, 1}, {4, 2, 1}};
 
@@ -140,6 +143,11 @@ std::vector<GemvBf16Config> build_configs() {
       c.vec = 16;
       c.warps_k = s->warps_k;
       out.push_back(c);
+      if (e.async_fn &&
+          shared_bytes(e, warps) + async_ring_bytes(e, warps) <= kMaxAsyncSharedBytes) {
+        c.async = 1;
+        out.push_back(c);
+      }
     }
   }
   return out;
@@ -164,16 +172,18 @@ KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
   }
   res.registers = attr.numRegs;
   res.local_bytes = attr.localSizeBytes;
-  res.shared_bytes = attr.sharedSizeBytes + shared_bytes(*e, config.warps);
+  res.shared_bytes = attr.sharedSizeBytes + shared_bytes(*e, config.warps) +
+                     (config.async ? async_ring_bytes(*e, config.warps) : 0);
   res.max_threads = attr.maxThreadsPerBlock;
   return res;
 }
 
 int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, void *stream) {
   const KernelEntry *e = find_kernel(config);
-  if (!e || config.vec != 16 || config.warps_k < 1 || config.split_k < 1 ||
-      config.warps % config.warps_k != 0 || config.warps * 32 > e->max_threads || args.rows < 1 ||
-      args.n < 1 || args.k < 8 || args.k % 8 != 0)
+  if (!e || config.vec != 16 || (config.async != 0 && !e->async_fn) || config.warps_k < 1 ||
+      config.split_k < 1 || config.warps % config.warps_k != 0 ||
+      config.warps * 32 > e->max_threads || args.rows < 1 || args.n < 1 || args.k < 8 ||
+      args.k % 8 != 0)
     return static_cast<int>(cudaErrorInvalidValue);
   Params p;
   p.x = static_cast<const uint16_t *>(args.x);
@@ -187,18 +197,13 @@ int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, voi
   p.split_k = config.split_k;
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
 
-  p.x_stride = 0;
   KernelFn fn = e->fn;
   size_t smem = shared_bytes(*e, config.warps);
-  // X staged in shared memory when several warps of the CTA share it and the window fits.
-  if (e->staged && p.warps_n > 1) {
-    const int stride = staged_x_stride(p.slice_granules, p.warps_k);
-    const size_t staged = smem + static_cast<size_t>(config.rows_per_cta) * stride * 2;
-    if (staged <= staged_shared_limit()) {
-      fn = e->staged;
-      smem = staged;
-      p.x_stride = stride;
-    }
+  if (config.async) {
+    smem += async_ring_bytes(*e, config.warps);
+    if (smem > async_shared_limit())
+      return static_cast<int>(cudaErrorInvalidConfiguration);
+    fn = e->async_fn;
   }
 
   const int m_per_cta = p.warps_n * config.outputs_per_warp;

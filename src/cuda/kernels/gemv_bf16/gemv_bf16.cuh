@@ -26,7 +26,6 @@ struct Params {
   int rows, n, k;
   int warps_n, warps_k, split_k;
   int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
-  int x_stride;       // [elements] row pitch of the CTA's X window in shared memory (staged mma)
 };
 
 // 16-byte weight load: read once, so it skips L1 and asks L2 for the whole 256-byte line
@@ -39,10 +38,21 @@ __device__ __forceinline__ uint4 load_weight(const uint16_t *p) {
   return v;
 }
 
-// 16-byte asynchronous copy global -> shared (L2 only; the CTA reads it from shared memory).
-__device__ __forceinline__ void copy_async_16(void *dst, const void *src) {
+// 16-byte asynchronous copies global -> shared, completed with cp.async.wait_group. Weights:
+// L2 only, with the 256-byte L2 prefetch of load_weight; activations: through L1.
+__device__ __forceinline__ void copy_weight_async(void *dst, const void *src) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_activation_async(void *dst, const void *src) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // 16-byte activation load: X is small and re-read by every CTA, so it stays in L1.
@@ -124,12 +134,12 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
 // first k16 step and 8t+4..8t+7 to the second. A and B see the same permutation of K inside
 // the chunk, so no shuffle or ldmatrix is needed. J chunks are in flight per warp, and the
 // next J are loaded before the current ones are multiplied.
-// XS (staged X): the CTA first copies its X window (NT * 8 rows x the K range of its warps_k
-// slices, row pitch p.x_stride elements, padded to 64 mod 128 bytes so the 8 lanes of a
-// 16-byte access phase hit distinct banks) into shared memory after the partials, and the
-// warps_n warps read their B fragments from there instead of each re-reading X through
-// L1/L2. Same fragments, same mma order: bit-identical to XS = false.
-template <int NT, int MT, int J, int MAX_THREADS, bool XS = false>
+// S > 0 (asynchronous pipeline): instead of the register double buffer, each lane copies its
+// own fragments of the next S chunks (cp.async) into a lane-private ring in shared memory
+// after the partials, S stages x (2 MT + NT) 16-byte pieces, and reads back only what it
+// copied itself (no barrier). More bytes in flight per warp at fewer registers. Same
+// fragments, same mma order: bit-identical to S = 0.
+template <int NT, int MT, int J, int MAX_THREADS, int S = 0>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params p) {
   extern __shared__ float4 shared_partials[];
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -151,42 +161,10 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     for (int h = 0; h < 2; ++h)
       wp[mt][h] =
           p.w + static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1)) * p.k + 8 * t;
-  const int slice_chunks = p.slice_granules / 4;
-  const int total_chunks = (p.k + 31) / 32;
-  // X source: global rows (clamped) or the CTA's staged window (XS).
   const uint16_t *xp[NT];
-  int x_base = 0; // [chunks] K offset of the window (XS)
-  if constexpr (XS) {
-    const int cta_c0 = static_cast<int>(blockIdx.y) * p.warps_k * slice_chunks;
-    const int window = min(p.k, min(cta_c0 + p.warps_k * slice_chunks, total_chunks) * 32) -
-                       cta_c0 * 32; // [elements], a multiple of 8
-    uint16_t *xs = reinterpret_cast<uint16_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32);
-    const int granules = window / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < NT * 8 * granules;
-         i += static_cast<int>(blockDim.x)) {
-      const int r = i / granules;
-      const int q = i - r * granules;
-      copy_async_16(xs + r * p.x_stride + q * 8,
-                    p.x + static_cast<size_t>(min(row0 + r, p.rows - 1)) * p.k + cta_c0 * 32 +
-                        q * 8);
-    }
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    __syncthreads();
-    x_base = cta_c0;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      xp[nt] = xs + (nt * 8 + g) * p.x_stride + 8 * t;
-  } else {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + 8 * t;
-  }
-  auto load_x = [&](int nt, int chunk) {
-    if constexpr (XS)
-      return *reinterpret_cast<const uint4 *>(xp[nt] + (chunk - x_base) * 32);
-    else
-      return load_activation(xp[nt] + chunk * 32);
-  };
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + 8 * t;
 
   float acc[MT][NT][4];
 #pragma unroll
@@ -207,6 +185,8 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
       }
   };
 
+  const int slice_chunks = p.slice_granules / 4;
+  const int total_chunks = (p.k + 31) / 32;
   int c = slice * slice_chunks;
   const int c_end = min(c + slice_chunks, total_chunks);
   const int c_full = min(c_end, p.k / 32); // chunks [c, c_full) need no K guard
@@ -225,30 +205,73 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     for (int j = 0; j < J; ++j)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        x[j][nt] = load_x(nt, first + j);
+        x[j][nt] = load_activation(xp[nt] + (first + j) * 32);
   };
-  uint4 wa[J][MT][2];
-  uint4 xa[J][NT];
-  if (c + J <= c_full)
-    load_group(c, wa, xa);
-  for (; c + J <= c_full; c += J) {
-    uint4 wb[J][MT][2];
-    uint4 xb[J][NT];
-    if (c + 2 * J <= c_full)
-      load_group(c + J, wb, xb);
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-      multiply(wa[j], xa[j]);
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
+  if constexpr (S > 0) {
+    constexpr int kPieces = 2 * MT + NT;
+    uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
+                  warp * S * kPieces * 32 + lane;
+    auto issue = [&](int chunk, int stage) {
+      uint4 *slot = ring + stage * kPieces * 32;
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          wa[j][mt][h] = wb[j][mt][h];
+          copy_weight_async(slot + (mt * 2 + h) * 32, wp[mt][h] + chunk * 32);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        xa[j][nt] = xb[j][nt];
+        copy_activation_async(slot + (2 * MT + nt) * 32, xp[nt] + chunk * 32);
+    };
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (c + s < c_full)
+        issue(c + s, s);
+      copy_async_commit();
+    }
+    for (int stage = 0; c < c_full; ++c) {
+      copy_async_wait<S - 1>();
+      const uint4 *slot = ring + stage * kPieces * 32;
+      uint4 w[MT][2];
+      uint4 x[NT];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w[mt][h] = slot[(mt * 2 + h) * 32];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        x[nt] = slot[(2 * MT + nt) * 32];
+      multiply(w, x);
+      if (c + S < c_full)
+        issue(c + S, stage);
+      copy_async_commit();
+      stage = stage + 1 == S ? 0 : stage + 1;
+    }
+    copy_async_wait<0>();
+  } else {
+    uint4 wa[J][MT][2];
+    uint4 xa[J][NT];
+    if (c + J <= c_full)
+      load_group(c, wa, xa);
+    for (; c + J <= c_full; c += J) {
+      uint4 wb[J][MT][2];
+      uint4 xb[J][NT];
+      if (c + 2 * J <= c_full)
+        load_group(c + J, wb, xb);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        multiply(wa[j], xa[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            wa[j][mt][h] = wb[j][mt][h];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+          xa[j][nt] = xb[j][nt];
+      }
     }
   }
   // Remaining chunks one at a time; elements past K read as zero.
@@ -263,7 +286,7 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
         w[mt][h] = in_k ? load_weight(wp[mt][h] + c * 32) : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
-      x[nt] = in_k ? load_x(nt, c) : make_uint4(0, 0, 0, 0);
+      x[nt] = in_k ? load_activation(xp[nt] + c * 32) : make_uint4(0, 0, 0, 0);
     multiply(w, x);
   }
 

@@ -22,6 +22,7 @@ struct GemvBf16Config {
   int split_k = 1;          // K slices reduced deterministically (fixed order)
   int vec = 16;             // bytes per weight load
   int warps_k = 1;          // warps of a CTA that split K (warps / warps_k split N)
+  int async = 0;            // mma: 1 = cp.async shared-memory pipeline (same K order as 0)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.
   static GemvBf16Config from_tactic(const Tactic &tactic);
