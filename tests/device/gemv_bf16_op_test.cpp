@@ -250,5 +250,27 @@ TEST_F(GemvBf16OpTest, DefaultIsBatchInvariantForRows1To32) {
   }
 }
 
+// A config with another summation order (the CUDA-core path, or other K slicing) is gated
+// out of batch-invariant mode by its order alone, whatever one random input shows; it stays
+// admissible in tolerance mode.
+TEST_F(GemvBf16OpTest, OtherSummationOrderIsGatedInBatchInvariantMode) {
+  const TunableOp &op = gemv_op();
+  const Shape shape = shape_of(2, NK{1152, 896});
+  std::unique_ptr<Workload> w = op.prepare(shape);
+  const GemvBf16Config single = gemv_bf16_default(1, 1152, 896);
+  int other_order = 0;
+  for (const Tactic &t : op.candidates(op.buckets().map(shape).value())) {
+    const GemvBf16Config c = GemvBf16Config::from_tactic(t);
+    if (c.path == single.path && c.warps_k * c.split_k == single.warps_k * single.split_k)
+      continue;
+    ++other_order;
+    const CheckResult r = w->check(t, Numerics::batch_invariant);
+    EXPECT_EQ(r.status, Status::gate_failed) << t.str();
+    EXPECT_NE(r.reason.find("summation order"), std::string::npos) << r.reason;
+    EXPECT_TRUE(w->check(t, Numerics::tolerance).pass()) << t.str();
+  }
+  EXPECT_GT(other_order, 0);
+}
+
 } // namespace
 } // namespace hone::cuda

@@ -16,6 +16,8 @@ Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")
   app_->add_option("--backend", global_.backend, "Backend: cpu or cuda (default: the best present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app_->require_subcommand(1);
+  // Global options are accepted after the subcommand too: `hone bench --backend cuda ...`.
+  app_->fallthrough();
   device_ = std::make_unique<DeviceCommand>(*app_, global_);
   tune_ = std::make_unique<TuneCommand>(*app_, global_);
   bench_ = std::make_unique<BenchCommand>(*app_, global_);
