@@ -139,10 +139,22 @@ void time_point(hone::Backend &backend, const hone::TunableOp &op,
   hone::Measurement m(backend.timer(), &backend, {});
   // One batch for all three, calibrated on the default: identical sample context.
   const int batch = m.calibrate(launches[0], copies);
+  // When the tune kept the default, the pick is the same kernel: it is timed once, so its
+  // ratio is 1 by construction rather than two positions of one kernel in the round.
+  const bool pick_is_default = pick == default_tactic;
+  std::vector<size_t> subjects{0, 2};
+  if (!pick_is_default)
+    subjects.insert(subjects.begin() + 1, 1);
   std::vector<std::vector<double>> times(launches.size());
+  // Round-robin with the starting subject rotated every round, so that a position effect
+  // (what ran just before) falls on every subject alike.
   for (int s = 0; s < options.samples; ++s)
-    for (size_t j = 0; j < launches.size(); ++j)
+    for (size_t i = 0; i < subjects.size(); ++i) {
+      const size_t j = subjects[(i + static_cast<size_t>(s)) % subjects.size()];
       times[j].push_back(m.sample(launches[j], batch, copies, plan.flush));
+    }
+  if (pick_is_default)
+    times[1] = times[0];
   p.t_default = hone::median(times[0]);
   p.t_pick = hone::median(times[1]);
   p.t_peer = hone::median(times[2]);
