@@ -5,7 +5,8 @@
 #   scripts/bootstrap.sh          # exit 0: everything is present
 #
 # Needs: cmake >= 3.25, ninja, g++ (C++20), python3, and the packages nlohmann-json3-dev,
-# libcli11-dev, libgtest-dev, libbenchmark-dev. CUDA is optional: with nvcc on PATH (or
+# libcli11-dev, libgtest-dev, libbenchmark-dev, python3-pytest, python3-numpy (the Python
+# package's tests; ctest runs them with the first python3 that has both). CUDA is optional: with nvcc on PATH (or
 # CMAKE_CUDA_COMPILER set) the CUDA backend is built as well.
 set -euo pipefail
 
@@ -27,6 +28,15 @@ pkg_or_header() {
   return 1
 }
 
+# python_module NAME: importable by the python3 on PATH or by the system's /usr/bin/python3.
+python_module() {
+  local py
+  for py in python3 /usr/bin/python3; do
+    have "$py" && "$py" -c "import $1" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
 check() {
   if ! have cmake; then
     missing+=(cmake)
@@ -41,6 +51,8 @@ check() {
   pkg_or_header libcli11-dev CLI/CLI.hpp || missing+=(libcli11-dev)
   pkg_or_header libgtest-dev gtest/gtest.h || missing+=(libgtest-dev)
   pkg_or_header libbenchmark-dev benchmark/benchmark.h || missing+=(libbenchmark-dev)
+  python_module pytest || missing+=(python3-pytest)
+  python_module numpy || missing+=(python3-numpy)
 }
 
 cmake_too_old=""

@@ -1,0 +1,137 @@
+"""hone's ops on array objects, each through the dispatcher (cache and HONE_TACTIC_* apply).
+
+    y = hone.ops.gemv_f32(x, w)                  # numpy float32 x [rows, k], w [n, k]
+    y = hone.ops.gemv_bf16(x, w)                 # torch bf16 CUDA tensors; current stream
+"""
+
+import ctypes
+
+from . import _arrays
+from ._lib import InvalidArgument, check, lib
+
+
+def _bad(message):
+    return InvalidArgument("HONE_ERROR_INVALID_ARGUMENT", message)
+
+
+def _dims2(a, name):
+    """(rows, cols) of a 1-D (one row) or 2-D array."""
+    if len(a.shape) == 1:
+        return 1, a.shape[0]
+    if len(a.shape) == 2:
+        return a.shape
+    raise _bad("%s must be 1-D or 2-D, got shape %s" % (name, a.shape))
+
+
+def _want(a, name, dtype, shape=None):
+    if a.dtype != dtype:
+        raise _bad("%s has dtype %s, expected %s" % (name, a.dtype, dtype))
+    if shape is not None and tuple(a.shape) != tuple(shape) and \
+            not (len(a.shape) == 1 and shape[0] == 1 and a.shape[0] == shape[1]):
+        raise _bad("%s has shape %s, expected %s" % (name, tuple(a.shape), tuple(shape)))
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise _bad("out=None needs numpy to allocate the result; pass out=") from None
+    return numpy
+
+
+def gemv_f32(x, w, out=None):
+    """out[r, n] = sum_k x[r, k] * w[n, k] in float32 on the CPU (hone_gemv_f32).
+
+    x: [rows, k] or [k]; w: [n, k]; host float32, C-contiguous. Returns out ([rows, n], or
+    [n] for a 1-D x), allocated with numpy when None."""
+    xa, wa = _arrays.host_array(x, "x"), _arrays.host_array(w, "w")
+    _want(xa, "x", "f32")
+    _want(wa, "w", "f32")
+    rows, k = _dims2(xa, "x")
+    n, wk = _dims2(wa, "w")
+    if len(wa.shape) != 2 or wk != k:
+        raise _bad("w has shape %s, expected [n, %d] (k of x)" % (tuple(wa.shape), k))
+    if out is None:
+        out = _numpy().empty((n,) if len(xa.shape) == 1 else (rows, n), dtype="float32")
+    ya = _arrays.host_array(out, "out")
+    _want(ya, "out", "f32", (rows, n))
+    check(lib.hone_gemv_f32(xa.pointer, wa.pointer, ya.pointer, rows, n, k))
+    return out
+
+
+def qmv_affine(x, packed, scales, biases, bits, group, out=None):
+    """out[r, n] = sum_k x[r, k] * W[n, k], W affine-quantized (hone_qmv_affine).
+
+    packed: uint32 [n, k * bits / 32]; scales, biases: bf16 bit patterns as uint16
+    [n, k / group] (hone.quantize_affine makes them); x: float32 [rows, k] or [k]."""
+    xa = _arrays.host_array(x, "x")
+    pa = _arrays.host_array(packed, "packed")
+    sa = _arrays.host_array(scales, "scales")
+    ba = _arrays.host_array(biases, "biases")
+    _want(xa, "x", "f32")
+    _want(pa, "packed", "u32")
+    _want(sa, "scales", "u16")
+    _want(ba, "biases", "u16")
+    rows, k = _dims2(xa, "x")
+    n = pa.shape[0] if len(pa.shape) == 2 else 0
+    words, groups = ctypes.c_int64(), ctypes.c_int64()
+    check(lib.hone_affine_sizes(max(n, 1), k, bits, group, ctypes.byref(words),
+                                ctypes.byref(groups)))
+    if n < 1 or tuple(pa.shape) != (n, words.value // n):
+        raise _bad("packed has shape %s, expected [n, %d] for k=%d, bits=%d" %
+                   (tuple(pa.shape), k * bits // 32, k, bits))
+    for a, name in ((sa, "scales"), (ba, "biases")):
+        if tuple(a.shape) != (n, groups.value // n):
+            raise _bad("%s has shape %s, expected [%d, %d] for k=%d, group=%d" %
+                       (name, tuple(a.shape), n, k // group, k, group))
+    if out is None:
+        out = _numpy().empty((n,) if len(xa.shape) == 1 else (rows, n), dtype="float32")
+    ya = _arrays.host_array(out, "out")
+    _want(ya, "out", "f32", (rows, n))
+    check(lib.hone_qmv_affine(xa.pointer, pa.pointer, sa.pointer, ba.pointer, ya.pointer, rows,
+                              n, k, bits, group))
+    return out
+
+
+def _stream_value(stream, like):
+    if stream is None:
+        if _arrays._is_torch(like):
+            import torch
+            return torch.cuda.current_stream(like.device).cuda_stream
+        return 0
+    return int(getattr(stream, "cuda_stream", getattr(stream, "ptr", stream)))
+
+
+def gemv_bf16(x, w, out=None, stream=None):
+    """out[r, n] = sum_k x[r, k] * w[n, k] in bf16 with fp32 accumulation on CUDA
+    (hone_gemv_bf16). Enqueued on `stream` (a torch/CuPy stream or a cudaStream_t as int);
+    default: torch's current stream for torch tensors, else the legacy default stream.
+
+    x: [rows, k] or [k]; w: [n, k]; bf16 CUDA arrays (torch tensors, or uint16 bit patterns
+    through __cuda_array_interface__). out=None allocates with x.new_empty (torch)."""
+    xa, wa = _arrays.device_array(x, "x"), _arrays.device_array(w, "w")
+    _want(xa, "x", "bf16")
+    _want(wa, "w", "bf16")
+    rows, k = _dims2(xa, "x")
+    n, wk = _dims2(wa, "w")
+    if len(wa.shape) != 2 or wk != k:
+        raise _bad("w has shape %s, expected [n, %d] (k of x)" % (tuple(wa.shape), k))
+    if out is None:
+        if not hasattr(x, "new_empty"):
+            raise _bad("out=None needs a torch tensor x to allocate the result; pass out=")
+        out = x.new_empty((n,) if len(xa.shape) == 1 else (rows, n))
+    ya = _arrays.device_array(out, "out")
+    _want(ya, "out", "bf16", (rows, n))
+    check(lib.hone_gemv_bf16(xa.pointer, wa.pointer, ya.pointer, rows, n, k,
+                             _stream_value(stream, x)))
+    return out
+
+
+def gemv_f32_raw(x, w, y, rows, n, k):
+    """hone_gemv_f32 on raw host pointers (ints)."""
+    check(lib.hone_gemv_f32(x, w, y, rows, n, k))
+
+
+def gemv_bf16_raw(x, w, y, rows, n, k, stream=0):
+    """hone_gemv_bf16 on raw device pointers (ints) and a cudaStream_t (int, 0: legacy)."""
+    check(lib.hone_gemv_bf16(x, w, y, rows, n, k, stream))

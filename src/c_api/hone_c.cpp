@@ -1,0 +1,471 @@
+// The C API (include/hone/hone.h): every entry point runs its body through `guarded`, which
+// clears the thread's last error, catches every exception and maps it to a hone_status.
+#include "hone/hone.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hone/backend.h"
+#include "hone/build_info.h"
+#include "hone/cache.h"
+#include "hone/dtype.h"
+#include "hone/error.h"
+#include "hone/key.h"
+#include "hone/ops/cpu.h"
+#include "hone/registry.h"
+#include "hone/tune.h"
+#ifdef HONE_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#include "hone/ops/cuda.h"
+#endif
+
+namespace {
+
+thread_local std::string last_error;
+
+// A status other than the ErrorKind mapping (no device, buffer too small, version).
+struct StatusError {
+  hone_status status;
+  std::string message;
+};
+
+[[noreturn]] void fail(hone_status status, std::string message) {
+  throw StatusError{status, std::move(message)};
+}
+
+template <class Body> hone_status guarded(Body &&body) noexcept {
+  try {
+    last_error.clear();
+    body();
+    return HONE_OK;
+  } catch (const StatusError &e) {
+    last_error = e.message;
+    return e.status;
+  } catch (const hone::Error &e) {
+    last_error = e.what();
+    return e.kind() == hone::ErrorKind::invalid_argument ? HONE_ERROR_INVALID_ARGUMENT
+                                                         : HONE_ERROR_RUNTIME;
+  } catch (const std::bad_alloc &) {
+    last_error = "out of memory";
+    return HONE_ERROR_INTERNAL;
+  } catch (const std::exception &e) {
+    last_error = std::string("internal error: ") + e.what();
+    return HONE_ERROR_INTERNAL;
+  } catch (...) {
+    last_error = "internal error: unknown exception";
+    return HONE_ERROR_INTERNAL;
+  }
+}
+
+void require(const void *pointer, const char *function, const char *name) {
+  if (pointer == nullptr)
+    fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + name + " is NULL");
+}
+
+// Copies `text` to the caller's buffer (see "Strings" in hone.h).
+void write_string(const std::string &text, char *out, size_t capacity, size_t *length,
+                  const char *function) {
+  if (length)
+    *length = text.size();
+  if (out == nullptr && capacity > 0)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": out is NULL with capacity " + std::to_string(capacity));
+  if (capacity > 0) {
+    const size_t n = std::min(text.size(), capacity - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+  }
+  if (capacity <= text.size())
+    fail(HONE_ERROR_BUFFER_TOO_SMALL, std::string(function) + ": needs " +
+                                          std::to_string(text.size() + 1) + " bytes, capacity " +
+                                          std::to_string(capacity));
+}
+
+// Appends `item` to a `sep`-separated list.
+void append_item(std::string &list, std::string_view item, std::string_view sep = ",") {
+  if (!list.empty())
+    list += sep;
+  list += item;
+}
+
+void copy_field(char *dst, size_t size, const std::string &src) {
+  const size_t n = std::min(src.size(), size - 1);
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+bool cuda_compiled() {
+#ifdef HONE_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cuda_present() {
+#ifdef HONE_WITH_CUDA
+  return hone::cuda::device_present();
+#else
+  return false;
+#endif
+}
+
+// Throws NO_DEVICE when the CUDA backend cannot run here; `what` names the caller.
+void require_cuda(const std::string &what) {
+  if (!cuda_compiled())
+    fail(HONE_ERROR_NO_DEVICE,
+         what + ": the CUDA backend is not compiled into this build (nvcc was not found)");
+  if (!cuda_present())
+    fail(HONE_ERROR_NO_DEVICE, what + ": no CUDA device is present");
+}
+
+hone::Backend &backend_named(const char *name) {
+  const std::string_view b = name ? name : "";
+  if (b.empty())
+    return hone::best_backend();
+  if (b == "cuda")
+    require_cuda("backend 'cuda'");
+  return hone::get_backend(b);
+}
+
+// The op named `name` of whichever backend carries it (cpu first).
+const hone::TunableOp &find_op(const char *name, const char *function) {
+  require(name, function, "op");
+  for (const char *backend : {"cpu", "cuda"})
+    if (const hone::TunableOp *op = hone::Registry::global().find(name, backend))
+      return *op;
+  std::string known;
+  for (const char *backend : {"cpu", "cuda"})
+    for (const hone::TunableOp *op : hone::Registry::global().ops(backend))
+      append_item(known, op->name(), ", ");
+  fail(HONE_ERROR_INVALID_ARGUMENT,
+       std::string(function) + ": unknown op '" + name + "' (this build has: " + known + ")");
+}
+
+// The dtype of an op's problems: its name's suffix when that is a dtype, else the backend's
+// activation type (the CLI's rule, tools/hone/shape_arg.h).
+hone::DType op_dtype(const hone::TunableOp &op) {
+  const std::string_view name = op.name();
+  const size_t dot = name.rfind('.');
+  if (dot != std::string_view::npos) {
+    try {
+      return hone::parse_dtype(name.substr(dot + 1));
+    } catch (const hone::Error &) {
+    }
+  }
+  return op.backend() == "cuda" ? hone::DType::bf16 : hone::DType::f32;
+}
+
+std::string dim_names(const hone::TunableOp &op) {
+  std::string out;
+  for (const hone::DimSpec &d : op.buckets().dims)
+    append_item(out, d.name, ", ");
+  return out;
+}
+
+// The metadata an entry is judged against: that of its own backend here, or nullopt when
+// that backend is absent (as `hone cache verify`).
+const hone::Metadata *
+current_metadata_of(const hone::CacheEntry &e,
+                    std::map<std::string, std::optional<hone::Metadata>> &known) {
+  const bool cold = e.mode != "warm";
+  const std::string id = e.metadata.backend + (cold ? "+cold" : "+warm");
+  auto it = known.find(id);
+  if (it == known.end()) {
+    std::optional<hone::Metadata> m;
+    for (const std::string &name : hone::available_backends())
+      if (name == e.metadata.backend)
+        m = hone::current_metadata(hone::get_backend(name), cold);
+    it = known.emplace(id, m).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+void check_affine(int64_t n, int64_t k, int32_t bits, int32_t group, const char *function) {
+  if (n < 1)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": n=" + std::to_string(n) + " is below 1");
+  if (k < 1)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": k=" + std::to_string(k) + " is below 1");
+  if (bits != 4 && bits != 8)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": bits=" + std::to_string(bits) + " is not 4 or 8");
+  if (group != 32 && group != 64 && group != 128)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": group=" + std::to_string(group) + " is not 32, 64 or 128");
+  if (k % group != 0)
+    fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": k=" + std::to_string(k) +
+                                          " is not a multiple of group=" + std::to_string(group));
+}
+
+} // namespace
+
+extern "C" {
+
+uint32_t hone_api_version(void) {
+  return (uint32_t{HONE_C_API_VERSION_MAJOR} << 16) | uint32_t{HONE_C_API_VERSION_MINOR};
+}
+
+const char *hone_version(void) { return HONE_VERSION_STRING; }
+
+hone_status hone_check_version(int32_t major) {
+  return guarded([&] {
+    if (major != HONE_C_API_VERSION_MAJOR)
+      fail(HONE_ERROR_VERSION_MISMATCH, "hone_check_version: caller expects C API major version " +
+                                            std::to_string(major) + ", library " +
+                                            HONE_VERSION_STRING + " provides " +
+                                            std::to_string(HONE_C_API_VERSION_MAJOR) + "." +
+                                            std::to_string(HONE_C_API_VERSION_MINOR));
+  });
+}
+
+const char *hone_last_error(void) { return last_error.c_str(); }
+
+const char *hone_status_name(hone_status status) {
+  switch (status) {
+  case HONE_OK:
+    return "HONE_OK";
+  case HONE_ERROR_INVALID_ARGUMENT:
+    return "HONE_ERROR_INVALID_ARGUMENT";
+  case HONE_ERROR_RUNTIME:
+    return "HONE_ERROR_RUNTIME";
+  case HONE_ERROR_NO_DEVICE:
+    return "HONE_ERROR_NO_DEVICE";
+  case HONE_ERROR_BUFFER_TOO_SMALL:
+    return "HONE_ERROR_BUFFER_TOO_SMALL";
+  case HONE_ERROR_VERSION_MISMATCH:
+    return "HONE_ERROR_VERSION_MISMATCH";
+  case HONE_ERROR_INTERNAL:
+    return "HONE_ERROR_INTERNAL";
+  }
+  return "HONE_ERROR_UNKNOWN";
+}
+
+hone_status hone_device_info_get(const char *backend, hone_device_info *info) {
+  return guarded([&] {
+    require(info, "hone_device_info_get", "info");
+    if (info->struct_size < sizeof(hone_device_info))
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           "hone_device_info_get: info->struct_size=" + std::to_string(info->struct_size) +
+               " is below " + std::to_string(sizeof(hone_device_info)) +
+               " (set it to sizeof(hone_device_info))");
+    const hone::DeviceInfo &d = backend_named(backend).info();
+    copy_field(info->backend, sizeof info->backend, d.backend);
+    copy_field(info->model, sizeof info->model, d.model);
+    info->llc_bytes = d.llc_bytes;
+    info->llc_known = d.llc_known ? 1 : 0;
+    info->compute_units = d.compute_units;
+    copy_field(info->compute_capability, sizeof info->compute_capability, d.compute_capability);
+    copy_field(info->runtime_version, sizeof info->runtime_version, d.runtime_version);
+    copy_field(info->driver_version, sizeof info->driver_version, d.driver_version);
+    info->memory_budget_bytes = d.memory_budget_bytes;
+  });
+}
+
+hone_status hone_backends(char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    std::string text;
+    for (const std::string &b : hone::available_backends())
+      append_item(text, b);
+    write_string(text, out, capacity, length, "hone_backends");
+  });
+}
+
+hone_status hone_ops(char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    std::string text;
+    for (const char *backend : {"cpu", "cuda"})
+      for (const hone::TunableOp *op : hone::Registry::global().ops(backend))
+        append_item(text, std::string(op->name()) + ":" + backend);
+    write_string(text, out, capacity, length, "hone_ops");
+  });
+}
+
+hone_status hone_op_dimensions(const char *op, char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    std::string text = dim_names(find_op(op, "hone_op_dimensions"));
+    text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+    write_string(text, out, capacity, length, "hone_op_dimensions");
+  });
+}
+
+hone_status hone_gemv_f32(const float *x, const float *w, float *y, int64_t rows, int64_t n,
+                          int64_t k) {
+  return guarded([&] {
+    require(x, "hone_gemv_f32", "x");
+    require(w, "hone_gemv_f32", "w");
+    require(y, "hone_gemv_f32", "y");
+    hone::ops::cpu::gemv_f32(x, w, y, rows, n, k);
+  });
+}
+
+hone_status hone_qmv_affine(const float *x, const uint32_t *packed, const uint16_t *scales,
+                            const uint16_t *biases, float *y, int64_t rows, int64_t n, int64_t k,
+                            int32_t bits, int32_t group) {
+  return guarded([&] {
+    require(x, "hone_qmv_affine", "x");
+    require(packed, "hone_qmv_affine", "packed");
+    require(scales, "hone_qmv_affine", "scales");
+    require(biases, "hone_qmv_affine", "biases");
+    require(y, "hone_qmv_affine", "y");
+    hone::ops::cpu::qmv_affine(x, packed, scales, biases, y, rows, n, k, bits, group);
+  });
+}
+
+hone_status hone_affine_sizes(int64_t n, int64_t k, int32_t bits, int32_t group,
+                              int64_t *packed_words, int64_t *scale_count) {
+  return guarded([&] {
+    check_affine(n, k, bits, group, "hone_affine_sizes");
+    if (packed_words)
+      *packed_words = n * k * bits / 32;
+    if (scale_count)
+      *scale_count = n * (k / group);
+  });
+}
+
+hone_status hone_quantize_affine(const float *w, int64_t n, int64_t k, int32_t bits, int32_t group,
+                                 uint32_t *packed, uint16_t *scales, uint16_t *biases) {
+  return guarded([&] {
+    require(w, "hone_quantize_affine", "w");
+    require(packed, "hone_quantize_affine", "packed");
+    require(scales, "hone_quantize_affine", "scales");
+    require(biases, "hone_quantize_affine", "biases");
+    check_affine(n, k, bits, group, "hone_quantize_affine");
+    const hone::ops::cpu::AffineQuantized q = hone::ops::cpu::quantize_affine(w, n, k, bits, group);
+    std::copy(q.packed.begin(), q.packed.end(), packed);
+    std::copy(q.scales.begin(), q.scales.end(), scales);
+    std::copy(q.biases.begin(), q.biases.end(), biases);
+  });
+}
+
+hone_status hone_dequantize_affine(const uint32_t *packed, const uint16_t *scales,
+                                   const uint16_t *biases, int64_t n, int64_t k, int32_t bits,
+                                   int32_t group, float *w) {
+  return guarded([&] {
+    require(packed, "hone_dequantize_affine", "packed");
+    require(scales, "hone_dequantize_affine", "scales");
+    require(biases, "hone_dequantize_affine", "biases");
+    require(w, "hone_dequantize_affine", "w");
+    check_affine(n, k, bits, group, "hone_dequantize_affine");
+    const auto words = static_cast<size_t>(n * k * bits / 32);
+    const auto groups = static_cast<size_t>(n * (k / group));
+    hone::ops::cpu::AffineQuantized q;
+    q.packed.assign(packed, packed + words);
+    q.scales.assign(scales, scales + groups);
+    q.biases.assign(biases, biases + groups);
+    const std::vector<float> out = hone::ops::cpu::dequantize_affine(q, n, k, bits, group);
+    std::copy(out.begin(), out.end(), w);
+  });
+}
+
+hone_status hone_gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n,
+                           int64_t k, void *stream) {
+  return guarded([&] {
+    require(x, "hone_gemv_bf16", "x");
+    require(w, "hone_gemv_bf16", "w");
+    require(y, "hone_gemv_bf16", "y");
+    // The shape is judged before the device, so bad input reads the same everywhere.
+    if (const hone::TunableOp *op = hone::Registry::global().find("gemv.bf16", "cuda"))
+      op->validate(hone::Shape{{rows, n, k}, hone::DType::bf16});
+    require_cuda("hone_gemv_bf16");
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::gemv_bf16(x, w, y, rows, n, k, stream);
+#else
+    (void)stream;
+#endif
+  });
+}
+
+hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, const char *dtype,
+                      uint32_t flags, char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    const hone::TunableOp &op = find_op(op_name, "hone_tune");
+    require(dims, "hone_tune", "dims");
+    const int expected = static_cast<int>(op.buckets().dims.size());
+    if (rank != expected)
+      fail(HONE_ERROR_INVALID_ARGUMENT, "hone_tune: " + std::string(op.name()) + " takes " +
+                                            std::to_string(expected) + " dimensions (" +
+                                            dim_names(op) + "), got rank=" + std::to_string(rank));
+    const hone::DType type = dtype && *dtype ? hone::parse_dtype(dtype) : op_dtype(op);
+    const hone::Shape shape(std::span<const int64_t>(dims, static_cast<size_t>(rank)), type);
+    op.validate(shape);
+    const std::optional<hone::Shape> bucket = op.buckets().map(shape);
+    if (!bucket)
+      fail(HONE_ERROR_INVALID_ARGUMENT, "hone_tune: " + std::string(op.name()) + ": shape " +
+                                            op.buckets().describe(shape) +
+                                            " is outside the op's buckets");
+    op.validate(*bucket);
+    if (op.backend() == "cuda")
+      require_cuda("hone_tune: " + std::string(op.name()));
+    hone::Backend &backend = hone::get_backend(op.backend());
+
+    const std::string key = hone::cache_key(op, *bucket, backend.info().model);
+    const hone::Metadata metadata = hone::current_metadata(backend, /*cold=*/true);
+    std::optional<hone::Cache> cache;
+    if (hone::Cache::enabled_by_env()) {
+      cache.emplace(hone::Cache::default_path());
+      cache->load();
+    }
+    std::string pick;
+    const hone::CacheEntry *hit =
+        cache && !(flags & HONE_TUNE_FORCE) ? cache->find(key, metadata) : nullptr;
+    if (hit) {
+      pick = hit->tactic;
+    } else {
+      const hone::TuneReport report = hone::tune_bucket(backend, op, *bucket, {});
+      hone::CacheEntry entry = hone::to_cache_entry(report, metadata);
+      pick = entry.tactic;
+      if (cache) {
+        cache->put(std::move(entry));
+        cache->save();
+      }
+    }
+    write_string(pick, out, capacity, length, "hone_tune");
+  });
+}
+
+hone_status hone_cache_path(char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    write_string(hone::Cache::default_path().string(), out, capacity, length, "hone_cache_path");
+  });
+}
+
+hone_status hone_cache_verify(int32_t *problems, char *out, size_t capacity, size_t *length) {
+  return guarded([&] {
+    hone::Cache cache(hone::Cache::default_path());
+    cache.load();
+    std::vector<hone::VerifyItem> found;
+    if (cache.corrupt())
+      for (const hone::VerifyItem &item : cache.verify(hone::Metadata{}))
+        if (item.problem == "corrupt")
+          found.push_back(item);
+    std::map<std::string, std::optional<hone::Metadata>> known;
+    for (const auto &[key, e] : cache.entries())
+      if (const hone::Metadata *m = current_metadata_of(e, known))
+        if (std::optional<std::string> why = hone::stale_reason(e.metadata, *m))
+          found.push_back({key, "stale", *why});
+    if (problems)
+      *problems = static_cast<int32_t>(found.size());
+    std::string text;
+    for (const hone::VerifyItem &item : found)
+      text += item.problem + "  " + (item.key.empty() ? cache.path().string() : item.key) + "  " +
+              item.reason + "\n";
+    if (out != nullptr || capacity > 0 || length != nullptr)
+      write_string(text, out, capacity, length, "hone_cache_verify");
+  });
+}
+
+hone_status hone_cache_clear(void) {
+  return guarded([&] { hone::Cache(hone::Cache::default_path()).clear(); });
+}
+
+} // extern "C"

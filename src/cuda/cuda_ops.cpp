@@ -1,0 +1,74 @@
+// Public CUDA op entry points (include/hone/ops/cuda.h).
+#include "hone/ops/cuda.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/device_buffer.h"
+#include "cuda/gemv_bf16_op.h"
+#include "hone/dispatcher.h"
+#include "hone/error.h"
+
+namespace hone::ops::cuda {
+
+namespace {
+
+// The entry points' own op instance: same name and version as the registry's, so they share
+// cache entries; the dispatcher memoises per instance.
+const hone::cuda::GemvBf16Op &gemv_op() {
+  static const hone::cuda::GemvBf16Op op;
+  return op;
+}
+
+// Split-K workspace per stream. NOTE: growing frees the old buffer with cudaFree, which waits
+// for the device, so a launch still reading it has finished.
+void *workspace_for(void *stream, size_t bytes) {
+  static std::mutex mutex;
+  static std::map<void *, hone::cuda::DeviceBuffer> buffers;
+  std::lock_guard<std::mutex> lock(mutex);
+  hone::cuda::DeviceBuffer &b = buffers[stream];
+  if (b.size() < bytes)
+    b = hone::cuda::DeviceBuffer(bytes);
+  return b.data();
+}
+
+} // namespace
+
+Dispatcher &dispatcher() {
+  static Dispatcher d(hone::cuda::backend(), DispatcherOptions::from_env());
+  return d;
+}
+
+void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
+               void *stream, Dispatcher &d) {
+  const Tactic &t = d.lookup(gemv_op(), Shape{{rows, n, k}, DType::bf16});
+  const hone::cuda::GemvBf16Config config = hone::cuda::GemvBf16Config::from_tactic(t);
+  hone::cuda::GemvBf16Args args;
+  args.x = x;
+  args.w = w;
+  args.y = y;
+  args.rows = static_cast<int>(rows);
+  args.n = static_cast<int>(n);
+  args.k = static_cast<int>(k);
+  args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
+  if (args.workspace_bytes > 0)
+    args.workspace = workspace_for(stream, args.workspace_bytes);
+  const int status = hone::cuda::gemv_bf16_launch(config, args, stream);
+  if (status != 0) {
+    const auto err = static_cast<cudaError_t>(status);
+    (void)cudaGetLastError();
+    HONE_RUNTIME_ERROR("gemv.bf16 launch (" + t.str() + "): " + cudaGetErrorName(err) + ": " +
+                       cudaGetErrorString(err));
+  }
+}
+
+void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
+               void *stream) {
+  gemv_bf16(x, w, y, rows, n, k, stream, dispatcher());
+}
+
+} // namespace hone::ops::cuda

@@ -1,0 +1,169 @@
+"""The Python package over libhone.so (CPU backend; CUDA paths only as far as their errors)."""
+import array
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hone
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_imports_without_torch_or_numpy():
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['numpy'] = None; "
+            "import hone; print(hone.version(), hone.api_version())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("(1, 0)")
+
+
+def test_library_not_found_names_where_it_looked(tmp_path):
+    env = dict(os.environ, HONE_LIBRARY=str(tmp_path / "nowhere.so"))
+    out = subprocess.run([sys.executable, "-c", "import hone"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode != 0
+    assert "nowhere.so" in out.stderr and "HONE_LIBRARY" in out.stderr
+
+
+def test_version_backends_ops_device():
+    assert hone.api_version()[0] == 1
+    assert "cpu" in hone.backends()
+    assert hone.op_names()["gemv.f32"] == "cpu"
+    assert hone.op_dimensions("qmv.affine") == ["rows", "n", "k", "bits", "group"]
+    info = hone.device_info("cpu")
+    assert info["backend"] == "cpu" and info["compute_units"] > 0
+    with pytest.raises(hone.InvalidArgument, match="'tpu'"):
+        hone.device_info("tpu")
+    with pytest.raises(hone.InvalidArgument, match="unknown op 'nope'"):
+        hone.op_dimensions("nope")
+
+
+def test_gemv_f32_matches_numpy():
+    x, w = rand(4, 96), rand(40, 96, seed=1)
+    y = hone.ops.gemv_f32(x, w)
+    assert y.shape == (4, 40) and y.dtype == np.float32
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+    out = np.empty((4, 40), np.float32)
+    assert hone.ops.gemv_f32(x, w, out=out) is out
+    np.testing.assert_array_equal(out, y)
+    y1 = hone.ops.gemv_f32(x[1], w)  # a 1-D x is one row
+    assert y1.shape == (40,)
+    np.testing.assert_array_equal(y1, y[1])
+
+
+def test_gemv_f32_accepts_buffers_and_dlpack():
+    w = rand(8, 16)
+    x = array.array("f", [0.5] * 16)
+    np.testing.assert_allclose(hone.ops.gemv_f32(x, w), 0.5 * w.sum(axis=1), rtol=1e-5)
+
+    class DLPackOnly:  # only __dlpack__, as a torch CPU tensor offers
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+    xx = rand(2, 16, seed=3)
+    np.testing.assert_allclose(hone.ops.gemv_f32(DLPackOnly(xx), DLPackOnly(w)), xx @ w.T,
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_gemv_f32_raw_pointers():
+    x, w = rand(2, 8), rand(3, 8, seed=2)
+    y = np.zeros((2, 3), np.float32)
+    hone.ops.gemv_f32_raw(x.ctypes.data, w.ctypes.data, y.ctypes.data, 2, 3, 8)
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_gemv_f32_errors_name_the_bad_value():
+    x, w = rand(2, 8), rand(3, 8)
+    with pytest.raises(hone.InvalidArgument, match="x has dtype f64, expected f32"):
+        hone.ops.gemv_f32(x.astype(np.float64), w)
+    with pytest.raises(hone.InvalidArgument, match=r"w has shape \(3, 7\)"):
+        hone.ops.gemv_f32(x, rand(3, 7))
+    with pytest.raises(hone.InvalidArgument, match="not C-contiguous"):
+        hone.ops.gemv_f32(x, rand(8, 3).T)
+    with pytest.raises(hone.InvalidArgument, match=r"out has shape \(3, 2\)"):
+        hone.ops.gemv_f32(x, w, out=np.empty((3, 2), np.float32))
+    with pytest.raises(hone.InvalidArgument, match="x: expected an array"):
+        hone.ops.gemv_f32("text", w)
+    with pytest.raises(hone.InvalidArgument, match="rows=0"):
+        hone.ops.gemv_f32(np.empty((0, 8), np.float32), w)
+    with pytest.raises(hone.InvalidArgument, match="x is NULL"):
+        hone.ops.gemv_f32_raw(0, w.ctypes.data, x.ctypes.data, 1, 3, 8)
+
+
+def test_quantize_dequantize_and_qmv_affine():
+    w, x = rand(16, 128), rand(3, 128, seed=5)
+    packed, scales, biases = hone.quantize_affine(w, bits=4, group=64)
+    assert packed.shape == (16, 16) and packed.dtype == np.uint32
+    assert scales.shape == (16, 2) and scales.dtype == np.uint16
+    wd = hone.dequantize_affine(packed, scales, biases, bits=4, group=64)
+    assert wd.shape == (16, 128)
+    assert np.abs(wd - w).max() < 0.5  # 4-bit steps of a standard normal's range
+    y = hone.ops.qmv_affine(x, packed, scales, biases, bits=4, group=64)
+    np.testing.assert_allclose(y, x @ wd.T, rtol=1e-4, atol=1e-4)
+
+
+def test_affine_errors_name_the_bad_value():
+    w = rand(4, 96)
+    with pytest.raises(hone.InvalidArgument, match="k=96 is not a multiple of group=64"):
+        hone.quantize_affine(w, bits=4, group=64)
+    with pytest.raises(hone.InvalidArgument, match="bits=3"):
+        hone.quantize_affine(rand(4, 64), bits=3, group=64)
+    packed, scales, biases = hone.quantize_affine(rand(4, 64), bits=8, group=32)
+    with pytest.raises(hone.InvalidArgument, match="scales has dtype f32"):
+        hone.ops.qmv_affine(rand(1, 64), packed, scales.astype(np.float32), biases, 8, 32)
+    with pytest.raises(hone.InvalidArgument, match="group=48"):
+        hone.ops.qmv_affine(rand(1, 64), packed, scales, biases, 8, 48)
+    with pytest.raises(hone.InvalidArgument, match=r"packed has shape"):
+        hone.ops.qmv_affine(rand(1, 32), packed, scales, biases, 8, 32)
+
+
+def test_gemv_bf16_without_a_device_raises_clearly():
+    if "cuda" in hone.backends():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(hone.InvalidArgument, match="x is on cpu"):
+        hone.ops.gemv_bf16(rand(1, 8), rand(8, 8))
+    with pytest.raises(hone.NoDevice, match="CUDA"):
+        hone.ops.gemv_bf16_raw(16, 16, 16, 1, 8, 8)
+    if "gemv.bf16" in hone.op_names():
+        with pytest.raises(hone.InvalidArgument, match="rows=40"):
+            hone.ops.gemv_bf16_raw(16, 16, 16, 40, 8, 8)
+
+
+def test_tune_records_the_pick_and_cache_functions():
+    assert hone.cache.path() == os.path.join(os.environ["HONE_CACHE_DIR"], "tuning-cache.json")
+    hone.cache.clear()
+    pick = hone.tune("gemv.f32", "rows=1,n=64,k=64")
+    assert pick.startswith("gemv.f32:")
+    assert os.path.exists(hone.cache.path())
+    assert hone.tune("gemv.f32", {"rows": 1, "n": 64, "k": 64}) == pick  # cached
+    assert hone.tune("gemv.f32", [1, 64, 64]) == pick
+    assert hone.cache.verify() == []
+    with open(hone.cache.path(), "w") as f:
+        f.write("{ not json")
+    problems = hone.cache.verify()
+    assert [p.problem for p in problems] == ["corrupt"]
+    hone.cache.clear()
+    assert not os.path.exists(hone.cache.path())
+
+
+def test_tune_errors_name_the_bad_value():
+    with pytest.raises(hone.InvalidArgument, match="unknown op 'gemv.f64'"):
+        hone.tune("gemv.f64", [1, 64, 64])
+    with pytest.raises(hone.InvalidArgument, match="missing: k"):
+        hone.tune("gemv.f32", "rows=1,n=64")
+    with pytest.raises(hone.InvalidArgument, match="unknown: m"):
+        hone.tune("gemv.f32", {"rows": 1, "n": 64, "k": 64, "m": 2})
+    with pytest.raises(hone.InvalidArgument, match="rank=2"):
+        hone.tune("gemv.f32", [1, 64])
+    with pytest.raises(hone.InvalidArgument, match="bf16"):
+        hone.tune("gemv.f32", [1, 64, 64], dtype="bf16")
+    with pytest.raises(hone.InvalidArgument, match="k=100"):
+        hone.tune("qmv.affine", "rows=1,n=64,k=100,bits=4,group=32")

@@ -1,0 +1,339 @@
+// The C API (include/hone/hone.h) as a C caller sees it: linked against libhone.so only.
+// Every function is driven with a NULL pointer, a bad shape and a wrong dtype or op, and must
+// return the documented status with a message that names the bad value.
+#include "hone/hone.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A private cache directory for the whole program, set before the library reads the
+// environment (its first call).
+class CacheDir {
+public:
+  CacheDir() {
+    path_ = fs::temp_directory_path() / ("hone-c-api-" + std::to_string(::getpid()));
+    fs::create_directories(path_);
+    ::setenv("HONE_CACHE_DIR", path_.c_str(), 1);
+    ::unsetenv("HONE_CACHE");
+    ::unsetenv("HONE_AUTOTUNE");
+  }
+  ~CacheDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path &path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+const CacheDir cache_dir;
+
+std::string last() { return hone_last_error(); }
+
+bool cuda_usable() {
+  char buf[64];
+  EXPECT_EQ(hone_backends(buf, sizeof buf, nullptr), HONE_OK);
+  return std::string(buf).find("cuda") != std::string::npos;
+}
+
+// Expects `status` == `expected` and a message containing `needle`.
+#define EXPECT_FAILS(call, expected, needle)                                                       \
+  do {                                                                                             \
+    const hone_status s_ = (call);                                                                 \
+    EXPECT_EQ(s_, expected) << #call << ": " << hone_status_name(s_) << ": " << last();            \
+    EXPECT_NE(last().find(needle), std::string::npos)                                              \
+        << #call << ": message '" << last() << "' does not name '" << (needle) << "'";             \
+  } while (0)
+
+TEST(CApiVersion, ReportsAndChecksTheMajorVersion) {
+  EXPECT_EQ(hone_api_version(),
+            (uint32_t{HONE_C_API_VERSION_MAJOR} << 16) | uint32_t{HONE_C_API_VERSION_MINOR});
+  EXPECT_STRNE(hone_version(), "");
+  EXPECT_EQ(hone_check_version(HONE_C_API_VERSION_MAJOR), HONE_OK);
+  EXPECT_EQ(last(), "");
+  EXPECT_FAILS(hone_check_version(HONE_C_API_VERSION_MAJOR + 1), HONE_ERROR_VERSION_MISMATCH,
+               "major version " + std::to_string(HONE_C_API_VERSION_MAJOR + 1));
+}
+
+TEST(CApiErrors, SuccessClearsTheLastErrorAndEveryStatusHasAName) {
+  EXPECT_NE(hone_gemv_f32(nullptr, nullptr, nullptr, 1, 1, 1), HONE_OK);
+  EXPECT_NE(last(), "");
+  EXPECT_EQ(hone_check_version(HONE_C_API_VERSION_MAJOR), HONE_OK);
+  EXPECT_EQ(last(), "");
+  EXPECT_STREQ(hone_status_name(HONE_ERROR_INVALID_ARGUMENT), "HONE_ERROR_INVALID_ARGUMENT");
+  EXPECT_STREQ(hone_status_name(HONE_ERROR_NO_DEVICE), "HONE_ERROR_NO_DEVICE");
+  EXPECT_STREQ(hone_status_name(static_cast<hone_status>(99)), "HONE_ERROR_UNKNOWN");
+}
+
+TEST(CApiErrors, LastErrorIsPerThread) {
+  EXPECT_NE(hone_gemv_f32(nullptr, nullptr, nullptr, 1, 1, 1), HONE_OK);
+  std::string other = "unset";
+  std::thread t([&] { other = hone_last_error(); });
+  t.join();
+  EXPECT_EQ(other, "");
+  EXPECT_NE(last(), "");
+}
+
+TEST(CApiDevice, FillsCpuInfoAndRejectsBadArguments) {
+  hone_device_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(hone_device_info_get("cpu", &info), HONE_OK) << last();
+  EXPECT_STREQ(info.backend, "cpu");
+  EXPECT_STRNE(info.model, "");
+  EXPECT_GT(info.compute_units, 0);
+  EXPECT_FAILS(hone_device_info_get("cpu", nullptr), HONE_ERROR_INVALID_ARGUMENT, "info is NULL");
+  hone_device_info small{};
+  small.struct_size = 8;
+  EXPECT_FAILS(hone_device_info_get("cpu", &small), HONE_ERROR_INVALID_ARGUMENT, "struct_size=8");
+  EXPECT_FAILS(hone_device_info_get("tpu", &info), HONE_ERROR_INVALID_ARGUMENT, "'tpu'");
+  if (!cuda_usable())
+    EXPECT_FAILS(hone_device_info_get("cuda", &info), HONE_ERROR_NO_DEVICE, "cuda");
+}
+
+TEST(CApiStrings, SizeQueryTruncationAndNullBuffer) {
+  size_t length = 0;
+  EXPECT_FAILS(hone_backends(nullptr, 0, &length), HONE_ERROR_BUFFER_TOO_SMALL, "needs");
+  EXPECT_GE(length, 3u);
+  std::vector<char> buf(length + 1);
+  ASSERT_EQ(hone_backends(buf.data(), buf.size(), &length), HONE_OK) << last();
+  EXPECT_NE(std::string(buf.data()).find("cpu"), std::string::npos);
+  char two[2];
+  EXPECT_FAILS(hone_backends(two, sizeof two, &length), HONE_ERROR_BUFFER_TOO_SMALL, "capacity 2");
+  EXPECT_EQ(std::string(two).size(), 1u); // truncated, NUL-terminated
+  EXPECT_FAILS(hone_backends(nullptr, 16, &length), HONE_ERROR_INVALID_ARGUMENT,
+               "out is NULL with capacity 16");
+}
+
+TEST(CApiOps, ListsOpsAndTheirDimensions) {
+  char buf[256];
+  ASSERT_EQ(hone_ops(buf, sizeof buf, nullptr), HONE_OK) << last();
+  EXPECT_NE(std::string(buf).find("gemv.f32:cpu"), std::string::npos) << buf;
+  EXPECT_NE(std::string(buf).find("qmv.affine:cpu"), std::string::npos) << buf;
+  ASSERT_EQ(hone_op_dimensions("qmv.affine", buf, sizeof buf, nullptr), HONE_OK) << last();
+  EXPECT_STREQ(buf, "rows,n,k,bits,group");
+  EXPECT_FAILS(hone_op_dimensions(nullptr, buf, sizeof buf, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "op is NULL");
+  EXPECT_FAILS(hone_op_dimensions("gemv.f64", buf, sizeof buf, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "unknown op 'gemv.f64'");
+}
+
+TEST(CApiGemvF32, ComputesAndRejectsNullsAndBadShapes) {
+  const int64_t rows = 2, n = 3, k = 4;
+  std::vector<float> x(rows * k, 1.0f), w(n * k, 0.5f), y(rows * n, -1.0f);
+  ASSERT_EQ(hone_gemv_f32(x.data(), w.data(), y.data(), rows, n, k), HONE_OK) << last();
+  for (float v : y)
+    EXPECT_EQ(v, 2.0f);
+  EXPECT_FAILS(hone_gemv_f32(nullptr, w.data(), y.data(), rows, n, k), HONE_ERROR_INVALID_ARGUMENT,
+               "x is NULL");
+  EXPECT_FAILS(hone_gemv_f32(x.data(), nullptr, y.data(), rows, n, k), HONE_ERROR_INVALID_ARGUMENT,
+               "w is NULL");
+  EXPECT_FAILS(hone_gemv_f32(x.data(), w.data(), nullptr, rows, n, k), HONE_ERROR_INVALID_ARGUMENT,
+               "y is NULL");
+  EXPECT_FAILS(hone_gemv_f32(x.data(), w.data(), y.data(), 0, n, k), HONE_ERROR_INVALID_ARGUMENT,
+               "rows=0");
+  EXPECT_FAILS(hone_gemv_f32(x.data(), w.data(), y.data(), rows, -3, k),
+               HONE_ERROR_INVALID_ARGUMENT, "n=-3");
+}
+
+struct Quantized {
+  std::vector<uint32_t> packed;
+  std::vector<uint16_t> scales, biases;
+};
+
+Quantized quantize(const std::vector<float> &w, int64_t n, int64_t k, int bits, int group) {
+  int64_t words = 0, groups = 0;
+  EXPECT_EQ(hone_affine_sizes(n, k, bits, group, &words, &groups), HONE_OK) << last();
+  Quantized q{std::vector<uint32_t>(words), std::vector<uint16_t>(groups),
+              std::vector<uint16_t>(groups)};
+  EXPECT_EQ(hone_quantize_affine(w.data(), n, k, bits, group, q.packed.data(), q.scales.data(),
+                                 q.biases.data()),
+            HONE_OK)
+      << last();
+  return q;
+}
+
+TEST(CApiAffine, SizesQuantizeDequantizeRoundTrip) {
+  const int64_t n = 4, k = 64;
+  int64_t words = 0, groups = 0;
+  ASSERT_EQ(hone_affine_sizes(n, k, 4, 32, &words, &groups), HONE_OK) << last();
+  EXPECT_EQ(words, n * k * 4 / 32);
+  EXPECT_EQ(groups, n * k / 32);
+  std::vector<float> w(n * k);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(i % 16); // exactly representable at 4 bits
+  const Quantized q = quantize(w, n, k, 4, 32);
+  std::vector<float> back(n * k);
+  ASSERT_EQ(hone_dequantize_affine(q.packed.data(), q.scales.data(), q.biases.data(), n, k, 4, 32,
+                                   back.data()),
+            HONE_OK)
+      << last();
+  EXPECT_EQ(back, w);
+}
+
+TEST(CApiAffine, RejectsNullsAndBadBitsGroupAndK) {
+  std::vector<float> w(64, 1.0f);
+  std::vector<uint32_t> packed(64);
+  std::vector<uint16_t> scales(64), biases(64);
+  EXPECT_FAILS(hone_affine_sizes(1, 64, 3, 32, nullptr, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "bits=3");
+  EXPECT_FAILS(hone_affine_sizes(1, 64, 4, 48, nullptr, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "group=48");
+  EXPECT_FAILS(hone_affine_sizes(1, 100, 4, 32, nullptr, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "k=100 is not a multiple of group=32");
+  EXPECT_FAILS(hone_affine_sizes(0, 64, 4, 32, nullptr, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "n=0");
+  EXPECT_FAILS(
+      hone_quantize_affine(nullptr, 1, 64, 4, 32, packed.data(), scales.data(), biases.data()),
+      HONE_ERROR_INVALID_ARGUMENT, "w is NULL");
+  EXPECT_FAILS(hone_quantize_affine(w.data(), 1, 64, 4, 32, nullptr, scales.data(), biases.data()),
+               HONE_ERROR_INVALID_ARGUMENT, "packed is NULL");
+  EXPECT_FAILS(
+      hone_quantize_affine(w.data(), 1, 60, 4, 32, packed.data(), scales.data(), biases.data()),
+      HONE_ERROR_INVALID_ARGUMENT, "k=60");
+  EXPECT_FAILS(
+      hone_dequantize_affine(packed.data(), nullptr, biases.data(), 1, 64, 4, 32, w.data()),
+      HONE_ERROR_INVALID_ARGUMENT, "scales is NULL");
+  EXPECT_FAILS(
+      hone_dequantize_affine(packed.data(), scales.data(), biases.data(), 1, 64, 8, 16, w.data()),
+      HONE_ERROR_INVALID_ARGUMENT, "group=16");
+}
+
+TEST(CApiQmvAffine, MatchesDequantizedGemvAndRejectsBadInput) {
+  const int64_t rows = 2, n = 8, k = 128;
+  std::vector<float> w(n * k), x(rows * k);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 7) % 31) / 31.0f - 0.5f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>((i * 3) % 17) / 17.0f;
+  const Quantized q = quantize(w, n, k, 4, 64);
+  std::vector<float> y(rows * n), wd(n * k), expected(rows * n);
+  ASSERT_EQ(hone_qmv_affine(x.data(), q.packed.data(), q.scales.data(), q.biases.data(), y.data(),
+                            rows, n, k, 4, 64),
+            HONE_OK)
+      << last();
+  ASSERT_EQ(hone_dequantize_affine(q.packed.data(), q.scales.data(), q.biases.data(), n, k, 4, 64,
+                                   wd.data()),
+            HONE_OK);
+  ASSERT_EQ(hone_gemv_f32(x.data(), wd.data(), expected.data(), rows, n, k), HONE_OK);
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_NEAR(y[i], expected[i], 1e-4f * (1.0f + std::abs(expected[i])));
+
+  const uint32_t *p = q.packed.data();
+  const uint16_t *s = q.scales.data(), *b = q.biases.data();
+  EXPECT_FAILS(hone_qmv_affine(x.data(), nullptr, s, b, y.data(), rows, n, k, 4, 64),
+               HONE_ERROR_INVALID_ARGUMENT, "packed is NULL");
+  EXPECT_FAILS(hone_qmv_affine(x.data(), p, s, nullptr, y.data(), rows, n, k, 4, 64),
+               HONE_ERROR_INVALID_ARGUMENT, "biases is NULL");
+  EXPECT_FAILS(hone_qmv_affine(x.data(), p, s, b, y.data(), rows, n, 96, 4, 64),
+               HONE_ERROR_INVALID_ARGUMENT, "96");
+  EXPECT_FAILS(hone_qmv_affine(x.data(), p, s, b, y.data(), 0, n, k, 4, 64),
+               HONE_ERROR_INVALID_ARGUMENT, "rows=0");
+  EXPECT_FAILS(hone_qmv_affine(x.data(), p, s, b, y.data(), rows, n, k, 2, 64),
+               HONE_ERROR_INVALID_ARGUMENT, "bits=2");
+}
+
+TEST(CApiGemvBf16, JudgesArgumentsBeforeTheDevice) {
+  alignas(16) static uint16_t x[64], w[64], y[64];
+  EXPECT_FAILS(hone_gemv_bf16(nullptr, w, y, 1, 8, 8, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "x is NULL");
+  EXPECT_FAILS(hone_gemv_bf16(x, w, nullptr, 1, 8, 8, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "y is NULL");
+  if (cuda_usable())
+    GTEST_SKIP() << "a CUDA device is present: shape and device errors are device-tested";
+  char ops[256];
+  ASSERT_EQ(hone_ops(ops, sizeof ops, nullptr), HONE_OK);
+  if (std::string(ops).find("gemv.bf16") != std::string::npos) {
+    EXPECT_FAILS(hone_gemv_bf16(x, w, y, 0, 8, 8, nullptr), HONE_ERROR_INVALID_ARGUMENT, "rows=0");
+    EXPECT_FAILS(hone_gemv_bf16(x, w, y, 33, 8, 8, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+                 "rows=33");
+    EXPECT_FAILS(hone_gemv_bf16(x, w, y, 1, 8, 12, nullptr), HONE_ERROR_INVALID_ARGUMENT, "k=12");
+  }
+  EXPECT_FAILS(hone_gemv_bf16(x, w, y, 1, 8, 8, nullptr), HONE_ERROR_NO_DEVICE, "CUDA");
+}
+
+TEST(CApiTune, RejectsUnknownOpsDtypesRanksAndShapes) {
+  const int64_t dims[] = {1, 64, 64};
+  char out[256];
+  EXPECT_FAILS(hone_tune(nullptr, dims, 3, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "op is NULL");
+  EXPECT_FAILS(hone_tune("gemv.f64", dims, 3, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "unknown op 'gemv.f64'");
+  EXPECT_FAILS(hone_tune("gemv.f32", nullptr, 3, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "dims is NULL");
+  EXPECT_FAILS(hone_tune("gemv.f32", dims, 2, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "rank=2");
+  EXPECT_FAILS(hone_tune("gemv.f32", dims, 3, "bf16", 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "bf16");
+  EXPECT_FAILS(hone_tune("gemv.f32", dims, 3, "f64", 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "f64");
+  const int64_t zero_rows[] = {0, 64, 64};
+  EXPECT_FAILS(hone_tune("gemv.f32", zero_rows, 3, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "rows=0");
+  const int64_t bad_group[] = {1, 64, 100, 4, 32};
+  EXPECT_FAILS(hone_tune("qmv.affine", bad_group, 5, nullptr, 0, out, sizeof out, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "100");
+  EXPECT_FALSE(fs::exists(cache_dir.path() / "tuning-cache.json")) << "bad input wrote the cache";
+}
+
+TEST(CApiTune, TunesRecordsAndThenReadsTheCache) {
+  const int64_t dims[] = {1, 64, 64};
+  char pick[256];
+  size_t length = 0;
+  ASSERT_EQ(hone_tune("gemv.f32", dims, 3, nullptr, 0, pick, sizeof pick, &length), HONE_OK)
+      << last();
+  EXPECT_EQ(std::string(pick).rfind("gemv.f32:", 0), 0u) << pick;
+  EXPECT_EQ(length, std::string(pick).size());
+  EXPECT_TRUE(fs::exists(cache_dir.path() / "tuning-cache.json"));
+  char again[256];
+  ASSERT_EQ(hone_tune("gemv.f32", dims, 3, "f32", 0, again, sizeof again, nullptr), HONE_OK)
+      << last();
+  EXPECT_STREQ(again, pick);
+  char small[4];
+  EXPECT_FAILS(hone_tune("gemv.f32", dims, 3, nullptr, 0, small, sizeof small, &length),
+               HONE_ERROR_BUFFER_TOO_SMALL, "needs");
+  EXPECT_EQ(length, std::string(pick).size());
+
+  int32_t problems = -1;
+  ASSERT_EQ(hone_cache_verify(&problems, nullptr, 0, nullptr), HONE_OK) << last();
+  EXPECT_EQ(problems, 0);
+  ASSERT_EQ(hone_cache_clear(), HONE_OK) << last();
+  EXPECT_FALSE(fs::exists(cache_dir.path() / "tuning-cache.json"));
+}
+
+TEST(CApiCache, PathVerifyCorruptAndClear) {
+  char path[1024];
+  ASSERT_EQ(hone_cache_path(path, sizeof path, nullptr), HONE_OK) << last();
+  EXPECT_EQ(fs::path(path), cache_dir.path() / "tuning-cache.json");
+  EXPECT_FAILS(hone_cache_path(nullptr, 8, nullptr), HONE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  char tiny[4];
+  EXPECT_FAILS(hone_cache_path(tiny, sizeof tiny, nullptr), HONE_ERROR_BUFFER_TOO_SMALL,
+               "capacity 4");
+
+  std::ofstream(cache_dir.path() / "tuning-cache.json") << "{ not json";
+  int32_t problems = 0;
+  char report[2048];
+  ASSERT_EQ(hone_cache_verify(&problems, report, sizeof report, nullptr), HONE_OK) << last();
+  EXPECT_EQ(problems, 1);
+  EXPECT_EQ(std::string(report).rfind("corrupt  ", 0), 0u) << report;
+  EXPECT_FAILS(hone_cache_verify(&problems, nullptr, 16, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "out is NULL");
+  ASSERT_EQ(hone_cache_clear(), HONE_OK) << last();
+  EXPECT_FALSE(fs::exists(cache_dir.path() / "tuning-cache.json"));
+  ASSERT_EQ(hone_cache_verify(&problems, report, sizeof report, nullptr), HONE_OK) << last();
+  EXPECT_EQ(problems, 0);
+  EXPECT_STREQ(report, "");
+}
+
+} // namespace
