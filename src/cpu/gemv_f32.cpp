@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "cpu/tactic_params.h"
 #include "cpu/thread_pool.h"
 #include "hone/error.h"
 
@@ -79,13 +80,6 @@ using ColumnsFn = void (*)(const float *, const float *, float *, int64_t, int64
 constexpr std::array<int, 4> kBlocks = {1, 2, 4, 8};
 constexpr std::array<int, 3> kUnrolls = {4, 8, 16};
 
-constexpr int index_of(const auto &values, int v) {
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] == v)
-      return static_cast<int>(i);
-  return -1;
-}
-
 template <size_t... I> constexpr auto make_table(std::index_sequence<I...>) {
   return std::array<ColumnsFn, sizeof...(I)>{
       &columns<kBlocks[I / 12], kBlocks[I / 3 % 4], kUnrolls[I % 3]>...};
@@ -98,18 +92,17 @@ std::optional<std::string> GemvConfig::invalid_reason(const Tactic &t) {
   if (t.kernel != kGemvKernel)
     return "kernel '" + t.kernel + "' is not " + kGemvKernel;
   for (const auto &[name, value] : t.params) {
-    if (name == "rows_per_block" || name == "cols_per_block") {
-      if (index_of(kBlocks, static_cast<int>(value)) < 0 || value > 8)
-        return name + "=" + std::to_string(value) + " is not one of 1, 2, 4, 8";
-    } else if (name == "k_unroll") {
-      if (index_of(kUnrolls, static_cast<int>(value)) < 0 || value > 16)
-        return "k_unroll=" + std::to_string(value) + " is not one of 4, 8, 16";
-    } else if (name == "threads") {
-      if (value < 1 || value > 4096)
-        return "threads=" + std::to_string(value) + " is not in [1, 4096]";
-    } else {
-      return "unknown parameter '" + name + "'";
-    }
+    std::optional<std::string> why;
+    if (name == "rows_per_block" || name == "cols_per_block")
+      why = not_one_of(name, value, kBlocks);
+    else if (name == "k_unroll")
+      why = not_one_of(name, value, kUnrolls);
+    else if (name == "threads")
+      why = not_in_range(name, value, 1, 4096);
+    else
+      why = "unknown parameter '" + name + "'";
+    if (why)
+      return why;
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/bf16.h"
+#include "cpu/tactic_params.h"
 #include "cpu/thread_pool.h"
 #include "hone/error.h"
 
@@ -176,13 +177,6 @@ constexpr std::array<int, 2> kBits = {4, 8};
 constexpr std::array<int, 4> kRowBlocks = {1, 2, 4, 8};
 constexpr std::array<int, 3> kColBlocks = {1, 2, 4};
 
-constexpr int index_of(const auto &values, int64_t v) {
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] == v)
-      return static_cast<int>(i);
-  return -1;
-}
-
 // Index = ((bits * 4 + rb) * 3 + cb) * 2 + buf.
 template <size_t... I> constexpr auto make_table(std::index_sequence<I...>) {
   return std::array<ColumnsFn, sizeof...(I)>{
@@ -206,21 +200,19 @@ std::optional<std::string> QmvConfig::invalid_reason(const Tactic &t) {
   if (t.kernel != kQmvKernel)
     return "kernel '" + t.kernel + "' is not " + kQmvKernel;
   for (const auto &[name, value] : t.params) {
-    if (name == "rows_per_block") {
-      if (index_of(kRowBlocks, value) < 0)
-        return "rows_per_block=" + std::to_string(value) + " is not one of 1, 2, 4, 8";
-    } else if (name == "cols_per_block") {
-      if (index_of(kColBlocks, value) < 0)
-        return "cols_per_block=" + std::to_string(value) + " is not one of 1, 2, 4";
-    } else if (name == "group_buffer") {
-      if (value != 0 && value != 1)
-        return "group_buffer=" + std::to_string(value) + " is not 0 or 1";
-    } else if (name == "threads") {
-      if (value < 1 || value > 4096)
-        return "threads=" + std::to_string(value) + " is not in [1, 4096]";
-    } else {
-      return "unknown parameter '" + name + "'";
-    }
+    std::optional<std::string> why;
+    if (name == "rows_per_block")
+      why = not_one_of(name, value, kRowBlocks);
+    else if (name == "cols_per_block")
+      why = not_one_of(name, value, kColBlocks);
+    else if (name == "group_buffer")
+      why = not_in_range(name, value, 0, 1);
+    else if (name == "threads")
+      why = not_in_range(name, value, 1, 4096);
+    else
+      why = "unknown parameter '" + name + "'";
+    if (why)
+      return why;
   }
   return std::nullopt;
 }
