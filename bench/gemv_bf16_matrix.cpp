@@ -26,8 +26,15 @@
 #include "hone/registry.h"
 #include "hone/stats.h"
 #include "hone/tune.h"
+#include "matrix_common.h"
 
 namespace {
+
+using hone::bench::fixed;
+using hone::bench::geomean;
+using hone::bench::time_round_robin;
+using hone::bench::tune_json;
+using hone::bench::us;
 
 struct MatrixOptions {
   std::vector<std::pair<int, int>> shapes{{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
@@ -55,59 +62,6 @@ struct Point {
     return 2.0 * static_cast<double>(n) * k / t_pick;
   }
 };
-
-std::vector<int> parse_ints(const std::string &text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    try {
-      size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size())
-        throw std::invalid_argument(item);
-    } catch (const std::exception &) {
-      HONE_INVALID_ARGUMENT("--rows: '" + item + "' is not an integer");
-    }
-  return out;
-}
-
-std::vector<std::pair<int, int>> parse_shapes(const std::string &text) {
-  std::vector<std::pair<int, int>> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const size_t x = item.find('x');
-    try {
-      if (x == std::string::npos)
-        throw std::invalid_argument(item);
-      out.emplace_back(std::stoi(item.substr(0, x)), std::stoi(item.substr(x + 1)));
-    } catch (const std::exception &) {
-      HONE_INVALID_ARGUMENT("--shapes: '" + item + "' is not NxK (e.g. 4096x4096)");
-    }
-  }
-  return out;
-}
-
-double geomean(const std::vector<double> &v) {
-  if (v.empty())
-    return 0;
-  double s = 0;
-  for (double x : v)
-    s += std::log(x);
-  return std::exp(s / static_cast<double>(v.size()));
-}
-
-std::string us(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", seconds * 1e6);
-  return buf;
-}
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 // Times default, pick and peer round-robin on one workload; fills the t_/s_ fields.
 void time_point(hone::Backend &backend, const hone::TunableOp &op,
@@ -145,14 +99,8 @@ void time_point(hone::Backend &backend, const hone::TunableOp &op,
   std::vector<size_t> subjects{0, 2};
   if (!pick_is_default)
     subjects.insert(subjects.begin() + 1, 1);
-  std::vector<std::vector<double>> times(launches.size());
-  // Round-robin with the starting subject rotated every round, so that a position effect
-  // (what ran just before) falls on every subject alike.
-  for (int s = 0; s < options.samples; ++s)
-    for (size_t i = 0; i < subjects.size(); ++i) {
-      const size_t j = subjects[(i + static_cast<size_t>(s)) % subjects.size()];
-      times[j].push_back(m.sample(launches[j], batch, copies, plan.flush));
-    }
+  std::vector<std::vector<double>> times =
+      time_round_robin(m, launches, subjects, batch, copies, plan.flush, options.samples);
   if (pick_is_default)
     times[1] = times[0];
   p.t_default = hone::median(times[0]);
@@ -192,40 +140,6 @@ nlohmann::json to_json(const Point &p, double read_bandwidth) {
             {"batch", p.batch},
             {"rotation_copies", p.copies},
             {"flush", p.flush}});
-  return j;
-}
-
-// Every candidate of one bucket's tune: gate outcome, triage time, confirmation ratio.
-nlohmann::json tune_json(const hone::TuneReport &report) {
-  const hone::TuneResult &r = report.result;
-  nlohmann::json j{{"bucket", report.bucket_text},
-                   {"key", report.key},
-                   {"numerics", hone::to_string(report.numerics)},
-                   {"batch", report.batch},
-                   {"rotation_copies", report.rotation.copies},
-                   {"flush", report.rotation.flush},
-                   {"sync_round_trip_s", report.sync_round_trip},
-                   {"default", r.default_tactic().str()},
-                   {"pick", r.pick().str()},
-                   {"ratio", r.ratio},
-                   {"noise_floor", r.noise_floor},
-                   {"margin", r.margin},
-                   {"candidates", nlohmann::json::array()}};
-  for (const hone::CandidateReport &c : r.candidates) {
-    nlohmann::json cj{{"tactic", c.tactic.str()}, {"status", hone::to_string(c.status)}};
-    if (!c.reason.empty())
-      cj["reason"] = c.reason;
-    if (c.status == hone::Status::ok) {
-      cj["median_s"] = c.median_s;
-      cj["spread"] = c.spread;
-      cj["gate_error"] = c.error;
-    }
-    if (c.finalist) {
-      cj["ratio"] = c.ratio;
-      cj["ratio_spread"] = c.ratio_spread;
-    }
-    j["candidates"].push_back(std::move(cj));
-  }
   return j;
 }
 
@@ -384,9 +298,9 @@ int main(int argc, char **argv) {
       options.rows = {1, 4, 16, 32};
     }
     if (!shapes.empty())
-      options.shapes = parse_shapes(shapes);
+      options.shapes = hone::bench::parse_pairs(shapes, "--shapes", "NxK (e.g. 4096x4096)");
     if (!rows.empty())
-      options.rows = parse_ints(rows);
+      options.rows = hone::bench::parse_ints(rows, "--rows");
     return run(options);
   } catch (const hone::Error &e) {
     std::fprintf(stderr, "gemv_bf16_matrix: %s\n", e.what());

@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build (or reuse a carried build), run the device tests, run
-# the kernel tests under compute-sanitizer (memcheck, racecheck) on a reduced shape set, and
-# run the gemv.bf16 benchmark matrix; the benchmark's compact table is printed last.
+# the op and kernel tests under compute-sanitizer (memcheck, racecheck) on a reduced shape
+# set, and run the benchmark matrices (gemv.bf16 against cuBLASLt; qmv.affine with cuBLASLt
+# on dequantised weights alongside); the benchmarks' compact tables are printed last.
 #
-#   scripts/gpu_check.sh                       # full matrix
-#   HONE_BENCH_ARGS=--quick scripts/gpu_check.sh
+#   scripts/gpu_check.sh                                   # everything, full matrices
+#   HONE_BENCH_ARGS=--quick HONE_QMV_BENCH_ARGS=--quick scripts/gpu_check.sh
+#   HONE_TESTS=0 HONE_BENCHES=qmv_affine_matrix scripts/gpu_check.sh   # one benchmark only
 #
 # Environment:
-#   HONE_BUILD_DIR   build directory (default build-cuda); reused without rebuilding when it
-#                    already holds the built test programs (a build carried to the machine)
-#   HONE_BENCH_ARGS  extra arguments for bench gemv_bf16_matrix (e.g. --quick)
-#   HONE_SANITIZE    0 skips the compute-sanitizer runs
-#   OUT              where logs and the benchmark JSON go (default $HONE_BUILD_DIR/gpu_check)
+#   HONE_BUILD_DIR       build directory (default build-cuda). A build configured in this very
+#                        directory is brought up to date incrementally; a build carried from
+#                        elsewhere is reused as it is when it holds every program run here
+#   HONE_TESTS           0 skips ctest and compute-sanitizer
+#   HONE_SANITIZE        0 skips the compute-sanitizer runs
+#   HONE_BENCHES         benchmarks to run, space-separated (default: gemv_bf16_matrix
+#                        qmv_affine_matrix; empty runs none)
+#   HONE_BENCH_ARGS      extra arguments for gemv_bf16_matrix (e.g. --quick)
+#   HONE_QMV_BENCH_ARGS  extra arguments for qmv_affine_matrix (e.g. --quick, --formats 4x64)
+#   HONE_PEERS           bench/peers scripts to run (default: qmv_affine_torch; empty runs
+#                        none); each writes <peer>.json and <peer>.md under OUT
+#   HONE_PEER_ARGS       extra arguments for them (e.g. --rows 1,16 --formats 4:128)
+#   OUT                  where the kept results go (default $HONE_BUILD_DIR/gpu_check): at
+#                        most nine files -- ctest.log, sanitizer.log, <bench>.log and
+#                        <bench>.json per benchmark, <peer>.json and <peer>.md, build.log when
+#                        the build fails. Scratch
+#                        logs stay in $HONE_BUILD_DIR/gpu_check_logs.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 build=${HONE_BUILD_DIR:-build-cuda}
 out=${OUT:-$build/gpu_check}
-mkdir -p "$out"
+logs=$build/gpu_check_logs
+benches=${HONE_BENCHES-gemv_bf16_matrix qmv_affine_matrix}
+mkdir -p "$out" "$logs"
 status=()
 step() { # step NAME RC
   status+=("$1: $([ "$2" -eq 0 ] && echo ok || echo "FAILED (rc $2)")")
@@ -27,78 +43,149 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
   --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # --- build --------------------------------------------------------------------------------
-if [ -x "$build/tests/device/cuda_backend_test" ] && [ -x "$build/bench/gemv_bf16_matrix" ]; then
-  echo "gpu_check: using the built programs in $build"
+programs=(tests/device/cuda_backend_test tests/device/qmv_affine_op_test
+          bench/gemv_bf16_matrix bench/qmv_affine_matrix)
+have_programs=1
+for p in "${programs[@]}"; do [ -x "$build/$p" ] || have_programs=0; done
+configured=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ "$have_programs" = 1 ] && [ -n "$configured" ] && [ "$configured" != "$root/$build" ]; then
+  echo "gpu_check: using the built programs in $build (configured in $configured)"
   # ctest files name the directory the build was configured in; point that path here.
-  configured=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
-  if [ -n "$configured" ] && [ "$configured" != "$root/$build" ] && [ ! -e "$configured" ]; then
+  if [ ! -e "$configured" ]; then
     mkdir -p "$(dirname "$configured")" && ln -s "$root/$build" "$configured"
     echo "gpu_check: linked $configured -> $root/$build"
   fi
   step build 0
 else
   t0=$(date +%s)
-  cmake -S . -B "$build" -G Ninja -DHONE_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release \
-    >"$out/configure.log" 2>&1 && ninja -C "$build" >"$out/build.log" 2>&1
+  if [ "$configured" = "$root/$build" ]; then
+    ninja -C "$build" >"$logs/build.log" 2>&1
+  else
+    # A cache configured in another directory (a carried build lacking a program) cannot be
+    # reconfigured here; start it afresh.
+    [ -n "$configured" ] && rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+    cmake -S . -B "$build" -G Ninja -DHONE_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release \
+      >"$logs/build.log" 2>&1 && ninja -C "$build" >>"$logs/build.log" 2>&1
+  fi
   rc=$?
   step "build ($(( $(date +%s) - t0 )) s)" $rc
   if [ $rc -ne 0 ]; then
-    tail -n 40 "$out/configure.log" "$out/build.log"
+    cp "$logs/build.log" "$out/build.log"
+    tail -n 40 "$logs/build.log"
     printf '%s\n' "${status[@]}"
     exit 1
   fi
 fi
 
 # cuBLASLt is linked dynamically; find it where the image keeps it when the loader does not.
-bench="$build/bench/gemv_bf16_matrix"
-if ldd "$bench" | grep -q 'libcublasLt.*not found'; then
+if ldd "$build/bench/gemv_bf16_matrix" | grep -q 'libcublasLt.*not found'; then
   lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
-  [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ -n "$lib" ]; then
+    LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+  fi
   echo "gpu_check: libcublasLt from ${lib:-nowhere}"
 fi
 
-# --- device tests ---------------------------------------------------------------------------
-t0=$(date +%s)
-ctest --test-dir "$build" -L device --output-on-failure --timeout 600 >"$out/ctest.log" 2>&1
-rc=$?
-step "ctest -L device ($(( $(date +%s) - t0 )) s)" $rc
-grep -E '^[0-9]+% tests passed|tests failed|\*\*\*Failed|Skipped|Not Run' "$out/ctest.log" | head -n 20
-grep -hE '^(device|read bandwidth|tuned|[0-9]+ configs)' "$build"/Testing/Temporary/LastTest.log \
-  2>/dev/null | head -n 8
+if [ "${HONE_TESTS:-1}" != 0 ]; then
+  # --- device tests -------------------------------------------------------------------------
+  t0=$(date +%s)
+  ctest --test-dir "$build" -L device --output-on-failure --timeout 600 >"$out/ctest.log" 2>&1
+  rc=$?
+  step "ctest -L device ($(( $(date +%s) - t0 )) s)" $rc
+  grep -E '^[0-9]+% tests passed|tests failed|\*\*\*Failed|Skipped|Not Run' "$out/ctest.log" |
+    head -n 20
+  grep -hE '^(device|read bandwidth|tuned|[0-9]+ configs|bits=[0-9]+: )' \
+    "$build"/Testing/Temporary/LastTest.log 2>/dev/null | head -n 10
 
-# --- compute-sanitizer on a reduced shape set -------------------------------------------------
-if [ "${HONE_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    t0=$(date +%s)
-    rc=0
-    for prog in gemv_bf16_op_test gemv_bf16_kernel_test; do
-      [ -x "$build/tests/device/$prog" ] || continue
-      filter='*'
-      [ "$prog" = gemv_bf16_op_test ] && filter='*EveryTactic*:*BatchInvariant*'
-      HONE_DEVICE_TEST_REDUCED=1 timeout 40 compute-sanitizer --tool "$tool" --error-exitcode 86 \
-        "$build/tests/device/$prog" --gtest_filter="$filter" >"$out/$tool-$prog.log" 2>&1
-      r=$?
-      [ $r -ne 0 ] && rc=$r && tail -n 30 "$out/$tool-$prog.log"
+  # --- compute-sanitizer on a reduced shape set -----------------------------------------------
+  if [ "${HONE_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+    : >"$out/sanitizer.log"
+    for tool in memcheck racecheck; do
+      t0=$(date +%s)
+      rc=0
+      for prog in gemv_bf16_op_test gemv_bf16_kernel_test qmv_affine_op_test \
+        qmv_affine_kernel_test; do
+        [ -x "$build/tests/device/$prog" ] || continue
+        filter='*'
+        limit=40 # [seconds]
+        case $prog in
+        gemv_bf16_op_test) filter='*EveryTactic*:*BatchInvariant*' ;;
+        qmv_affine_op_test)
+          filter='*EveryTactic*:*DefaultIsBatchInvariant*:*Dequantization*'
+          limit=120
+          ;;
+        qmv_affine_kernel_test) limit=120 ;;
+        esac
+        log="$logs/$tool-$prog.log"
+        HONE_DEVICE_TEST_REDUCED=1 timeout $limit compute-sanitizer --tool "$tool" \
+          --error-exitcode 86 "$build/tests/device/$prog" --gtest_filter="$filter" >"$log" 2>&1
+        r=$?
+        # One line per run in the kept log, the tail of a failing one after it.
+        summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)
+        echo "$tool $prog: rc $r; ${summary:-no summary}" >>"$out/sanitizer.log"
+        if [ $r -ne 0 ]; then
+          rc=$r
+          tail -n 30 "$log" | tee -a "$out/sanitizer.log"
+        fi
+      done
+      step "compute-sanitizer $tool ($(( $(date +%s) - t0 )) s)" $rc
     done
-    step "compute-sanitizer $tool ($(( $(date +%s) - t0 )) s)" $rc
-  done
-else
-  step "compute-sanitizer (skipped)" 0
+  else
+    step "compute-sanitizer (skipped)" 0
+  fi
 fi
 
-# --- benchmark matrix -------------------------------------------------------------------------
-t0=$(date +%s)
-# shellcheck disable=SC2086 # HONE_BENCH_ARGS is a list of arguments
-"$bench" --json "$out/gemv_bf16_matrix.json" ${HONE_BENCH_ARGS:-} >"$out/bench.log" 2>"$out/bench.err"
-rc=$?
-step "bench gemv_bf16_matrix ($(( $(date +%s) - t0 )) s)" $rc
-[ $rc -ne 0 ] && tail -n 20 "$out/bench.err"
+# --- benchmark matrices -------------------------------------------------------------------------
+for bench in $benches; do
+  case $bench in
+  gemv_bf16_matrix) args=${HONE_BENCH_ARGS:-} ;;
+  qmv_affine_matrix) args=${HONE_QMV_BENCH_ARGS:-} ;;
+  *)
+    step "bench $bench (unknown)" 2
+    continue
+    ;;
+  esac
+  t0=$(date +%s)
+  # shellcheck disable=SC2086 # args is a list of arguments
+  "$build/bench/$bench" --json "$out/$bench.json" $args >"$logs/$bench.out" 2>"$logs/$bench.err"
+  rc=$?
+  step "bench $bench ($(( $(date +%s) - t0 )) s)" $rc
+  [ $rc -ne 0 ] && tail -n 20 "$logs/$bench.err"
+  { cat "$logs/$bench.out"; [ -s "$logs/$bench.err" ] && echo "--- stderr" &&
+      cat "$logs/$bench.err"; } >"$out/$bench.log"
+done
+
+# --- framework peers (Python, same process as hone through the package) ----------------------
+# Fractions of read bandwidth use the C++ probe's figure of this run where a benchmark ran.
+bw=$(sed -n 's/.*measured read bandwidth \([0-9][0-9]*\) GB\/s.*/\1/p' "$logs"/*.out 2>/dev/null |
+  head -n 1)
+for peer in ${HONE_PEERS-qmv_affine_torch}; do
+  t0=$(date +%s)
+  # shellcheck disable=SC2086 # HONE_PEER_ARGS is a list of arguments
+  HONE_LIBRARY="$build/lib/libhone.so" PYTHONPATH=python \
+    python3 "bench/peers/$peer.py" --out "$out" ${bw:+--read-bandwidth "$bw"} \
+    ${HONE_PEER_ARGS:-} >"$logs/$peer.out" 2>&1
+  rc=$?
+  step "peer $peer ($(( $(date +%s) - t0 )) s)" $rc
+  [ $rc -ne 0 ] && tail -n 20 "$logs/$peer.out"
+done
 
 echo
 printf 'gpu_check: %s\n' "${status[@]}"
-echo
-sed -n '/^device:/,/^method:/p' "$out/bench.log"
-sed -n '/^| N |/,$p' "$out/bench.log"
+for bench in $benches; do
+  [ -f "$logs/$bench.out" ] || continue
+  echo
+  echo "== $bench"
+  sed -n '/^device:/,/^method:/p' "$logs/$bench.out"
+  sed -n '/^| N |/,$p' "$logs/$bench.out"
+done
+for peer in ${HONE_PEERS-qmv_affine_torch}; do
+  [ -f "$out/$peer.md" ] || continue
+  echo
+  echo "== $peer"
+  cat "$out/$peer.md"
+done
 for s in "${status[@]}"; do
   case $s in *FAILED*) exit 1 ;; esac
 done

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define HONE_C_API_VERSION_MAJOR 1
-#define HONE_C_API_VERSION_MINOR 0
+#define HONE_C_API_VERSION_MINOR 1
 
 #if defined(__GNUC__)
 #define HONE_API __attribute__((visibility("default")))
@@ -109,7 +109,8 @@ HONE_API hone_status hone_device_info_get(const char *backend, hone_device_info 
 HONE_API hone_status hone_backends(char *out, size_t capacity, size_t *length);
 
 /* The ops this build carries, comma-separated as name:backend, e.g.
- * "gemv.f32:cpu,qmv.affine:cpu,gemv.bf16:cuda" (a cuda op is listed even without a device). */
+ * "gemv.f32:cpu,qmv.affine:cpu,gemv.bf16:cuda,qmv.affine:cuda" (a cuda op is listed even
+ * without a device; an op both backends carry is listed once per backend). */
 HONE_API hone_status hone_ops(char *out, size_t capacity, size_t *length);
 
 /* The dimension names of op `op` in the order hone_tune takes them, comma-separated:
@@ -163,6 +164,21 @@ HONE_API hone_status hone_dequantize_affine(const uint32_t *packed, const uint16
 HONE_API hone_status hone_gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n,
                                     int64_t k, void *stream);
 
+/* Affine-quantized GEMV in bf16 with fp32 accumulation:
+ * Y[r, n] = sum_k X[r, k] * (q[n, k] * scale[n, k / group] + bias[n, k / group]).
+ * q: uint32 [n, k * bits / 32], values along K, lowest bits first (hone_quantize_affine's
+ * layout, copied to the device as is); scales, biases: bf16 [n, k / group]; x [rows, k] and
+ * y [rows, n] bf16; all row-major in device memory of device 0. `stream` as hone_gemv_bf16.
+ * Enqueues one launch and returns; never synchronises.
+ * REQUIRES: 1 <= rows <= 32; n >= 1; bits in {4, 8}; group in {32, 64, 128}; k % group == 0;
+ * x and q 16-byte aligned.
+ * Errors: INVALID_ARGUMENT for a NULL or misaligned pointer or a bad rows, n, k, bits or group
+ * (checked first, also without a device); NO_DEVICE without a CUDA device or backend; RUNTIME
+ * when the launch fails. Since C API 1.1. */
+HONE_API hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, const void *scales,
+                                          const void *biases, void *y, int64_t rows, int64_t n,
+                                          int64_t k, int32_t bits, int32_t group, void *stream);
+
 /* ---- tuning ------------------------------------------------------------------------------- */
 
 /* hone_tune flags. */
@@ -173,8 +189,12 @@ HONE_API hone_status hone_gemv_bf16(const void *x, const void *w, void *y, int64
  * cached pick when a fresh entry exists (unless HONE_TUNE_FORCE), else measures and records
  * the pick in the cache (unless HONE_CACHE=off). `dims` holds `rank` values in the op's
  * dimension order (gemv: rows, n, k; qmv.affine: rows, n, k, bits, group). `dtype` is NULL
- * for the op's own ("f32" for cpu ops, "bf16" for gemv.bf16). The pick's tactic string
- * (e.g. "gemv.f32:rows_per_block=4,...") goes to `out`. Blocks for the whole measurement.
+ * for the op's own ("f32" for cpu ops, "bf16" for cuda ops). An op that both backends carry
+ * (qmv.affine) is the CUDA op (bf16, what hone_qmv_affine_bf16 dispatches) when a CUDA device
+ * is present and the CPU op (f32, hone_qmv_affine) otherwise; an explicit dtype picks the
+ * backend whose op takes it ("bf16": cuda, then NO_DEVICE without a device; "f32": cpu). The
+ * pick's tactic string (e.g. "gemv.f32:rows_per_block=4,...") goes to `out`. Blocks for the
+ * whole measurement.
  * Errors: INVALID_ARGUMENT for an unknown op or dtype, a NULL dims, a wrong rank or a shape
  * the op rejects; NO_DEVICE for a CUDA op without a device; RUNTIME for a failing
  * measurement or cache write; BUFFER_TOO_SMALL (the tune still happened and was recorded). */

@@ -4,6 +4,7 @@
     pick = hone.tune("gemv.f32", "rows=8,n=4096,k=4096")     # like hone tune --op --shape
     y = hone.ops.gemv_f32(x, w)                              # numpy float32
     packed, scales, biases = hone.quantize_affine(w, bits=4, group=64)
+    y = hone.ops.qmv_affine_bf16(xt, qt, st, bt, bits=4, group=64)  # torch CUDA tensors
     hone.cache.path(); hone.cache.verify(); hone.cache.clear()
 
 Importing needs neither numpy nor torch; numpy is only used to allocate results.
@@ -41,8 +42,15 @@ def backends():
 
 
 def op_names():
-    """{op name: backend} of every op this build carries."""
-    return dict(item.split(":") for item in call_string(lib.hone_ops).split(","))
+    """{op name: backend} of every op this build carries. An op both backends carry
+    (qmv.affine) maps to the backend tune() uses for it: the first of backends() with it."""
+    rank = {b: i for i, b in enumerate(backends())}
+    out = {}
+    for item in call_string(lib.hone_ops).split(","):
+        name, backend = item.split(":")
+        if name not in out or rank.get(backend, len(rank)) < rank.get(out[name], len(rank)):
+            out[name] = backend
+    return out
 
 
 def op_dimensions(op):
@@ -94,7 +102,9 @@ def tune(op, shape, dtype=None, force=False):
 
     shape: "rows=8,n=4096,k=4096", a dict of dimension names, or a sequence in the op's
     dimension order (op_dimensions(op)). The pick is recorded in the cache (unless
-    HONE_CACHE=off); a fresh cached pick is returned without measuring unless force."""
+    HONE_CACHE=off); a fresh cached pick is returned without measuring unless force.
+    An op both backends carry (qmv.affine) is tuned on CUDA (bf16) when a device is present,
+    else on the CPU (f32); dtype="f32" or "bf16" picks the backend explicitly."""
     values = _shape_values(op, shape)
     dims = (ctypes.c_int64 * max(len(values), 1))(*values)
     return call_string(lib.hone_tune, op.encode(), dims, len(values),

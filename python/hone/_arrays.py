@@ -15,8 +15,8 @@ from ._lib import InvalidArgument
 # pointer: int; shape: tuple of ints; dtype: "f32", "bf16", "u32", "u16", ...
 Array = namedtuple("Array", ["pointer", "shape", "dtype", "device"])
 
-_TYPESTR = {"<f4": "f32", "<u4": "u32", "<u2": "u16", "<i2": "i16", "<f2": "f16", "<f8": "f64",
-            "|u1": "u8"}
+_TYPESTR = {"<f4": "f32", "<u4": "u32", "<i4": "i32", "<u2": "u16", "<i2": "i16", "<f2": "f16",
+            "<f8": "f64", "|u1": "u8"}
 _BUFFER_FORMAT = {"f": "f32", "I": "u32", "H": "u16", "=f": "f32", "<f": "f32", "=I": "u32",
                   "<I": "u32", "=H": "u16", "<H": "u16", "L": None}
 _TORCH_DTYPE = {"torch.float32": "f32", "torch.bfloat16": "bf16", "torch.float16": "f16",
@@ -160,9 +160,9 @@ def device_array(obj, name):
     else:
         raise InvalidArgument("HONE_ERROR_INVALID_ARGUMENT",
                               "%s: expected a CUDA array (torch tensor, __cuda_array_interface__ "
-                              "or __dlpack__), got %s; pass raw pointers to gemv_bf16_raw" %
+                              "or __dlpack__), got %s; or pass raw pointers to the *_raw ops" %
                               (name, type(obj).__name__))
     if a.device != "cuda":
         raise InvalidArgument("HONE_ERROR_INVALID_ARGUMENT",
-                              "%s is on %s; gemv_bf16 takes CUDA device memory" % (name, a.device))
+                              "%s is on %s; this op takes CUDA device memory" % (name, a.device))
     return a

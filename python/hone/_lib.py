@@ -118,6 +118,8 @@ _SIGNATURES = {
                                                               _c.c_int32, _c.c_int32,
                                                               _c.c_void_p]),
     "hone_gemv_bf16": (_c.c_int, [_c.c_void_p] * 3 + [_c.c_int64] * 3 + [_c.c_void_p]),
+    "hone_qmv_affine_bf16": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_int64] * 3 + [_c.c_int32] * 2
+                             + [_c.c_void_p]),
     "hone_tune": (_c.c_int, [_c.c_char_p, _c.POINTER(_c.c_int64), _c.c_int32, _c.c_char_p,
                              _c.c_uint32, _c.c_char_p, _c.c_size_t, _c.POINTER(_c.c_size_t)]),
     "hone_cache_path": (_c.c_int, [_c.c_char_p, _c.c_size_t, _c.POINTER(_c.c_size_t)]),
@@ -125,8 +127,15 @@ _SIGNATURES = {
                                      _c.POINTER(_c.c_size_t)]),
     "hone_cache_clear": (_c.c_int, []),
 }
+# Functions added in a minor version: a library of an older minor version loads without them,
+# and calling one raises (see function()).
+_SINCE_MINOR = {"hone_qmv_affine_bf16": 1}
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
-    _f = getattr(lib, _name)
+    _f = getattr(lib, _name, None)
+    if _f is None and _name in _SINCE_MINOR:
+        continue
+    if _f is None:
+        raise ImportError("hone: %s lacks %s" % (lib._name, _name))
     _f.restype = _restype
     _f.argtypes = _argtypes
 
@@ -150,6 +159,19 @@ class DeviceInfo(ctypes.Structure):
 
 lib.hone_device_info_get.restype = ctypes.c_int
 lib.hone_device_info_get.argtypes = [ctypes.c_char_p, ctypes.POINTER(DeviceInfo)]
+
+
+def function(name):
+    """The C API function `name`; raises HoneRuntimeError when the loaded library predates it."""
+    f = getattr(lib, name, None)
+    if f is None:
+        v = lib.hone_api_version()
+        raise HoneRuntimeError("HONE_ERROR_RUNTIME",
+                               "%s is C API %d.%d and lacks %s (C API %d.%d); rebuild it or set "
+                               "HONE_LIBRARY to a newer libhone.so" %
+                               (lib._name, v >> 16, v & 0xFFFF, name, C_API_VERSION_MAJOR,
+                                _SINCE_MINOR.get(name, 0)))
+    return f
 
 
 def check(status):

@@ -2,12 +2,13 @@
 
     y = hone.ops.gemv_f32(x, w)                  # numpy float32 x [rows, k], w [n, k]
     y = hone.ops.gemv_bf16(x, w)                 # torch bf16 CUDA tensors; current stream
+    y = hone.ops.qmv_affine_bf16(x, q, scales, biases, bits=4, group=64)   # torch, CUDA
 """
 
 import ctypes
 
 from . import _arrays
-from ._lib import InvalidArgument, check, lib
+from ._lib import InvalidArgument, check, function, lib
 
 
 def _bad(message):
@@ -127,6 +128,50 @@ def gemv_bf16(x, w, out=None, stream=None):
     return out
 
 
+def qmv_affine_bf16(x, packed, scales, biases, bits, group, out=None, stream=None):
+    """out[r, n] = sum_k x[r, k] * W[n, k] in bf16 with fp32 accumulation on CUDA, W
+    affine-quantized (hone_qmv_affine_bf16). Enqueued on `stream` as gemv_bf16.
+
+    x: bf16 [rows, k] or [k], rows 1-32; packed: uint32 or int32 [n, k * bits / 32] (the words
+    hone.quantize_affine makes, copied as they are); scales, biases: bf16 [n, k / group]; all
+    CUDA arrays (torch tensors, or __cuda_array_interface__ with uint16 bit patterns for bf16).
+    From hone.quantize_affine's numpy arrays to torch:
+        torch.from_numpy(packed.view(numpy.int32)).cuda()
+        torch.from_numpy(scales.view(numpy.int16)).view(torch.bfloat16).cuda()
+    out=None allocates with x.new_empty (torch)."""
+    xa = _arrays.device_array(x, "x")
+    pa = _arrays.device_array(packed, "packed")
+    sa = _arrays.device_array(scales, "scales")
+    ba = _arrays.device_array(biases, "biases")
+    _want(xa, "x", "bf16")
+    if pa.dtype not in ("u32", "i32"):
+        raise _bad("packed has dtype %s, expected u32 or i32" % pa.dtype)
+    _want(sa, "scales", "bf16")
+    _want(ba, "biases", "bf16")
+    rows, k = _dims2(xa, "x")
+    n = pa.shape[0] if len(pa.shape) == 2 else 0
+    words, groups = ctypes.c_int64(), ctypes.c_int64()
+    check(lib.hone_affine_sizes(max(n, 1), k, bits, group, ctypes.byref(words),
+                                ctypes.byref(groups)))
+    if n < 1 or tuple(pa.shape) != (n, words.value // n):
+        raise _bad("packed has shape %s, expected [n, %d] for k=%d, bits=%d" %
+                   (tuple(pa.shape), k * bits // 32, k, bits))
+    for a, name in ((sa, "scales"), (ba, "biases")):
+        if tuple(a.shape) != (n, groups.value // n):
+            raise _bad("%s has shape %s, expected [%d, %d] for k=%d, group=%d" %
+                       (name, tuple(a.shape), n, k // group, k, group))
+    if out is None:
+        if not hasattr(x, "new_empty"):
+            raise _bad("out=None needs a torch tensor x to allocate the result; pass out=")
+        out = x.new_empty((n,) if len(xa.shape) == 1 else (rows, n))
+    ya = _arrays.device_array(out, "out")
+    _want(ya, "out", "bf16", (rows, n))
+    check(function("hone_qmv_affine_bf16")(xa.pointer, pa.pointer, sa.pointer, ba.pointer,
+                                           ya.pointer, rows, n, k, bits, group,
+                                           _stream_value(stream, x)))
+    return out
+
+
 def gemv_f32_raw(x, w, y, rows, n, k):
     """hone_gemv_f32 on raw host pointers (ints)."""
     check(lib.hone_gemv_f32(x, w, y, rows, n, k))
@@ -135,3 +180,9 @@ def gemv_f32_raw(x, w, y, rows, n, k):
 def gemv_bf16_raw(x, w, y, rows, n, k, stream=0):
     """hone_gemv_bf16 on raw device pointers (ints) and a cudaStream_t (int, 0: legacy)."""
     check(lib.hone_gemv_bf16(x, w, y, rows, n, k, stream))
+
+
+def qmv_affine_bf16_raw(x, q, scales, biases, y, rows, n, k, bits, group, stream=0):
+    """hone_qmv_affine_bf16 on raw device pointers (ints) and a cudaStream_t (int, 0: legacy)."""
+    check(function("hone_qmv_affine_bf16")(x, q, scales, biases, y, rows, n, k, bits, group,
+                                           stream))

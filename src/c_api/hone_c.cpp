@@ -3,6 +3,8 @@
 #include "hone/hone.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -68,6 +70,16 @@ template <class Body> hone_status guarded(Body &&body) noexcept {
 void require(const void *pointer, const char *function, const char *name) {
   if (pointer == nullptr)
     fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + name + " is NULL");
+}
+
+void require_aligned(const void *pointer, size_t alignment, const char *function,
+                     const char *name) {
+  if (reinterpret_cast<uintptr_t>(pointer) % alignment != 0) {
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", pointer);
+    fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + name + "=" + address +
+                                          " is not " + std::to_string(alignment) + "-byte aligned");
+  }
 }
 
 // Copies `text` to the caller's buffer (see "Strings" in hone.h).
@@ -136,20 +148,6 @@ hone::Backend &backend_named(const char *name) {
   return hone::get_backend(b);
 }
 
-// The op named `name` of whichever backend carries it (cpu first).
-const hone::TunableOp &find_op(const char *name, const char *function) {
-  require(name, function, "op");
-  for (const char *backend : {"cpu", "cuda"})
-    if (const hone::TunableOp *op = hone::Registry::global().find(name, backend))
-      return *op;
-  std::string known;
-  for (const char *backend : {"cpu", "cuda"})
-    for (const hone::TunableOp *op : hone::Registry::global().ops(backend))
-      append_item(known, op->name(), ", ");
-  fail(HONE_ERROR_INVALID_ARGUMENT,
-       std::string(function) + ": unknown op '" + name + "' (this build has: " + known + ")");
-}
-
 // The dtype of an op's problems: its name's suffix when that is a dtype, else the backend's
 // activation type (the CLI's rule, tools/hone/shape_arg.h).
 hone::DType op_dtype(const hone::TunableOp &op) {
@@ -162,6 +160,32 @@ hone::DType op_dtype(const hone::TunableOp &op) {
     }
   }
   return op.backend() == "cuda" ? hone::DType::bf16 : hone::DType::f32;
+}
+
+// The op named `name`. Where both backends carry it (qmv.affine): the one whose own dtype is
+// `dtype` when given, else the best backend present (cuda with a device, else cpu); where
+// only one does, that one (its validate() names a dtype it does not take). hone.h, hone_tune.
+const hone::TunableOp &find_op(const char *name, const char *function,
+                               std::optional<hone::DType> dtype = std::nullopt) {
+  require(name, function, "op");
+  const std::vector<const char *> order = cuda_present() ? std::vector<const char *>{"cuda", "cpu"}
+                                                         : std::vector<const char *>{"cpu", "cuda"};
+  const hone::TunableOp *first = nullptr;
+  for (const char *backend : order)
+    if (const hone::TunableOp *op = hone::Registry::global().find(name, backend)) {
+      if (!dtype || op_dtype(*op) == *dtype)
+        return *op;
+      if (first == nullptr)
+        first = op;
+    }
+  if (first != nullptr)
+    return *first;
+  std::string known;
+  for (const char *backend : {"cpu", "cuda"})
+    for (const hone::TunableOp *op : hone::Registry::global().ops(backend))
+      append_item(known, op->name(), ", ");
+  fail(HONE_ERROR_INVALID_ARGUMENT,
+       std::string(function) + ": unknown op '" + name + "' (this build has: " + known + ")");
 }
 
 std::string dim_names(const hone::TunableOp &op) {
@@ -385,17 +409,49 @@ hone_status hone_gemv_bf16(const void *x, const void *w, void *y, int64_t rows, 
   });
 }
 
+hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, const void *scales,
+                                 const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                                 int32_t bits, int32_t group, void *stream) {
+  return guarded([&] {
+    const char *function = "hone_qmv_affine_bf16";
+    require(x, function, "x");
+    require(q, function, "q");
+    require(scales, function, "scales");
+    require(biases, function, "biases");
+    require(y, function, "y");
+    // Everything is judged before the device, so bad input reads the same everywhere.
+    check_affine(n, k, bits, group, function);
+    if (rows < 1 || rows > 32)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": rows=" + std::to_string(rows) + " outside 1..32");
+    require_aligned(x, 16, function, "x");
+    require_aligned(q, 16, function, "q");
+    if (const hone::TunableOp *op = hone::Registry::global().find("qmv.affine", "cuda"))
+      op->validate(hone::Shape{{rows, n, k, bits, group}, hone::DType::bf16});
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream);
+#else
+    (void)stream;
+#endif
+  });
+}
+
 hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, const char *dtype,
                       uint32_t flags, char *out, size_t capacity, size_t *length) {
   return guarded([&] {
-    const hone::TunableOp &op = find_op(op_name, "hone_tune");
+    find_op(op_name, "hone_tune"); // an unknown op is named before anything else
     require(dims, "hone_tune", "dims");
+    std::optional<hone::DType> asked;
+    if (dtype && *dtype)
+      asked = hone::parse_dtype(dtype);
+    const hone::TunableOp &op = find_op(op_name, "hone_tune", asked);
     const int expected = static_cast<int>(op.buckets().dims.size());
     if (rank != expected)
       fail(HONE_ERROR_INVALID_ARGUMENT, "hone_tune: " + std::string(op.name()) + " takes " +
                                             std::to_string(expected) + " dimensions (" +
                                             dim_names(op) + "), got rank=" + std::to_string(rank));
-    const hone::DType type = dtype && *dtype ? hone::parse_dtype(dtype) : op_dtype(op);
+    const hone::DType type = asked ? *asked : op_dtype(op);
     const hone::Shape shape(std::span<const int64_t>(dims, static_cast<size_t>(rank)), type);
     op.validate(shape);
     const std::optional<hone::Shape> bucket = op.buckets().map(shape);

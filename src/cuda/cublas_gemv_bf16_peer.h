@@ -1,6 +1,7 @@
 // The cuBLASLt peer of gemv.bf16: a BF16 GEMM (fp32 compute, bf16 out) producing the same
 // Y [rows, n] from the same workload buffers and rotation copies, so hone's pick and
-// cuBLASLt are timed in the same run on the same weights.
+// cuBLASLt are timed in the same run on the same weights. The GEMM itself is
+// CublasLtBf16Gemm (cublaslt_bf16_gemm.h), shared with qmv.affine's "cublas.dequant" peer.
 //
 //   auto w = op.prepare(shape);
 //   auto peer = hone::cuda::make_cublas_gemv_bf16_peer(*w);

@@ -13,7 +13,7 @@ namespace hone::cuda {
 bool device_present();
 // The process-wide CUDA backend for device 0; throws Error(runtime) when none is present.
 Backend &backend();
-// Adds the CUDA ops (gemv.bf16, ...) to `registry`.
+// Adds the CUDA ops (gemv.bf16, qmv.affine) and their peers to `registry`.
 void register_ops(Registry &registry);
 
 } // namespace hone::cuda

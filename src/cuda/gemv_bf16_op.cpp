@@ -1,9 +1,8 @@
 #include "cuda/gemv_bf16_op.h"
 
 #include <algorithm>
-#include <atomic>
+#include <cstdio>
 #include <limits>
-#include <random>
 
 #include "cuda/bf16.h"
 #include "cuda/cuda_backend_impl.h"
@@ -15,16 +14,6 @@
 namespace hone::cuda {
 
 namespace {
-
-// A fresh seed per call: a per-process random base plus a counter.
-uint64_t next_seed() {
-  static const uint64_t base = [] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }();
-  static std::atomic<uint64_t> counter{0};
-  return base + 0x9e3779b97f4a7c15ull * (counter.fetch_add(1) + 1);
-}
 
 size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
 
@@ -69,8 +58,8 @@ void GemvBf16Workload::set_rotation(int copies) {
   while (x_.size() < count) {
     x_.emplace_back(elements(rows_, k_) * sizeof(uint16_t));
     w_.emplace_back(elements(n_, k_) * sizeof(uint16_t));
-    fill_random_bf16(x_.back().data(), elements(rows_, k_), next_seed(), stream());
-    fill_random_bf16(w_.back().data(), elements(n_, k_), next_seed(), stream());
+    fill_random_bf16(x_.back().data(), elements(rows_, k_), next_random_seed(), stream());
+    fill_random_bf16(w_.back().data(), elements(n_, k_), next_random_seed(), stream());
   }
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
@@ -143,8 +132,8 @@ void GemvBf16Workload::run(const Tactic &tactic, int copy) {
 }
 
 void GemvBf16Workload::randomize_inputs() {
-  fill_random_bf16(x_.at(0).data(), elements(rows_, k_), next_seed(), stream());
-  fill_random_bf16(w_.at(0).data(), elements(n_, k_), next_seed(), stream());
+  fill_random_bf16(x_.at(0).data(), elements(rows_, k_), next_random_seed(), stream());
+  fill_random_bf16(w_.at(0).data(), elements(n_, k_), next_random_seed(), stream());
 }
 
 void GemvBf16Workload::poison_output() {

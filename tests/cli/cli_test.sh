@@ -32,6 +32,18 @@ expect_err() { grep -Eq -- "$1" "$tmp/err" || fail "stderr does not match /$1/";
 expect_file() { [ -f "$1" ] || fail "$1 was not written"; }
 expect_no_file() { [ ! -e "$1" ] || fail "$1 exists but should not"; }
 
+# check_affine ARGS...: the quantize/dequantize helper (tests/cli/affine_check.py).
+check_affine() {
+  "${HONE_TEST_PYTHON:-python3}" "$(dirname "$0")/affine_check.py" "$@" >"$tmp/check" 2>&1 ||
+    fail "affine_check.py $*: $(cat "$tmp/check")"
+}
+# expect_nothing_written: no output and no temporary file left in $tmp/work.
+expect_nothing_written() {
+  leftovers=$(find "$tmp/work" -mindepth 1 ! -name 'w*.bin' ! -name 'w*.npy' ! -name 'bad*.npy' \
+    ! -path "$tmp/work/keep*" -print)
+  [ -z "$leftovers" ] || fail "left behind: $leftovers"
+}
+
 # A tiny model: qkv (128, 64), o_proj (64, 64), gate_up (256, 64), down (64, 128),
 # lm_head (512, 64).
 tiny_model() {
@@ -49,6 +61,12 @@ help)
   expect_out "bench"
   expect_out "cache"
   expect_out "device"
+  expect_out "quantize"
+  expect_out "dequantize"
+  run quantize --help
+  expect_rc 0
+  expect_out "q.bin +uint32 \[n, k \* bits / 32\]"
+  expect_out "affine.json"
   run
   expect_rc 2
   ;;
@@ -241,6 +259,152 @@ cache_show_and_clear)
   run cache clear
   expect_rc 0
   expect_no_file "$cache_file"
+  ;;
+quantize_round_trip_raw)
+  mkdir -p "$tmp/work" && cd "$tmp/work" || exit 1
+  check_affine make w.bin 24 384 7
+  for bits_group in 4:32 4:64 4:128 8:32 8:64 8:128; do
+    bits=${bits_group%:*} group=${bits_group#*:}
+    rm -rf q && run quantize w.bin q --n 24 --k 384 --bits "$bits" --group "$group"
+    expect_rc 0
+    expect_out "^quantized w.bin \[24, 384\] float32 to bits=$bits, group=$group in q"
+    expect_out "max \|w - dequantized\| [0-9.e-]+, at most 0?\.[0-9]+ of its group's bound"
+    grep -Eq "\"bits\": $bits," q/affine.json || fail "affine.json lacks bits $bits"
+    [ "$(stat -c %s q/q.bin)" -eq $((24 * 384 * bits / 8)) ] || fail "q.bin size"
+    [ "$(stat -c %s q/scales.bin)" -eq $((24 * 384 / group * 2)) ] || fail "scales.bin size"
+    run dequantize q d.bin
+    expect_rc 0
+    expect_out "^dequantized q \(bits=$bits, group=$group\) to d.bin: float32 \[24, 384\], raw"
+    check_affine check w.bin q d.bin
+  done
+  ;;
+quantize_round_trip_npy)
+  mkdir -p "$tmp/work" && cd "$tmp/work" || exit 1
+  check_affine make w1.npy 16 256 3 1
+  check_affine make w2.npy 16 256 4 2
+  run quantize w1.npy q1 --bits 4 --group 64
+  expect_rc 0
+  run quantize w2.npy q2/ --bits 8 --group 32 --n 16 --k 256
+  expect_rc 0
+  for i in 1 2; do
+    run dequantize "q$i" "d$i.npy"
+    expect_rc 0
+    expect_out "float32 \[16, 256\], \.npy"
+    head -c 6 "d$i.npy" | grep -q NUMPY || fail "d$i.npy has no .npy magic"
+    check_affine check "w$i.npy" "q$i" "d$i.npy"
+  done
+  # A quantized directory is replaced in place; nothing temporary stays behind.
+  run quantize w2.npy q1 --bits 8 --group 128
+  expect_rc 0
+  grep -Eq '"group": 128' q1/affine.json || fail "q1 was not replaced"
+  run dequantize q1 d1.npy
+  expect_rc 0
+  check_affine check w2.npy q1 d1.npy
+  [ -z "$(find . -name '.*tmp-*' -o -name '.*old-*')" ] || fail "temporary files left behind"
+  ;;
+quantize_bad_input_writes_nothing)
+  mkdir -p "$tmp/work" "$tmp/work/keep_dir" && cd "$tmp/work" || exit 1
+  check_affine make w.bin 8 96 5
+  check_affine make w.npy 8 96 5
+  run quantize w.npy q --bits 3 --group 32
+  expect_rc 2
+  expect_err "--bits 3 is not 4 or 8"
+  run quantize w.npy q --bits 4 --group 48
+  expect_rc 2
+  expect_err "--group 48 is not 32, 64 or 128"
+  run quantize w.npy q --bits 4 --group 64
+  expect_rc 2
+  expect_err "k=96 of w.npy is not a multiple of --group 64"
+  run quantize w.bin q --n 8 --k 128 --group 32
+  expect_rc 2
+  expect_err "w.bin holds 3072 bytes of data, expected n \* k \* 4 = 4096 for n=8, k=128"
+  run quantize w.bin q --group 32
+  expect_rc 2
+  expect_err "needs --n and --k"
+  run quantize w.bin q --n 0 --k 96 --group 32
+  expect_rc 2
+  expect_err "--n 0 is below 1"
+  run quantize w.npy q --n 4 --group 32
+  expect_rc 2
+  expect_err "--n 4 differs from the .npy shape \(8, 96\)"
+  run quantize nosuch.bin q --n 8 --k 96 --group 32
+  expect_rc 2
+  expect_err "nosuch.bin"
+  run quantize w.npy keep_dir --group 32
+  expect_rc 2
+  expect_err "'keep_dir' exists and is not a quantized directory"
+  run quantize w.npy w.bin --group 32
+  expect_rc 2
+  expect_err "'w.bin' exists"
+  run quantize w.npy nosuch_dir/q --group 32
+  expect_rc 2
+  expect_err "'nosuch_dir' does not exist"
+  expect_nothing_written
+  [ "$(stat -c %s w.bin)" -eq 3072 ] || fail "w.bin was changed"
+  ;;
+quantize_bad_npy_writes_nothing)
+  mkdir -p "$tmp/work" && cd "$tmp/work" || exit 1
+  for kind_message in "magic:no .x93NUMPY magic" "version:version 9.0 is not 1.0, 2.0 or 3.0" \
+    "dtype:dtype '<f8' is not little-endian float32" "fortran:fortran_order is True" \
+    "rank:shape \(2, 4, 64\) is not 2-D" "extra_key:unknown key 'order'" \
+    "syntax:malformed .npy header: expected '\('" "truncated_header:header claims" \
+    "truncated_data:holds 2044 bytes of data, expected n \* k \* 4 = 2048"; do
+    kind=${kind_message%%:*} message=${kind_message#*:}
+    check_affine bad-npy "$kind" "bad_$kind.npy"
+    run quantize "bad_$kind.npy" q --group 32
+    expect_rc 2
+    expect_err "bad_$kind.npy"
+    expect_err "$message"
+  done
+  expect_nothing_written
+  ;;
+dequantize_bad_input_writes_nothing)
+  mkdir -p "$tmp/work" && cd "$tmp/work" || exit 1
+  check_affine make w.bin 8 128 6
+  run quantize w.bin keep --n 8 --k 128 --bits 4 --group 64
+  expect_rc 0
+  # fresh_copy: bad/ as a copy of the good directory keep/.
+  fresh_copy() { rm -rf bad && cp -r keep bad; }
+  fresh_copy && sed -i 's/"bits": 4/"bits": 3/' bad/affine.json
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "bad/affine.json: bits=3 is not 4 or 8"
+  fresh_copy && sed -i 's/"group": 64/"group": 48/' bad/affine.json
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "group=48 is not 32, 64 or 128"
+  fresh_copy && sed -i 's/"k": 128/"k": 96/' bad/affine.json
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "k=96 is not a multiple of group=64"
+  fresh_copy && sed -i 's/"format_version": 1/"format_version": 2/' bad/affine.json
+  run dequantize bad out.npy
+  expect_rc 2
+  expect_err "format_version 2 is not 1"
+  fresh_copy && printf '{"format": "hone.affine", "n": 8,, }' >bad/affine.json
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "bad/affine.json: not valid JSON"
+  fresh_copy && sed -i '/"n": 8,/d' bad/affine.json
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "field 'n' is missing"
+  fresh_copy && head -c 100 keep/q.bin >bad/q.bin
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "'bad/q.bin' is 100 bytes, expected n \* k \* bits / 8 = 512"
+  fresh_copy && rm bad/biases.bin
+  run dequantize bad out.bin
+  expect_rc 2
+  expect_err "bad/biases.bin"
+  run dequantize w.bin out.bin
+  expect_rc 2
+  expect_err "'w.bin' is not a quantized directory"
+  run dequantize keep keep
+  expect_rc 2
+  expect_err "'keep' is a directory"
+  rm -rf bad
+  expect_nothing_written
   ;;
 *)
   echo "unknown test case '$case_name'"

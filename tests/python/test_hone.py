@@ -19,7 +19,8 @@ def test_imports_without_torch_or_numpy():
             "import hone; print(hone.version(), hone.api_version())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().endswith("(1, 0)")
+    assert out.stdout.strip().endswith(str(hone.api_version()))
+    assert hone.api_version() >= (1, 1)
 
 
 def test_library_not_found_names_where_it_looked(tmp_path):
@@ -135,6 +136,68 @@ def test_gemv_bf16_without_a_device_raises_clearly():
     if "gemv.bf16" in hone.op_names():
         with pytest.raises(hone.InvalidArgument, match="rows=40"):
             hone.ops.gemv_bf16_raw(16, 16, 16, 40, 8, 8)
+
+
+class FakeCudaArray:
+    """Only __cuda_array_interface__ at a made-up (16-byte aligned) address: enough for every
+    check that runs before the device is touched."""
+
+    def __init__(self, shape, typestr, pointer=4096):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (pointer, False), "version": 3}
+
+
+def qmv_bf16_arrays(rows=2, n=16, k=128, bits=4, group=64):
+    return (FakeCudaArray((rows, k), "<u2"), FakeCudaArray((n, k * bits // 32), "<u4"),
+            FakeCudaArray((n, k // group), "<u2"), FakeCudaArray((n, k // group), "<u2"),
+            FakeCudaArray((rows, n), "<u2"))
+
+
+def test_qmv_affine_bf16_errors_name_the_bad_value():
+    x, q, s, b, y = qmv_bf16_arrays()
+    with pytest.raises(hone.InvalidArgument, match="x is on cpu"):
+        hone.ops.qmv_affine_bf16(rand(2, 128), q, s, b, 4, 64, out=y)
+    with pytest.raises(hone.InvalidArgument, match="x has dtype f32, expected bf16"):
+        hone.ops.qmv_affine_bf16(FakeCudaArray((2, 128), "<f4"), q, s, b, 4, 64, out=y)
+    with pytest.raises(hone.InvalidArgument, match="packed has dtype f32, expected u32 or i32"):
+        hone.ops.qmv_affine_bf16(x, FakeCudaArray((16, 16), "<f4"), s, b, 4, 64, out=y)
+    with pytest.raises(hone.InvalidArgument, match="bits=3"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 3, 64, out=y)
+    with pytest.raises(hone.InvalidArgument, match="group=48"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 4, 48, out=y)
+    with pytest.raises(hone.InvalidArgument, match="k=96 is not a multiple of group=64"):
+        hone.ops.qmv_affine_bf16(FakeCudaArray((2, 96), "<u2"), q, s, b, 4, 64, out=y)
+    with pytest.raises(hone.InvalidArgument,
+                       match=r"packed has shape \(16, 16\), expected \[n, 32\]"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 8, 64, out=y)  # 8-bit: 32 words a row
+    with pytest.raises(hone.InvalidArgument, match=r"biases has shape \(16, 4\)"):
+        hone.ops.qmv_affine_bf16(x, q, s, FakeCudaArray((16, 4), "<u2"), 4, 64, out=y)
+    with pytest.raises(hone.InvalidArgument, match=r"out has shape \(2, 8\)"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 4, 64, out=FakeCudaArray((2, 8), "<u2"))
+    with pytest.raises(hone.InvalidArgument, match="out=None needs a torch tensor"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 4, 64)
+    # The C API's own checks, on raw pointers: all before the device.
+    with pytest.raises(hone.InvalidArgument, match="x is NULL"):
+        hone.ops.qmv_affine_bf16_raw(0, 4096, 4096, 4096, 4096, 1, 16, 128, 4, 64)
+    with pytest.raises(hone.InvalidArgument, match="rows=40 outside 1..32"):
+        hone.ops.qmv_affine_bf16_raw(4096, 4096, 4096, 4096, 4096, 40, 16, 128, 4, 64)
+    with pytest.raises(hone.InvalidArgument, match="q=.* is not 16-byte aligned"):
+        hone.ops.qmv_affine_bf16_raw(4096, 4100, 4096, 4096, 4096, 1, 16, 128, 4, 64)
+
+
+def test_qmv_affine_bf16_without_a_device_raises_clearly():
+    if "cuda" in hone.backends():
+        pytest.skip("a CUDA device is present")
+    x, q, s, b, y = qmv_bf16_arrays()
+    with pytest.raises(hone.NoDevice, match="CUDA"):
+        hone.ops.qmv_affine_bf16(x, q, s, b, 4, 64, out=y)
+    with pytest.raises(hone.NoDevice, match="CUDA"):  # int32 words, as torch holds them
+        hone.ops.qmv_affine_bf16(x, FakeCudaArray((16, 16), "<i4"), s, b, 4, 64, out=y)
+    with pytest.raises(hone.NoDevice, match="CUDA"):
+        hone.ops.qmv_affine_bf16_raw(4096, 4096, 4096, 4096, 4096, 1, 16, 128, 4, 64)
+    assert hone.op_names()["qmv.affine"] == "cpu"  # the backend tune() resolves it to
+    assert hone.tune("qmv.affine", "rows=1,n=64,k=64,bits=4,group=32").startswith("qmv.affine:")
+    hone.cache.clear()
 
 
 def test_tune_records_the_pick_and_cache_functions():

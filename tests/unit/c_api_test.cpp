@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -261,6 +262,78 @@ TEST(CApiGemvBf16, JudgesArgumentsBeforeTheDevice) {
     EXPECT_FAILS(hone_gemv_bf16(x, w, y, 1, 8, 12, nullptr), HONE_ERROR_INVALID_ARGUMENT, "k=12");
   }
   EXPECT_FAILS(hone_gemv_bf16(x, w, y, 1, 8, 8, nullptr), HONE_ERROR_NO_DEVICE, "CUDA");
+}
+
+bool carries(const std::string &op_backend) {
+  char ops[1024];
+  EXPECT_EQ(hone_ops(ops, sizeof ops, nullptr), HONE_OK) << last();
+  std::stringstream list(ops);
+  for (std::string item; std::getline(list, item, ',');)
+    if (item == op_backend)
+      return true;
+  return false;
+}
+
+TEST(CApiQmvAffineBf16, JudgesArgumentsBeforeTheDevice) {
+  // Host buffers stand in for device pointers: every call below fails before it is read.
+  alignas(16) static uint16_t x[256], scales[64], biases[64], y[64];
+  alignas(16) static uint32_t q[256];
+  const auto *x_off = reinterpret_cast<const uint16_t *>(reinterpret_cast<const char *>(x) + 2);
+  const auto *q_off = reinterpret_cast<const uint32_t *>(reinterpret_cast<const char *>(q) + 4);
+  EXPECT_FAILS(hone_qmv_affine_bf16(nullptr, q, scales, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "x is NULL");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, nullptr, scales, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "q is NULL");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, nullptr, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "scales is NULL");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, nullptr, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "biases is NULL");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, nullptr, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "y is NULL");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 1, 8, 64, 3, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "bits=3");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 1, 8, 64, 4, 48, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "group=48");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 1, 8, 100, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "k=100 is not a multiple of group=64");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 1, 0, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "n=0");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 0, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "rows=0");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 33, 8, 64, 8, 32, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "rows=33");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x_off, q, scales, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "16-byte aligned");
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q_off, scales, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "q=");
+  if (cuda_usable())
+    GTEST_SKIP() << "a CUDA device is present: launches are device-tested";
+  EXPECT_FAILS(hone_qmv_affine_bf16(x, q, scales, biases, y, 1, 8, 64, 4, 64, nullptr),
+               HONE_ERROR_NO_DEVICE, "CUDA");
+}
+
+TEST(CApiTune, QmvAffineResolvesToTheBackendPresentOrTheDtypeAsked) {
+  const int64_t dims[] = {1, 64, 64, 4, 32};
+  char pick[256];
+  // "f32" is the CPU op's dtype: the CPU op, whatever the machine has.
+  ASSERT_EQ(hone_tune("qmv.affine", dims, 5, "f32", 0, pick, sizeof pick, nullptr), HONE_OK)
+      << last();
+  const std::string cpu_pick = pick;
+  EXPECT_EQ(cpu_pick.rfind("qmv.affine:", 0), 0u) << cpu_pick;
+  EXPECT_NE(cpu_pick.find("rows_per_block="), std::string::npos) << cpu_pick;
+  if (cuda_usable())
+    GTEST_SKIP() << "a CUDA device is present: the default resolution is device-tested";
+  // No device: the op's own dtype is the CPU op's, the same pick (now from the cache).
+  ASSERT_EQ(hone_tune("qmv.affine", dims, 5, nullptr, 0, pick, sizeof pick, nullptr), HONE_OK)
+      << last();
+  EXPECT_EQ(std::string(pick), cpu_pick);
+  if (carries("qmv.affine:cuda"))
+    EXPECT_FAILS(hone_tune("qmv.affine", dims, 5, "bf16", 0, pick, sizeof pick, nullptr),
+                 HONE_ERROR_NO_DEVICE, "qmv.affine");
+  else
+    EXPECT_FAILS(hone_tune("qmv.affine", dims, 5, "bf16", 0, pick, sizeof pick, nullptr),
+                 HONE_ERROR_INVALID_ARGUMENT, "bf16");
+  ASSERT_EQ(hone_cache_clear(), HONE_OK) << last();
 }
 
 TEST(CApiTune, RejectsUnknownOpsDtypesRanksAndShapes) {

@@ -5,8 +5,10 @@
 #include "hone/bench_command.h"
 #include "hone/build_info.h"
 #include "hone/cache_command.h"
+#include "hone/dequantize_command.h"
 #include "hone/device_command.h"
 #include "hone/error.h"
+#include "hone/quantize_command.h"
 #include "hone/tune_command.h"
 
 namespace hone::cli {
@@ -22,6 +24,8 @@ Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")
   tune_ = std::make_unique<TuneCommand>(*app_, global_);
   bench_ = std::make_unique<BenchCommand>(*app_, global_);
   cache_ = std::make_unique<CacheCommand>(*app_);
+  quantize_ = std::make_unique<QuantizeCommand>(*app_);
+  dequantize_ = std::make_unique<DequantizeCommand>(*app_);
   app_->footer("Environment: HONE_CACHE_DIR (cache location), HONE_CACHE=off (ignore the cache).\n"
                "Exit codes: 0 ok, 1 runtime failure or `cache verify` problems, 2 bad usage.");
 }
@@ -39,6 +43,10 @@ int Cli::run() {
     return bench_->run();
   if (cache_->app()->parsed())
     return cache_->run();
+  if (quantize_->app()->parsed())
+    return quantize_->run();
+  if (dequantize_->app()->parsed())
+    return dequantize_->run();
   HONE_RUNTIME_ERROR("no subcommand was parsed");
 }
 

@@ -19,7 +19,9 @@ namespace hone::cli {
 
 class BenchCommand;
 class CacheCommand;
+class DequantizeCommand;
 class DeviceCommand;
+class QuantizeCommand;
 class TuneCommand;
 
 // Exit codes: 0 success; 1 a runtime failure or a negative verdict (`cache verify` found
@@ -45,6 +47,8 @@ private:
   std::unique_ptr<TuneCommand> tune_;
   std::unique_ptr<BenchCommand> bench_;
   std::unique_ptr<CacheCommand> cache_;
+  std::unique_ptr<QuantizeCommand> quantize_;
+  std::unique_ptr<DequantizeCommand> dequantize_;
 };
 
 } // namespace hone::cli

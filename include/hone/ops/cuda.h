@@ -28,4 +28,18 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
                void *stream);
 
+// Affine-quantized GEMV: Y[r, n] = sum_k X[r, k] * (q[n, k] * scale[n, k / group] +
+// bias[n, k / group]). q is uint32 [n, k * bits / 32] (values along K, lowest bits first, the
+// layout hone::ops::cpu::quantize_affine makes), scales and biases bf16 [n, k / group], X
+// [rows, k] and Y [rows, n] bf16, all row-major in device memory of device 0.
+// REQUIRES: 1 <= rows <= 32; bits in {4, 8}; group in {32, 64, 128}; k % group == 0;
+// x 16-byte aligned, q 16-byte aligned.
+// Throws Error(invalid_argument) naming a bad rows, n, k, bits or group, Error(runtime) when
+// the launch fails.
+void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
+                Dispatcher &d);
+void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream);
+
 } // namespace hone::ops::cuda

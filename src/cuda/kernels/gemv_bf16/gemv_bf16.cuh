@@ -1,5 +1,5 @@
-// gemv.bf16 device code: the tensor-core (mma.sync) and CUDA-core (FMA) kernels and the
-// deterministic K reduction they share. Included only by gemv_bf16.cu.
+// gemv.bf16 device code: the tensor-core (mma.sync) and CUDA-core (FMA) kernels. The PTX
+// helpers and the deterministic K reduction are in ../common. Included only by gemv_bf16.cu.
 //
 // Work split (both paths): a CTA holds warps_n x warps_k warps; warps_n warps take adjacent
 // weight-row tiles, warps_k warps take adjacent K slices. split_k CTAs of one thread-block
@@ -17,6 +17,9 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/split_k_reduce.cuh"
+
 namespace hone::cuda::gemv_bf16_detail {
 
 struct Params {
@@ -28,104 +31,7 @@ struct Params {
   int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
 };
 
-// 16-byte weight load: read once, so it skips L1 and asks L2 for the whole 256-byte line
-// (a warp instruction covers 64 contiguous bytes of each of 8 weight rows).
-__device__ __forceinline__ uint4 load_weight(const uint16_t *p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
-// 16-byte asynchronous copies global -> shared, completed with cp.async.wait_group. Weights:
-// L2 only, with the 256-byte L2 prefetch of load_weight; activations: through L1.
-__device__ __forceinline__ void copy_weight_async(void *dst, const void *src) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
-__device__ __forceinline__ void copy_activation_async(void *dst, const void *src) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-// 16-byte activation load: X is small and re-read by every CTA, so it stays in L1.
-__device__ __forceinline__ uint4 load_activation(const uint16_t *p) {
-  return __ldg(reinterpret_cast<const uint4 *>(p));
-}
-
-// D += A (16x16, row) * B (16x8, col); bf16 inputs, fp32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                             uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
-
-// Adds the k_slices partials of every output of this CTA in slice order and stores bf16.
-// `partials` is this CTA's dynamic shared memory: [warps_k][warps_n][floats_per_warp].
-// Outputs are spread over the ranks of the cluster; `index(m_in_warp, r_local)` gives an
-// output's float offset inside a warp's partial.
-// NOTE: every thread of every CTA of the cluster reaches both cluster barriers.
-template <class Index>
-__device__ __forceinline__ void
-reduce_and_store(const Params &p, const float *partials, int floats_per_warp, int m_per_warp,
-                 int rows_per_cta, int m_cta, int row0, Index index) {
-  const int rank = static_cast<int>(blockIdx.y);
-#if __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (p.split_k > 1)
-    cluster.sync();
-  else
-    __syncthreads();
-#else
-  __syncthreads();
-#endif
-  const int m_per_cta = p.warps_n * m_per_warp;
-  const int outputs = m_per_cta * rows_per_cta;
-  const int per_rank = (outputs + p.split_k - 1) / p.split_k;
-  const int end = min(outputs, (rank + 1) * per_rank);
-  const int k_slices = p.warps_k * p.split_k;
-  for (int o = rank * per_rank + static_cast<int>(threadIdx.x); o < end;
-       o += static_cast<int>(blockDim.x)) {
-    const int m_local = o % m_per_cta;
-    const int r_local = o / m_per_cta;
-    const int m = m_cta + m_local;
-    const int r = row0 + r_local;
-    if (m >= p.n || r >= p.rows)
-      continue;
-    const int offset =
-        (m_local / m_per_warp) * floats_per_warp + index(m_local % m_per_warp, r_local);
-    const int warp_stride = p.warps_n * floats_per_warp;
-    float sum = 0.0f;
-    for (int s = 0; s < k_slices; ++s) {
-      const int src = s / p.warps_k;
-      const float *base = partials;
-#if __CUDA_ARCH__ >= 900
-      if (src != rank)
-        base = cluster.map_shared_rank(partials, src);
-#endif
-      sum += base[(s - src * p.warps_k) * warp_stride + offset];
-    }
-    p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
-  }
-#if __CUDA_ARCH__ >= 900
-  // Keeps every CTA's shared memory alive until the cluster has read it.
-  if (p.split_k > 1)
-    cluster.sync();
-#endif
-}
+using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
 
 // Tensor-core path. A warp owns MT tiles of 16 weight rows (the mma M dimension) and NT
 // tiles of 8 activation rows (the mma N dimension) over one K slice. K is walked in chunks
@@ -298,16 +204,8 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
       shared_partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
           make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
 
-  // Accumulator i of lane (g, t) holds weight row g + 8 * (i / 2), activation row
-  // 2t + i % 2 of its (mt, nt) tile.
   reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), kFloatsPerWarp, MT * 16,
-                   NT * 8, m_cta, row0, [](int m_in_warp, int r_local) {
-                     const int mm = m_in_warp % 16;
-                     const int nn = r_local % 8;
-                     const int tile = (m_in_warp / 16) * NT + r_local / 8;
-                     const int fragment_lane = (mm % 8) * 4 + nn / 2;
-                     return (tile * 32 + fragment_lane) * 4 + (mm / 8) * 2 + nn % 2;
-                   });
+                   NT * 8, m_cta, row0, mma_partial_offset<NT>);
 }
 
 // CUDA-core path. A warp owns O weight rows and R activation rows over one K slice; lane l

@@ -1,0 +1,57 @@
+#include "cuda/cublas_dequant_qmv_affine_peer.h"
+
+#include <string>
+#include <vector>
+
+#include "cuda/affine_dequantize.h"
+#include "cuda/cublaslt_bf16_gemm.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+#include "cuda/qmv_affine_op.h"
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+namespace {
+
+class CublasDequantQmvAffinePeer final : public Peer {
+public:
+  explicit CublasDequantQmvAffinePeer(QmvAffineWorkload &workload)
+      : workload_(workload), gemm_(workload.rows(), workload.n(), workload.k()) {
+    const size_t bytes =
+        static_cast<size_t>(workload.n()) * static_cast<size_t>(workload.k()) * sizeof(uint16_t);
+    for (int copy = 0; copy < workload.rotation(); ++copy) {
+      w_.emplace_back(bytes);
+      affine_dequantize_bf16(workload.q(copy), workload.scales(copy), workload.biases(copy),
+                             w_.back().data(), workload.n(), workload.k(), workload.bits(),
+                             workload.group(), workload.stream());
+    }
+    HONE_CUDA_CHECK(cudaStreamSynchronize(workload.stream()));
+  }
+
+  std::string name() const override { return "cublas.dequant"; }
+
+  void run(int copy) override {
+    HONE_CHECK(copy >= 0 && copy < static_cast<int>(w_.size()),
+               "copy " + std::to_string(copy) + " outside the " + std::to_string(w_.size()) +
+                   " copies dequantised when the peer was made");
+    gemm_.run(workload_.x(copy), w_[static_cast<size_t>(copy)].data(), workload_.y(),
+              workload_.stream());
+  }
+
+private:
+  QmvAffineWorkload &workload_;
+  CublasLtBf16Gemm gemm_;
+  std::vector<DeviceBuffer> w_; // [copies] bf16 [n, k], dequantised from the workload's copy
+};
+
+} // namespace
+
+std::unique_ptr<Peer> make_cublas_dequant_qmv_affine_peer(Workload &workload) {
+  auto *qmv = dynamic_cast<QmvAffineWorkload *>(&workload);
+  if (!qmv)
+    HONE_INVALID_ARGUMENT("peer 'cublas.dequant' needs a qmv.affine (cuda) workload");
+  return std::make_unique<CublasDequantQmvAffinePeer>(*qmv);
+}
+
+} // namespace hone::cuda

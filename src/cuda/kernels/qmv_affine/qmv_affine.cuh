@@ -1,0 +1,450 @@
+// qmv.affine device code: the tensor-core kernel over weights dequantised in registers.
+// Included only by qmv_affine.cu.
+//
+// Work split as in gemv.bf16 (../gemv_bf16/gemv_bf16.cuh): a CTA holds warps_n x warps_k
+// warps, split_k CTAs of one thread-block cluster take further K slices, every warp sums its
+// contiguous K slice in increasing K, and the cluster adds the k_slices = warps_k x split_k
+// fp32 partials in slice order (../common/split_k_reduce.cuh). The summation order of an
+// output depends on (bits, k, k_slices) alone, never on rows or the CTA shape.
+//
+// Fragments. mma.sync m16n8k16 with weight rows on M and activation rows on N. K is walked in
+// chunks of 4 x 4 packed words per weight row (128 values at 4 bits, 64 at 8 bits): lane
+// (g = lane / 4, t = lane % 4) loads 16 bytes, words 4t..4t+3 of the chunk, of weight rows
+// g and g + 8, so one warp instruction reads 64 contiguous bytes of each of 8 rows. The
+// lane's four words are its K range; mma needs 4 values of each row per k16 step, and A and
+// B only have to agree on which K each register pair holds, so no shuffle, ldmatrix or
+// shared staging is needed:
+//   4 bits: a word holds K offsets 0..7; step 0 uses the value pairs (0, 4) and (1, 5), step
+//           1 uses (2, 6) and (3, 7). A nibble pair becomes a bf16x2 with one lop3 (the
+//           nibbles land in the mantissas of 128.0, giving 128 + q exactly), one bf16x2 fma
+//           to subtract 128 (exact) and one bf16x2 fma with (scale, bias): one rounding to
+//           bf16 per weight. The activations' pairs (x0, x4), ... are one prmt each.
+//   8 bits: a word holds K offsets 0..3 and feeds one step, pairs (0, 1) and (2, 3). A byte
+//           becomes the float 2^23 + q with one prmt, then q * scale + bias in fp32, and two
+//           floats one bf16x2 (cvt.rn): again one rounding to bf16 per weight.
+// A lane's K range lies inside one quantisation group (groups are >= 32 values and aligned),
+// so each lane needs one scale and one bias per weight row and chunk.
+#pragma once
+
+#include <cstdint>
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/split_k_reduce.cuh"
+
+namespace hone::cuda::qmv_affine_detail {
+
+using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
+
+struct Params {
+  const uint16_t *x;      // bf16 [rows, k]
+  const uint32_t *q;      // [n, k * bits / 32]
+  const uint16_t *scales; // bf16 [n, k / group]
+  const uint16_t *biases; // bf16 [n, k / group]
+  uint16_t *y;            // bf16 [rows, n]
+  int rows, n, k;
+  int groups_per_row; // k / group
+  int group_shift;    // log2(group)
+  int warps_n, warps_k, split_k;
+  int slice_chunks; // chunks per K slice
+  int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
+};
+
+template <int BITS> struct Layout {
+  static constexpr int kValuesPerWord = 32 / BITS;
+  static constexpr int kLaneK = 4 * kValuesPerWord; // K values of one lane per chunk
+  static constexpr int kChunkK = 4 * kLaneK;        // 128 (4 bits) or 64 (8 bits)
+  static constexpr int kXVectors = kLaneK / 8;      // 16-byte activation loads per lane
+};
+
+// d = a * b + c on bf16x2, rounded once.
+__device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+constexpr uint32_t kBf16x2Magic = 0x43004300u;    // (128.0, 128.0)
+constexpr uint32_t kBf16x2One = 0x3f803f80u;      // (1.0, 1.0)
+constexpr uint32_t kBf16x2MinusMagic = 0xc300c300u; // (-128.0, -128.0)
+
+// Values i and i + 4 of a 4-bit word as the exact bf16x2 (q_i, q_{i+4}).
+template <int I> __device__ __forceinline__ uint32_t int4_pair(uint32_t word) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" // (a & b) | c
+      : "=r"(r)
+      : "r"(word >> (4 * I)), "r"(0x000f000fu), "r"(kBf16x2Magic));
+  return fma_bf16x2(r, kBf16x2One, kBf16x2MinusMagic);
+}
+
+// Values i and i + 4 of a 4-bit word as the exact bf16x2 (128 + q_i, 128 + q_{i+4}).
+template <int I> __device__ __forceinline__ uint32_t int4_offset_pair(uint32_t word) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(word >> (4 * I)), "r"(0x000f000fu),
+      "r"(kBf16x2Magic));
+  return r;
+}
+
+// Bytes I and I + 1 of an 8-bit word as the exact bf16x2 (q_I, q_{I+1}) (integers up to 256
+// are exact in bf16).
+template <int I> __device__ __forceinline__ uint32_t int8_exact_pair(uint32_t word) {
+  constexpr float kMagic = 8388608.0f;
+  const float lo = __uint_as_float(__byte_perm(word, 0x4b000000u, 0x7650 | I)) - kMagic;
+  const float hi = __uint_as_float(__byte_perm(word, 0x4b000000u, 0x7650 | (I + 1))) - kMagic;
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t *>(&v);
+}
+
+// q * scale + bias for two 8-bit values (bytes I and I + 1 of `word`), as a bf16x2.
+template <int I>
+__device__ __forceinline__ uint32_t int8_pair(uint32_t word, float scale, float bias) {
+  constexpr float kMagic = 8388608.0f; // 2^23: byte b placed in the mantissa reads 2^23 + b
+  const float lo = __uint_as_float(__byte_perm(word, 0x4b000000u, 0x7650 | I)) - kMagic;
+  const float hi = __uint_as_float(__byte_perm(word, 0x4b000000u, 0x7650 | (I + 1))) - kMagic;
+  const __nv_bfloat162 v = __floats2bfloat162_rn(fmaf(lo, scale, bias), fmaf(hi, scale, bias));
+  return *reinterpret_cast<const uint32_t *>(&v);
+}
+
+// Packed weights, scales and biases of one chunk for one lane: weight rows g and g + 8 of
+// each of the warp's MT tiles.
+template <int MT> struct WeightFragment {
+  uint4 q[MT][2];
+  uint32_t scale[MT][2]; // bf16 bits in the low half
+  uint32_t bias[MT][2];
+};
+
+// S > 0 (asynchronous pipeline): instead of the register double buffer of J chunks, each lane
+// copies its own packed words of the next S chunks (cp.async, L2 only) into a lane-private
+// ring in shared memory after the partials (S x 2 MT x 512 bytes per warp) and reads back only
+// what it copied (no barrier); the chunks' scales and biases wait in a register ring. More
+// bytes in flight per warp at fewer registers; same fragments and mma order, so bit-identical
+// to S = 0.
+// FACTORED: compiled for p.factored == 1 (one group per chunk) or 0; each kernel carries only
+// its own dequantisation, which keeps its register count down.
+template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, bool FACTORED>
+__global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
+  using L = Layout<BITS>;
+  extern __shared__ float4 shared_partials[];
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warp_n = warp % p.warps_n;
+  const int warp_k = warp / p.warps_n;
+  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
+  const int m_warp = m_cta + warp_n * MT * 16;
+  const int row0 = static_cast<int>(blockIdx.z) * NT * 8;
+  const int words_per_row = p.k / L::kValuesPerWord;
+
+  // Rows past the end are clamped to a valid row; their results are never stored.
+  const uint32_t *qp[MT][2];
+  const uint16_t *sp[MT][2];
+  const uint16_t *bp[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const size_t row = static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      qp[mt][h] = p.q + row * words_per_row + 4 * t;
+      sp[mt][h] = p.scales + row * p.groups_per_row;
+      bp[mt][h] = p.biases + row * p.groups_per_row;
+    }
+  const uint16_t *xp[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + L::kLaneK * t;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0.0f;
+
+  auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
+    const int group = (chunk * L::kChunkK + L::kLaneK * t) >> p.group_shift;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (in_k) {
+          f.q[mt][h] = load_weight(qp[mt][h] + chunk * 16);
+          f.scale[mt][h] = __ldg(sp[mt][h] + group);
+          f.bias[mt][h] = __ldg(bp[mt][h] + group);
+        } else { // past K: q = scale = bias = 0 gives w = 0
+          f.q[mt][h] = make_uint4(0, 0, 0, 0);
+          f.scale[mt][h] = 0;
+          f.bias[mt][h] = 0;
+        }
+      }
+  };
+
+  // Multiplies one chunk: activations from L1, weights dequantised from `f`.
+  auto multiply = [&](int chunk, bool in_k, const WeightFragment<MT> &f) {
+    uint4 x[NT][L::kXVectors];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int v = 0; v < L::kXVectors; ++v)
+        x[nt][v] = in_k ? load_activation(xp[nt] + chunk * L::kChunkK + 8 * v)
+                        : make_uint4(0, 0, 0, 0);
+    if constexpr (FACTORED) {
+      // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
+      // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
+      // in fp32: sum_k x (q s + b) = s sum_k x q' + (b - o s) sum_k x, with q' = q + o. The
+      // activation sums come from a second mma with an all-ones A.
+      float part[MT][NT][4], xsum[NT][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          xsum[nt][i] = 0.0f;
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            part[mt][nt][i] = 0.0f;
+        }
+#pragma unroll
+      for (int wi = 0; wi < 4; ++wi) {
+        if constexpr (BITS == 4) {
+          uint32_t xb[NT][4];
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            xb[nt][0] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x5410);
+            xb[nt][1] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x7632);
+            xb[nt][2] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x5410);
+            xb[nt][3] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x7632);
+            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][0],
+                         xb[nt][1]);
+            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][2],
+                         xb[nt][3]);
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t w0 = (&f.q[mt][0].x)[wi];
+            const uint32_t w1 = (&f.q[mt][1].x)[wi];
+            const uint32_t a00 = int4_offset_pair<0>(w0), a01 = int4_offset_pair<1>(w0);
+            const uint32_t a02 = int4_offset_pair<2>(w0), a03 = int4_offset_pair<3>(w0);
+            const uint32_t a10 = int4_offset_pair<0>(w1), a11 = int4_offset_pair<1>(w1);
+            const uint32_t a12 = int4_offset_pair<2>(w1), a13 = int4_offset_pair<3>(w1);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              mma_m16n8k16(part[mt][nt], a00, a10, a01, a11, xb[nt][0], xb[nt][1]);
+              mma_m16n8k16(part[mt][nt], a02, a12, a03, a13, xb[nt][2], xb[nt][3]);
+            }
+          }
+        } else {
+          uint32_t xb[NT][2];
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint4 &v = x[nt][wi / 2];
+            xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
+            xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
+            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][0],
+                         xb[nt][1]);
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t w0 = (&f.q[mt][0].x)[wi];
+            const uint32_t w1 = (&f.q[mt][1].x)[wi];
+            const uint32_t a0 = int8_exact_pair<0>(w0), a2 = int8_exact_pair<2>(w0);
+            const uint32_t a1 = int8_exact_pair<0>(w1), a3 = int8_exact_pair<2>(w1);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+              mma_m16n8k16(part[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+          }
+        }
+      }
+      constexpr float kOffset = BITS == 4 ? 128.0f : 0.0f;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sc = __uint_as_float(f.scale[mt][h] << 16);
+          const float bi = fmaf(-kOffset, sc, __uint_as_float(f.bias[mt][h] << 16));
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 2 * h; i < 2 * h + 2; ++i)
+              acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
+        }
+    } else {
+      if constexpr (BITS == 4) {
+        uint32_t s2[MT][2], b2[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            s2[mt][h] = __byte_perm(f.scale[mt][h], 0, 0x1010);
+            b2[mt][h] = __byte_perm(f.bias[mt][h], 0, 0x1010);
+          }
+#pragma unroll
+        for (int wi = 0; wi < 4; ++wi) {
+          uint32_t xb[NT][4]; // activation pairs (0,4), (1,5), (2,6), (3,7) of word wi
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            xb[nt][0] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x5410);
+            xb[nt][1] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x7632);
+            xb[nt][2] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x5410);
+            xb[nt][3] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x7632);
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t w0 = (&f.q[mt][0].x)[wi];
+            const uint32_t w1 = (&f.q[mt][1].x)[wi];
+            uint32_t a[2][4]; // [h][pair]
+            a[0][0] = fma_bf16x2(int4_pair<0>(w0), s2[mt][0], b2[mt][0]);
+            a[0][1] = fma_bf16x2(int4_pair<1>(w0), s2[mt][0], b2[mt][0]);
+            a[0][2] = fma_bf16x2(int4_pair<2>(w0), s2[mt][0], b2[mt][0]);
+            a[0][3] = fma_bf16x2(int4_pair<3>(w0), s2[mt][0], b2[mt][0]);
+            a[1][0] = fma_bf16x2(int4_pair<0>(w1), s2[mt][1], b2[mt][1]);
+            a[1][1] = fma_bf16x2(int4_pair<1>(w1), s2[mt][1], b2[mt][1]);
+            a[1][2] = fma_bf16x2(int4_pair<2>(w1), s2[mt][1], b2[mt][1]);
+            a[1][3] = fma_bf16x2(int4_pair<3>(w1), s2[mt][1], b2[mt][1]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              mma_m16n8k16(acc[mt][nt], a[0][0], a[1][0], a[0][1], a[1][1], xb[nt][0], xb[nt][1]);
+              mma_m16n8k16(acc[mt][nt], a[0][2], a[1][2], a[0][3], a[1][3], xb[nt][2], xb[nt][3]);
+            }
+          }
+        }
+      } else {
+        float s[MT][2], b[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            s[mt][h] = __uint_as_float(f.scale[mt][h] << 16);
+            b[mt][h] = __uint_as_float(f.bias[mt][h] << 16);
+          }
+#pragma unroll
+        for (int wi = 0; wi < 4; ++wi) {
+          uint32_t xb[NT][2]; // activation pairs (0,1), (2,3) of word wi
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint4 &v = x[nt][wi / 2];
+            xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
+            xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t w0 = (&f.q[mt][0].x)[wi];
+            const uint32_t w1 = (&f.q[mt][1].x)[wi];
+            const uint32_t a0 = int8_pair<0>(w0, s[mt][0], b[mt][0]);
+            const uint32_t a2 = int8_pair<2>(w0, s[mt][0], b[mt][0]);
+            const uint32_t a1 = int8_pair<0>(w1, s[mt][1], b[mt][1]);
+            const uint32_t a3 = int8_pair<2>(w1, s[mt][1], b[mt][1]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+              mma_m16n8k16(acc[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+          }
+        }
+      }
+    }
+  };
+
+  const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
+  int c = slice * p.slice_chunks;
+  const int c_end = min(c + p.slice_chunks, total_chunks);
+  const int c_full = min(c_end, p.k / L::kChunkK); // chunks [c, c_full) need no K guard
+
+  if constexpr (S > 0) {
+    uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
+                  warp * S * 2 * MT * 32 + lane;
+    uint32_t scale[S][MT][2], bias[S][MT][2];
+    // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
+    auto issue = [&](int chunk, int stage) {
+      const int group = (chunk * L::kChunkK + L::kLaneK * t) >> p.group_shift;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          copy_weight_async(ring + (stage * 2 * MT + mt * 2 + h) * 32, qp[mt][h] + chunk * 16);
+          scale[stage][mt][h] = __ldg(sp[mt][h] + group);
+          bias[stage][mt][h] = __ldg(bp[mt][h] + group);
+        }
+    };
+    auto consume = [&](int chunk, int stage) {
+      WeightFragment<MT> f;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          f.q[mt][h] = ring[(stage * 2 * MT + mt * 2 + h) * 32];
+          f.scale[mt][h] = scale[stage][mt][h];
+          f.bias[mt][h] = bias[stage][mt][h];
+        }
+      multiply(chunk, true, f);
+    };
+    const int c0 = c;
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (c0 + s < c_full)
+        issue(c0 + s, s);
+      copy_async_commit();
+    }
+    // Chunk c0 + i sits in stage i % S; one commit per chunk keeps wait_group<S - 1> exact.
+    for (; c + S <= c_full; c += S) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        copy_async_wait<S - 1>();
+        consume(c + s, s);
+        if (c + s + S < c_full)
+          issue(c + s + S, s);
+        copy_async_commit();
+      }
+    }
+    copy_async_wait<0>();
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+      if (c + s < c_full)
+        consume(c + s, s);
+    c = max(c, c_full);
+  } else {
+    // The weights of the next J chunks are in flight while the current J are dequantised and
+    // multiplied; activations come from L1 at use.
+    WeightFragment<MT> fa[J];
+    if (c + J <= c_full)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load(c + j, true, fa[j]);
+    for (; c + J <= c_full; c += J) {
+      WeightFragment<MT> fb[J];
+      if (c + 2 * J <= c_full)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          load(c + J + j, true, fb[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        multiply(c + j, true, fa[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        fa[j] = fb[j];
+    }
+  }
+  // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
+  // multiple of 32, so a lane's range is either wholly inside or wholly outside).
+  for (; c < c_end; ++c) {
+    const bool in_k = c * L::kChunkK + L::kLaneK * t < p.k;
+    WeightFragment<MT> f;
+    load(c, in_k, f);
+    multiply(c, in_k, f);
+  }
+
+  constexpr int kFloatsPerWarp = MT * NT * 128;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      shared_partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+
+  reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), kFloatsPerWarp, MT * 16,
+                   NT * 8, m_cta, row0, mma_partial_offset<NT>);
+}
+
+} // namespace hone::cuda::qmv_affine_detail

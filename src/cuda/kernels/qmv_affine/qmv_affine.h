@@ -1,0 +1,63 @@
+// qmv.affine CUDA kernels: host-callable launch interface (no CUDA header needed by includers).
+// Y[r, n] = sum_k X[r, k] * W[n, k] with W affine-quantized along K:
+//   W[n, k] = q[n, k] * scale[n, k / group] + bias[n, k / group]
+// q: uint32 words [n, k * bits / 32], 32 / bits values per word along K, lowest bits first;
+// scale, bias: bf16 [n, k / group]; X [rows, k], Y [rows, n]: bf16, row-major; fp32
+// accumulation. rows 1..32, bits 4 or 8, group 32, 64 or 128.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h" // KernelResources
+#include "hone/tactic.h"
+
+namespace hone::cuda {
+
+// One compiled kernel configuration of qmv.affine. Its Tactic form is
+// `qmv.affine.mma:rows_per_cta=..,warps=..,warps_k=..,outputs_per_warp=..,split_k=..`
+// plus `async=1` where set
+// (the kernel-specific fields are documented in qmv_affine.cu).
+struct QmvAffineConfig {
+  int path = 1;              // 1: tensor core (mma.sync on weights dequantised in registers)
+  int rows_per_cta = 8;      // activation rows per CTA: 8, 16, 32
+  int warps = 4;             // warps per CTA = warps_n x warps_k
+  int warps_k = 1;           // warps of a CTA that split K
+  int outputs_per_warp = 16; // weight rows (N) per warp: 16 or 32
+  int split_k = 1;           // CTAs of one thread-block cluster that split K (fixed order)
+  int async = 0;             // 1: cp.async shared-memory ring for the packed words (same order)
+  Tactic to_tactic() const;
+  // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
+  static QmvAffineConfig from_tactic(const Tactic &tactic);
+  bool operator==(const QmvAffineConfig &) const = default;
+};
+
+struct QmvAffineArgs {
+  const void *x = nullptr;      // bf16 [rows, k]
+  const uint32_t *q = nullptr;  // [n, k * bits / 32]
+  const void *scales = nullptr; // bf16 [n, k / group]
+  const void *biases = nullptr; // bf16 [n, k / group]
+  void *y = nullptr;            // bf16 [rows, n]
+  int rows = 0, n = 0, k = 0, bits = 4, group = 64;
+};
+
+// Every config compiled in for `bits` (the candidate universe); filter with
+// qmv_affine_can_implement.
+const std::vector<QmvAffineConfig> &qmv_affine_configs(int bits);
+// The static default for a shape (also the batch-invariant reference order: its K summation
+// order depends on (bits, n, k, group) only, never on rows).
+QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group);
+// False with a reason when `config` cannot run this shape.
+bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
+                              int group, std::string *reason);
+// Number of K slices summed in fixed order (warps_k x split_k): configs with equal k_slices
+// give bit-identical rows for every row count.
+inline int qmv_affine_k_slices(const QmvAffineConfig &c) { return c.warps_k * c.split_k; }
+KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits);
+// Enqueues one launch on `stream` (a cudaStream_t). Returns the cudaError_t as int (0 = ok);
+// never synchronises. Needs no workspace (split-K reduces through cluster shared memory).
+int qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args, void *stream);
+
+} // namespace hone::cuda

@@ -1,0 +1,156 @@
+// qmv.affine host logic: tactic conversion, the static default and can_implement. The
+// compiled kernels and the config list are in qmv_affine.cu.
+#include <string>
+
+#include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+namespace {
+
+constexpr const char *kMmaKernel = "qmv.affine.mma";
+constexpr const char *kFieldNames[] = {"rows_per_cta", "warps", "warps_k", "outputs_per_warp",
+                                       "split_k"};
+constexpr const char *kAsyncField = "async";
+
+// The default's K order comes from the weight shape alone, so it is the same for every row
+// count: the largest power-of-two k_slices <= 16 that keeps the launch at most kTargetWarps
+// warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. Fitted on
+// the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
+// 4096x14336 and 14336x4096 (short slices, more partials to reduce).
+constexpr int kTargetWarps = 2048;
+constexpr int kMaxDefaultSlices = 16;
+constexpr int kMinSliceChunks = 4;
+
+int default_k_slices(int n, int k, int bits) {
+  const int tiles = (n + 15) / 16;
+  const int chunk_k = qmv_affine_chunk_k(bits);
+  const int chunks = (k + chunk_k - 1) / chunk_k;
+  int slices = 1;
+  while (slices < kMaxDefaultSlices && 2 * slices * tiles <= kTargetWarps &&
+         2 * slices * kMinSliceChunks <= chunks)
+    slices *= 2;
+  return slices;
+}
+
+bool is_compiled(const QmvAffineConfig &c, int bits) {
+  for (const QmvAffineConfig &x : qmv_affine_configs(bits))
+    if (x == c)
+      return true;
+  return false;
+}
+
+bool fail(std::string *reason, std::string text) {
+  if (reason)
+    *reason = std::move(text);
+  return false;
+}
+
+} // namespace
+
+Tactic QmvAffineConfig::to_tactic() const {
+  Tactic t{kMmaKernel,
+           {{kFieldNames[0], rows_per_cta},
+            {kFieldNames[1], warps},
+            {kFieldNames[2], warps_k},
+            {kFieldNames[3], outputs_per_warp},
+            {kFieldNames[4], split_k}}};
+  if (async) // optional field, spelled only when set
+    t.params.push_back({kAsyncField, async});
+  return t;
+}
+
+QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
+  if (tactic.kernel != kMmaKernel)
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
+                          kMmaKernel + ")");
+  const bool has_async = tactic.params.size() == std::size(kFieldNames) + 1 &&
+                         tactic.params.back().first == kAsyncField;
+  if (tactic.params.size() != std::size(kFieldNames) && !has_async)
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' needs exactly the parameters " +
+                          "rows_per_cta, warps, warps_k, outputs_per_warp, split_k (and " +
+                          "optionally async)");
+  auto get = [&](int i) { return static_cast<int>(tactic.param(kFieldNames[i])); };
+  QmvAffineConfig c;
+  c.path = 1;
+  c.rows_per_cta = get(0);
+  c.warps = get(1);
+  c.warps_k = get(2);
+  c.outputs_per_warp = get(3);
+  c.split_k = get(4);
+  c.async = has_async ? static_cast<int>(tactic.param(kAsyncField)) : 0;
+  return c;
+}
+
+QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int /*group*/) {
+  QmvAffineConfig c;
+  c.path = 1;
+  // Up to 8 rows: one 8-row tile. Past 8: 16-row CTAs with two m16 tiles per warp (X loads
+  // shared by 32 weight rows) and the cp.async ring; 17-32 rows run as two row groups, the
+  // second re-reading the packed weights from L2, which beat the 32-row kernel on the sweep.
+  const bool few = rows <= 8;
+  c.rows_per_cta = few ? 8 : 16;
+  c.outputs_per_warp = few ? 16 : 32;
+  c.async = few ? 0 : 1;
+  switch (default_k_slices(n, k, bits)) {
+  case 1:
+    c.warps_k = 1, c.split_k = 1, c.warps = 4;
+    break;
+  case 2:
+    c.warps_k = 2, c.split_k = 1, c.warps = few ? 2 : 4;
+    break;
+  case 4:
+    c.warps_k = 4, c.split_k = 1, c.warps = 4;
+    break;
+  case 8:
+    if (few)
+      c.warps_k = 8, c.split_k = 1, c.warps = 8;
+    else
+      c.warps_k = 4, c.split_k = 2, c.warps = 4;
+    break;
+  default:
+    if (few)
+      c.warps_k = 16, c.split_k = 1, c.warps = 16;
+    else
+      c.warps_k = 8, c.split_k = 2, c.warps = 8;
+    break;
+  }
+  return c;
+}
+
+bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
+                              int group, std::string *reason) {
+  if (rows < 1 || rows > 32)
+    return fail(reason, "rows=" + std::to_string(rows) + " outside 1..32");
+  if (n < 1)
+    return fail(reason, "n=" + std::to_string(n) + " must be positive");
+  if (bits != 4 && bits != 8)
+    return fail(reason, "bits=" + std::to_string(bits) + " is not 4 or 8");
+  if (group != 32 && group != 64 && group != 128)
+    return fail(reason, "group=" + std::to_string(group) + " is not 32, 64 or 128");
+  if (k < group || k % group != 0)
+    return fail(reason, "k=" + std::to_string(k) + " is not a positive multiple of group=" +
+                            std::to_string(group));
+  if (!is_compiled(config, bits))
+    return fail(reason, "not a compiled qmv.affine config for bits=" + std::to_string(bits));
+  const int chunk_k = qmv_affine_chunk_k(bits);
+  const int chunks = (k + chunk_k - 1) / chunk_k;
+  if (qmv_affine_k_slices(config) > chunks)
+    return fail(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
+                            " exceeds the " + std::to_string(chunks) + " " +
+                            std::to_string(chunk_k) + "-value K chunks (empty slices)");
+  // Candidate pruning as in gemv.bf16: a CTA that pads most of its activation rows, or more
+  // than two row groups re-reading the weights, is dominated by another compiled config.
+  if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
+    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                            " pads rows=" + std::to_string(rows) + " to more than twice");
+  const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
+  if (row_groups > 2)
+    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
+                            std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
+  return true;
+}
+
+} // namespace hone::cuda

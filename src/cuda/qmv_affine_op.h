@@ -1,0 +1,134 @@
+// The qmv.affine op (backend "cuda"): Y[rows, n] = X[rows, k] . W[n, k]^T with W
+// affine-quantized along K (int4/int8 in uint32 words, bf16 scale and bias per group of
+// 32/64/128), X and Y bf16, fp32 accumulation, rows 1..32. Its candidates are the compiled
+// qmv_affine kernel configs; its workload owns device inputs with cold-L2 rotation copies and
+// gates a candidate against a float64 host reference on the exactly dequantised weights and,
+// in batch-invariant mode, bitwise against the rows=1 default.
+//
+//   hone::cuda::QmvAffineOp op;
+//   auto w = op.prepare(hone::Shape{{8, 4096, 4096, 4, 64}, hone::DType::bf16});
+//   if (w->check(op.default_tactic(bucket), hone::Numerics::batch_invariant).pass()) ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/device_buffer.h"
+#include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/qmv_affine_reference.h"
+#include "hone/bucket.h"
+#include "hone/op.h"
+
+namespace hone::cuda {
+
+class CudaBackend;
+
+// Relative L2 bound of the tolerance gate against the reference on exact weights. A kernel
+// that rounds each dequantised weight once to bf16 perturbs it by at most 2^-9 relative; over
+// a k-term dot product of independent terms these errors add in quadrature, so the output
+// moves by ~2^-9 / sqrt(3) (~1.1e-3) relative in L2 (worst case 2^-9 ~ 1.95e-3 when no
+// cancellation makes |y| small against sum |x w|). Rounding Y to bf16 adds at most 2^-9 more;
+// fp32 accumulation adds ~sqrt(k) x 2^-24, negligible. 8e-3, as for gemv.bf16, leaves room
+// for one more bf16 rounding of a partial sum while an indexing bug (wrong nibble, group or
+// row) gives an O(1) error and still fails.
+inline constexpr double kQmvAffineRelativeL2Bound = 8e-3;
+
+class QmvAffineWorkload final : public Workload {
+public:
+  // REQUIRES: QmvAffineOp::validate() accepted the problem.
+  QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem);
+
+  // [bytes] packed q + scales + biases + X + Y.
+  size_t bytes_per_launch() const override;
+  void set_rotation(int copies) override;
+  int rotation() const override { return static_cast<int>(copies_.size()); }
+  Status can_run(const Tactic &tactic, std::string *reason) const override;
+  void run(const Tactic &tactic, int copy) override;
+  CheckResult check(const Tactic &tactic, Numerics numerics) override;
+
+  // [bytes] of the quantized weights one launch reads: packed q + scales + biases.
+  size_t weight_bytes() const;
+
+  // Problem and buffers, for peers (cuBLASLt on dequantised weights) and tests.
+  const QmvAffineProblem &problem() const { return p_; }
+  int rows() const { return p_.rows; }
+  int n() const { return p_.n; }
+  int k() const { return p_.k; }
+  int bits() const { return p_.bits; }
+  int group() const { return p_.group; }
+  const void *x(int copy) const { return inputs(copy).x.data(); }
+  const uint32_t *q(int copy) const { return inputs(copy).q.as<const uint32_t>(); }
+  const void *scales(int copy) const { return inputs(copy).scales.data(); }
+  const void *biases(int copy) const { return inputs(copy).biases.data(); }
+  void *y() const { return y_.data(); }
+  cudaStream_t stream() const;
+
+  // Fresh random inputs (new seeds) in copy 0; enqueued on stream().
+  void randomize_inputs();
+  // Writes the bf16 NaN pattern 0xFFFF over Y; enqueued on stream().
+  void poison_output();
+  // Synchronous copies to the host (bf16 bits, q words).
+  std::vector<uint16_t> download_x(int copy) const;
+  std::vector<uint32_t> download_q(int copy) const;
+  std::vector<uint16_t> download_scales(int copy) const;
+  std::vector<uint16_t> download_biases(int copy) const;
+  std::vector<uint16_t> download_y() const;
+  // Float64 reference of copy `copy`'s current inputs, [rows, n] row-major.
+  std::vector<double> reference(int copy = 0) const;
+  // Enqueues `config` on copy `copy`'s weights with explicit X and Y of `rows` rows; returns
+  // the cudaError_t (0 = ok).
+  int launch(const QmvAffineConfig &config, int copy, const void *x, void *y, int rows);
+
+private:
+  struct Inputs {
+    DeviceBuffer x;      // bf16 [rows, k]
+    DeviceBuffer q;      // uint32 [n, k * bits / 32]
+    DeviceBuffer scales; // bf16 [n, k / group]
+    DeviceBuffer biases; // bf16 [n, k / group]
+  };
+  const Inputs &inputs(int copy) const { return copies_.at(static_cast<size_t>(copy)); }
+  void fill(Inputs &in);
+  const QmvAffineConfig &config_of(const Tactic &tactic);
+  template <class T> std::vector<T> download(const void *src, size_t count) const;
+
+  CudaBackend &backend_;
+  QmvAffineProblem p_;
+  std::vector<Inputs> copies_;
+  DeviceBuffer y_;           // bf16 [rows, n]
+  DeviceBuffer y_reference_; // bf16 [rows, n]: rows=1 default results (batch invariance)
+  Tactic last_tactic_;       // run() parses a tactic once per change, not per launch
+  QmvAffineConfig last_config_;
+};
+
+class QmvAffineOp final : public TunableOp {
+public:
+  QmvAffineOp();
+
+  std::string_view name() const override { return "qmv.affine"; }
+  int version() const override { return 1; }
+  std::string_view backend() const override { return "cuda"; }
+  // rows: exact 1..8 then pow2 up to 32; n, k: exact; bits one of {4, 8}; group one of
+  // {32, 64, 128}.
+  const BucketSpec &buckets() const override { return buckets_; }
+  // qmv_affine_configs(bits) that can implement the bucket, default first.
+  std::vector<Tactic> candidates(const Shape &bucket) const override;
+  Tactic default_tactic(const Shape &bucket) const override;
+  // Shape {rows, n, k, bits, group}, dtype bf16. Throws Error(invalid_argument) naming the
+  // bad value: rank, dtype, rows outside 1..32, n or k out of range, bits, group, k not a
+  // multiple of group, or a shape the default config cannot run.
+  void validate(const Shape &shape) const override;
+  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+  Numerics default_numerics() const override { return Numerics::batch_invariant; }
+
+private:
+  BucketSpec buckets_;
+};
+
+// {rows, n, k, bits, group} of a validated shape.
+QmvAffineProblem qmv_affine_problem(const Shape &shape);
+
+} // namespace hone::cuda

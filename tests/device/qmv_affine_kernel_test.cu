@@ -1,0 +1,410 @@
+// qmv.affine kernel harness: every compiled config against a float64 reference on the
+// dequantised weights (fresh random packed words, scales, biases and activations; poisoned
+// outputs), bitwise batch invariance of the configs sharing the default's K order, and
+// (standalone) a cold-L2 timing table of every config.
+//
+// Under CMake (tests/device) it is a GoogleTest program on small shapes. Standalone, one
+// command builds it with the kernels and runs the full check and timing matrix:
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -DHONE_QMV_AFFINE_KERNEL_TEST_MAIN
+//     -Iinclude -Isrc -Itests/device tests/device/qmv_affine_kernel_test.cu
+//     src/cuda/kernels/qmv_affine/qmv_affine.cu src/cuda/kernels/qmv_affine/qmv_affine_config.cpp
+//     src/core/tactic.cpp src/core/error.cpp -o qmv_affine_kernel_test
+//   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
+//     [--formats 4x64,4x128,8x64] [--csv FILE]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/bf16.h"
+#include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "kernel_harness.cuh"
+
+#ifndef HONE_QMV_AFFINE_KERNEL_TEST_MAIN
+#include <gtest/gtest.h>
+
+#include "device_test.h"
+#endif
+
+namespace hone::cuda {
+namespace {
+
+using namespace harness; // NOLINT
+
+// Uniform random 32-bit words: every bit pattern is a valid packed q.
+__global__ void fill_words_kernel(uint32_t *p, size_t count, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    p[i] = static_cast<uint32_t>(h >> 16);
+  }
+}
+
+// One quantized problem in device memory.
+struct Problem {
+  int rows, n, k, bits, group;
+  std::unique_ptr<DeviceMem> x, q, s, b;
+  size_t words() const { return elements(n, k) / static_cast<size_t>(32 / bits); }
+  size_t groups() const { return elements(n, k / group); }
+  size_t weight_bytes() const { return words() * 4 + groups() * 4; }
+
+  Problem(int rows_, int n_, int k_, int bits_, int group_)
+      : rows(rows_), n(n_), k(k_), bits(bits_), group(group_) {
+    x = std::make_unique<DeviceMem>(elements(rows, k) * 2);
+    q = std::make_unique<DeviceMem>(words() * 4);
+    s = std::make_unique<DeviceMem>(groups() * 2);
+    b = std::make_unique<DeviceMem>(groups() * 2);
+    randomize();
+  }
+  // Scales in [1e-3, 2e-2), biases around -(2^bits / 2) scale: weights of either sign.
+  void randomize() {
+    fill_random(x->p, elements(rows, k), next_seed());
+    fill_words_kernel<<<1024, 256>>>(static_cast<uint32_t *>(q->p), words(), next_seed());
+    KT_CHECK(cudaGetLastError());
+    std::mt19937_64 rng(next_seed());
+    std::uniform_real_distribution<float> scale(1e-3f, 2e-2f), offset(-0.6f, -0.4f);
+    std::vector<uint16_t> hs(groups()), hb(groups());
+    const float levels = static_cast<float>((1 << bits) - 1);
+    for (size_t i = 0; i < groups(); ++i) {
+      const float sc = scale(rng);
+      hs[i] = float_to_bf16(sc);
+      hb[i] = float_to_bf16(offset(rng) * levels * sc);
+    }
+    KT_CHECK(cudaMemcpy(s->p, hs.data(), groups() * 2, cudaMemcpyHostToDevice));
+    KT_CHECK(cudaMemcpy(b->p, hb.data(), groups() * 2, cudaMemcpyHostToDevice));
+    KT_CHECK(cudaDeviceSynchronize());
+  }
+
+  int launch(const QmvAffineConfig &c, const void *xp, void *y, int r, cudaStream_t st = nullptr,
+             const void *qp = nullptr) const {
+    QmvAffineArgs a;
+    a.x = xp;
+    a.q = static_cast<const uint32_t *>(qp ? qp : q->p);
+    a.scales = s->p;
+    a.biases = b->p;
+    a.y = y;
+    a.rows = r;
+    a.n = n;
+    a.k = k;
+    a.bits = bits;
+    a.group = group;
+    return qmv_affine_launch(c, a, st);
+  }
+
+  // Float64 reference on the dequantised weights, [rows, n]; threads split n.
+  std::vector<double> reference() const {
+    const std::vector<uint16_t> hx = download(x->p, elements(rows, k));
+    std::vector<uint32_t> hq(words());
+    KT_CHECK(cudaMemcpy(hq.data(), q->p, words() * 4, cudaMemcpyDeviceToHost));
+    const std::vector<uint16_t> hs = download(s->p, groups()), hb = download(b->p, groups());
+    std::vector<double> y(elements(rows, n));
+    const int per_word = 32 / bits;
+    const uint32_t mask = (1u << bits) - 1;
+    const int threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<double> w(static_cast<size_t>(k));
+        for (int m = t; m < n; m += threads) {
+          for (int i = 0; i < k; ++i) {
+            const uint32_t word = hq[elements(m, k / per_word) + static_cast<size_t>(i / per_word)];
+            const double qv = (word >> (bits * (i % per_word))) & mask;
+            const size_t gi = elements(m, k / group) + static_cast<size_t>(i / group);
+            w[static_cast<size_t>(i)] = qv * bf16_to_float(hs[gi]) + bf16_to_float(hb[gi]);
+          }
+          for (int r = 0; r < rows; ++r) {
+            double sum = 0;
+            for (int i = 0; i < k; ++i)
+              sum += static_cast<double>(bf16_to_float(hx[elements(r, k) + static_cast<size_t>(i)])) *
+                     w[static_cast<size_t>(i)];
+            y[elements(r, n) + static_cast<size_t>(m)] = sum;
+          }
+        }
+      });
+    for (auto &th : pool)
+      th.join();
+    return y;
+  }
+};
+
+// The op's tolerance gate: one bf16 rounding of each dequantised weight (2^-9 relative) and of
+// the output, far under 8e-3; an indexing or dequantisation bug gives O(1).
+constexpr double kBound = 8e-3;
+
+struct CheckSummary {
+  int configs = 0, failed = 0;
+  int invariant = 0, variant = 0;
+  double worst_error = 0;
+  std::vector<std::string> failures;
+};
+
+std::string where(const Problem &p) {
+  return " rows=" + std::to_string(p.rows) + " n=" + std::to_string(p.n) +
+         " k=" + std::to_string(p.k) + " bits=" + std::to_string(p.bits) +
+         " group=" + std::to_string(p.group);
+}
+
+// Every admissible config at the problem's shape against the reference, then bitwise batch
+// invariance against the rows=1 default run row by row.
+CheckSummary check_problem(const Problem &p) {
+  CheckSummary out;
+  const std::vector<double> ref = p.reference();
+  DeviceMem y(elements(p.rows, p.n) * 2), y1(elements(p.rows, p.n) * 2);
+  const QmvAffineConfig single = qmv_affine_default(1, p.n, p.k, p.bits, p.group);
+  KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
+  for (int r = 0; r < p.rows; ++r)
+    KT_CHECK(static_cast<cudaError_t>(
+        p.launch(single, static_cast<const uint16_t *>(p.x->p) + elements(r, p.k),
+                 static_cast<uint16_t *>(y1.p) + elements(r, p.n), 1)));
+  KT_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint16_t> expected = download(y1.p, elements(p.rows, p.n));
+
+  std::vector<QmvAffineConfig> all;
+  for (const QmvAffineConfig &c : qmv_affine_configs(p.bits))
+    if (std::string why; qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
+      all.push_back(c);
+  all.push_back(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group));
+  for (const QmvAffineConfig &c : all) {
+    KT_CHECK(cudaMemset(y.p, 0xff, elements(p.rows, p.n) * 2));
+    const int status = p.launch(c, p.x->p, y.p, p.rows);
+    KT_CHECK(cudaDeviceSynchronize());
+    ++out.configs;
+    const std::vector<uint16_t> got = download(y.p, elements(p.rows, p.n));
+    const double err = status == 0 ? relative_l2(got, ref) : INFINITY;
+    out.worst_error = std::max(out.worst_error, err);
+    if (!(err <= kBound)) {
+      ++out.failed;
+      out.failures.push_back(c.to_tactic().str() + where(p) + " error " + std::to_string(err) +
+                             " launch " + std::to_string(status));
+      continue;
+    }
+    if (qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
+      const bool identical = got == expected;
+      ++(identical ? out.invariant : out.variant);
+      if (!identical)
+        out.failures.push_back("not batch-invariant: " + c.to_tactic().str() + where(p));
+    }
+  }
+  return out;
+}
+
+struct Case {
+  int rows, n, k, bits, group;
+};
+
+// Small shapes with leftovers: N not a multiple of 16 or of a CTA's rows, K not a multiple of
+// the 128-value chunk, every format.
+std::vector<Case> check_cases(bool quick) {
+  std::vector<Case> out;
+  const int formats[][2] = {{4, 32}, {4, 64}, {4, 128}, {8, 32}, {8, 64}, {8, 128}};
+  const int shapes[][2] = {{1000, 1152}, {72, 4096}, {256, 256 + 128}};
+  const std::vector<int> rows = quick ? std::vector<int>{1, 9, 32}
+                                      : std::vector<int>{1, 2, 5, 8, 9, 16, 17, 24, 32};
+  for (const auto &f : formats)
+    for (const auto &s : shapes)
+      for (int r : rows)
+        if (s[1] % f[1] == 0)
+          out.push_back({r, s[0], s[1], f[0], f[1]});
+  return out;
+}
+
+#ifndef HONE_QMV_AFFINE_KERNEL_TEST_MAIN
+
+class QmvAffineKernel : public testing::DeviceTest {};
+
+TEST_F(QmvAffineKernel, EveryConfigMatchesReferenceAndDefaultOrderIsBatchInvariant) {
+  for (const Case &c : check_cases(testing::reduced_shapes())) {
+    Problem p(c.rows, c.n, c.k, c.bits, c.group);
+    const CheckSummary s = check_problem(p);
+    EXPECT_GT(s.configs, 1) << where(p);
+    EXPECT_EQ(s.failed, 0) << (s.failures.empty() ? "" : s.failures.front());
+    EXPECT_EQ(s.variant, 0) << (s.failures.empty() ? "" : s.failures.front());
+    EXPECT_GT(s.invariant, 0) << where(p);
+  }
+}
+
+TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
+  for (int n : {72, 1000, 4096, 14336})
+    for (int k : {1152, 4096, 14336})
+      for (int bits : {4, 8}) {
+        const int slices = qmv_affine_k_slices(qmv_affine_default(1, n, k, bits, 64));
+        for (int rows = 2; rows <= 32; ++rows) {
+          const QmvAffineConfig c = qmv_affine_default(rows, n, k, bits, 64);
+          EXPECT_EQ(qmv_affine_k_slices(c), slices) << n << "x" << k << " rows " << rows;
+          std::string why;
+          EXPECT_TRUE(qmv_affine_can_implement(c, rows, n, k, bits, 64, &why)) << why;
+        }
+      }
+}
+
+TEST_F(QmvAffineKernel, NoCompiledConfigSpills) {
+  for (int bits : {4, 8})
+    for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
+      const KernelResources r = qmv_affine_resources(c, bits);
+      EXPECT_GT(r.registers, 0) << c.to_tactic().str();
+      EXPECT_EQ(r.local_bytes, 0u) << c.to_tactic().str();
+    }
+}
+
+#else // standalone: checks, then the timing matrix
+
+std::string short_name(const QmvAffineConfig &c) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s", c.rows_per_cta, c.warps, c.warps_k,
+                c.outputs_per_warp, c.split_k, c.async ? " a" : "");
+  return buf;
+}
+
+int run_main(int argc, char **argv) {
+  bool quick = false;
+  std::vector<int> rows_list{1, 2, 4, 8, 12, 16, 24, 32};
+  std::vector<int> shape_list{4096, 4096, 14336, 4096, 4096, 14336, 8960, 1536, 1536, 8960};
+  std::vector<int> format_list{4, 64, 4, 128, 8, 64};
+  const char *csv_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc)
+      rows_list = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc)
+      shape_list = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--formats") && i + 1 < argc)
+      format_list = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-check"))
+      quick = true, setenv("HONE_NO_CHECK", "1", 1);
+  }
+  cudaDeviceProp prop{};
+  KT_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB, %zu + %zu configs (4/8 bits)\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, qmv_affine_configs(4).size(),
+              qmv_affine_configs(8).size());
+  if (!std::getenv("HONE_NO_CHECK")) {
+    CheckSummary total;
+    for (const Case &c : check_cases(quick)) {
+      Problem p(c.rows, c.n, c.k, c.bits, c.group);
+      const CheckSummary s = check_problem(p);
+      total.configs += s.configs;
+      total.failed += s.failed;
+      total.invariant += s.invariant;
+      total.variant += s.variant;
+      total.worst_error = std::max(total.worst_error, s.worst_error);
+      total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
+    }
+    std::printf("check: %d config runs, %d failed the %.0e gate (worst rel L2 %.2e); batch "
+                "invariance: %d identical, %d differ\n",
+                total.configs, total.failed, kBound, total.worst_error, total.invariant,
+                total.variant);
+    for (size_t i = 0; i < total.failures.size() && i < 10; ++i)
+      std::printf("  FAIL %s\n", total.failures[i].c_str());
+    if (total.failed || total.variant)
+      return 1;
+  }
+
+  cudaStream_t stream{};
+  cudaEvent_t e0{}, e1{};
+  KT_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  KT_CHECK(cudaEventCreate(&e0));
+  KT_CHECK(cudaEventCreate(&e1));
+  const double bandwidth = measure_read_bandwidth(stream, e0, e1);
+  std::printf("read bandwidth: %.0f GB/s\n", bandwidth * 1e-9);
+  FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv)
+    std::fprintf(csv, "bits,group,n,k,rows,candidate,us\n");
+  std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s  %s\n", "fmt", "n x k", "rows", "default",
+              "%bw", "inv.best", "%bw", "best", "%bw", "best config");
+  const int samples = 7;
+  for (size_t fi = 0; fi + 1 < format_list.size(); fi += 2)
+    for (size_t si = 0; si + 1 < shape_list.size(); si += 2) {
+      const int bits = format_list[fi], group = format_list[fi + 1];
+      const int n = shape_list[si], k = shape_list[si + 1];
+      const int max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+      Problem base(max_rows, n, k, bits, group);
+      // Cold L2: rotate among copies of the packed weights (scales are 1/16 of the bytes or
+      // less and shared; they are counted in the bandwidth all the same).
+      const size_t q_bytes = base.words() * 4;
+      const int copies = static_cast<int>((2 * static_cast<size_t>(prop.l2CacheSize)) / q_bytes) + 2;
+      std::vector<std::unique_ptr<DeviceMem>> qs;
+      for (int c = 0; c < copies; ++c) {
+        qs.push_back(std::make_unique<DeviceMem>(q_bytes));
+        fill_words_kernel<<<1024, 256>>>(static_cast<uint32_t *>(qs.back()->p), base.words(),
+                                         next_seed());
+        KT_CHECK(cudaGetLastError());
+      }
+      DeviceMem y(elements(max_rows, n) * 2);
+      KT_CHECK(cudaDeviceSynchronize());
+      for (int rows : rows_list) {
+        const QmvAffineConfig def = qmv_affine_default(rows, n, k, bits, group);
+        std::vector<QmvAffineConfig> field{def};
+        for (const QmvAffineConfig &c : qmv_affine_configs(bits))
+          if (std::string why;
+              !(c == def) && qmv_affine_can_implement(c, rows, n, k, bits, group, &why))
+            field.push_back(c);
+        std::vector<std::unique_ptr<GraphBatch>> graphs;
+        const double ideal = static_cast<double>(base.weight_bytes()) / bandwidth + 2e-6;
+        const int batch = std::clamp(static_cast<int>(5e-4 / ideal), 8, 200);
+        for (const QmvAffineConfig &c : field)
+          graphs.push_back(std::make_unique<GraphBatch>(
+              [&, c](int copy, cudaStream_t st) {
+                KT_CHECK(static_cast<cudaError_t>(
+                    base.launch(c, base.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p)));
+              },
+              batch, copies, stream));
+        for (auto &g : graphs)
+          g->time(stream, e0, e1);
+        std::vector<std::vector<double>> t(graphs.size());
+        for (int i = 0; i < samples; ++i) // interleaved, start rotated every round
+          for (size_t j = 0; j < graphs.size(); ++j) {
+            const size_t g = (j + static_cast<size_t>(i)) % graphs.size();
+            t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
+          }
+        double best = 1e9, best_inv = 1e9;
+        std::string best_name, best_inv_name;
+        for (size_t g = 0; g < field.size(); ++g) {
+          const double m = median(t[g]);
+          if (csv)
+            std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f\n", bits, group, n, k, rows,
+                         field[g].to_tactic().str().c_str(), m * 1e6);
+          if (m < best)
+            best = m, best_name = short_name(field[g]);
+          if (qmv_affine_k_slices(field[g]) == qmv_affine_k_slices(def) && m < best_inv)
+            best_inv = m, best_inv_name = short_name(field[g]);
+        }
+        const double d = median(t[0]);
+        auto pct = [&](double s) { return 100.0 * base.weight_bytes() / s / bandwidth; };
+        char fmt[16], nk[24];
+        std::snprintf(fmt, sizeof fmt, "%dx%d", bits, group);
+        std::snprintf(nk, sizeof nk, "%dx%d", n, k);
+        std::printf("%-5s %-11s %4d %8.2f %6.1f %8.2f %6.1f %8.2f %6.1f  %s (default %s)\n", fmt,
+                    nk, rows, d * 1e6, pct(d), best_inv * 1e6, pct(best_inv), best * 1e6,
+                    pct(best), best_name.c_str(), short_name(def).c_str());
+        std::fflush(stdout);
+      }
+    }
+  if (csv)
+    std::fclose(csv);
+  return 0;
+}
+
+#endif
+
+} // namespace
+} // namespace hone::cuda
+
+#ifdef HONE_QMV_AFFINE_KERNEL_TEST_MAIN
+int main(int argc, char **argv) { return hone::cuda::run_main(argc, argv); }
+#endif
