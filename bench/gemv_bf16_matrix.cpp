@@ -4,14 +4,8 @@
 //
 //   gemv_bf16_matrix --quick
 //   gemv_bf16_matrix --shapes 4096x4096,14336x4096 --rows 1,8,32 --json out.json
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <memory>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +16,7 @@
 #include "cuda/cuda_backend.h"
 #include "hone/backend.h"
 #include "hone/error.h"
-#include "hone/measurement.h"
 #include "hone/registry.h"
-#include "hone/stats.h"
 #include "hone/tune.h"
 #include "matrix_common.h"
 
@@ -32,8 +24,6 @@ namespace {
 
 using hone::bench::fixed;
 using hone::bench::geomean;
-using hone::bench::time_round_robin;
-using hone::bench::tune_json;
 using hone::bench::us;
 
 struct MatrixOptions {
@@ -46,73 +36,13 @@ struct MatrixOptions {
 };
 
 // One (n, k, rows) point.
-struct Point {
+struct Point : hone::bench::MatrixPoint {
   int n = 0, k = 0, rows = 0;
-  std::string bucket;
-  std::string default_tactic, pick_tactic;
-  double t_default = 0, t_pick = 0, t_peer = 0;       // [seconds] per launch, medians
-  double s_default = 0, s_pick = 0, s_peer = 0;       // IQR / median
-  double tune_ratio = 1, noise_floor = 0, margin = 0; // from the bucket's tune
-  int candidates = 0, gated_out = 0, batch = 0, copies = 0;
-  bool flush = false;
-  std::string error; // non-empty when this point failed (the sweep goes on)
-  double ratio() const { return t_pick / t_default; } // pick / default
-  double speedup() const { return t_peer / t_pick; }  // cublas / pick
-  double weight_bandwidth() const {                   // [bytes/second]
+  double speedup() const { return t_peer / t_pick; } // cublas / pick
+  double weight_bandwidth() const {                  // [bytes/second]
     return 2.0 * static_cast<double>(n) * k / t_pick;
   }
 };
-
-// Times default, pick and peer round-robin on one workload; fills the t_/s_ fields.
-void time_point(hone::Backend &backend, const hone::TunableOp &op,
-                const hone::PeerFactory &peer_factory, const hone::Tactic &default_tactic,
-                const hone::Tactic &pick, const MatrixOptions &options, Point &p) {
-  const hone::Shape shape{{p.rows, p.n, p.k}, hone::DType::bf16};
-  std::unique_ptr<hone::Workload> workload = op.prepare(shape);
-  for (const hone::Tactic *t : {&default_tactic, &pick}) {
-    std::string reason;
-    if (workload->can_run(*t, &reason) != hone::Status::ok)
-      HONE_RUNTIME_ERROR(t->str() + " cannot run rows=" + std::to_string(p.rows) + ": " + reason);
-    const hone::CheckResult c = workload->check(*t, hone::Numerics::tolerance);
-    if (!c.pass())
-      HONE_RUNTIME_ERROR(t->str() + " fails the gate at rows=" + std::to_string(p.rows) + ": " +
-                         c.reason);
-  }
-  const hone::DeviceInfo &info = backend.info();
-  const hone::RotationPlan plan = hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
-                                                      info.memory_budget_bytes, /*cold=*/true);
-  workload->set_rotation(plan.copies);
-  const int copies = workload->rotation();
-  std::unique_ptr<hone::Peer> peer = peer_factory(*workload);
-
-  const std::vector<hone::LaunchFn> launches{
-      [&](int copy) { workload->run(default_tactic, copy); },
-      [&](int copy) { workload->run(pick, copy); },
-      [&](int copy) { peer->run(copy); },
-  };
-  hone::Measurement m(backend.timer(), &backend, {});
-  // One batch for all three, calibrated on the default: identical sample context.
-  const int batch = m.calibrate(launches[0], copies);
-  // When the tune kept the default, the pick is the same kernel: it is timed once, so its
-  // ratio is 1 by construction rather than two positions of one kernel in the round.
-  const bool pick_is_default = pick == default_tactic;
-  std::vector<size_t> subjects{0, 2};
-  if (!pick_is_default)
-    subjects.insert(subjects.begin() + 1, 1);
-  std::vector<std::vector<double>> times =
-      time_round_robin(m, launches, subjects, batch, copies, plan.flush, options.samples);
-  if (pick_is_default)
-    times[1] = times[0];
-  p.t_default = hone::median(times[0]);
-  p.t_pick = hone::median(times[1]);
-  p.t_peer = hone::median(times[2]);
-  p.s_default = hone::relative_spread(times[0]);
-  p.s_pick = hone::relative_spread(times[1]);
-  p.s_peer = hone::relative_spread(times[2]);
-  p.batch = batch;
-  p.copies = copies;
-  p.flush = plan.flush;
-}
 
 nlohmann::json to_json(const Point &p, double read_bandwidth) {
   nlohmann::json j{{"n", p.n}, {"k", p.k}, {"rows", p.rows}, {"bucket", p.bucket}};
@@ -120,26 +50,10 @@ nlohmann::json to_json(const Point &p, double read_bandwidth) {
     j["error"] = p.error;
     return j;
   }
-  j.update({{"default_tactic", p.default_tactic},
-            {"pick_tactic", p.pick_tactic},
-            {"t_default_s", p.t_default},
-            {"t_pick_s", p.t_pick},
-            {"t_cublas_s", p.t_peer},
-            {"spread_default", p.s_default},
-            {"spread_pick", p.s_pick},
-            {"spread_cublas", p.s_peer},
-            {"pick_over_default", p.ratio()},
-            {"cublas_over_pick", p.speedup()},
+  hone::bench::add_point_json(j, p, "cublas");
+  j.update({{"cublas_over_pick", p.speedup()},
             {"weight_bandwidth_bytes_per_s", p.weight_bandwidth()},
-            {"fraction_of_read_bandwidth", p.weight_bandwidth() / read_bandwidth},
-            {"tune_ratio", p.tune_ratio},
-            {"tune_noise_floor", p.noise_floor},
-            {"tune_margin", p.margin},
-            {"candidates", p.candidates},
-            {"gated_out", p.gated_out},
-            {"batch", p.batch},
-            {"rotation_copies", p.copies},
-            {"flush", p.flush}});
+            {"fraction_of_read_bandwidth", p.weight_bandwidth() / read_bandwidth}});
   return j;
 }
 
@@ -155,16 +69,9 @@ int run(const MatrixOptions &options) {
   const hone::PeerFactory *peer = registry.find_peer(*op, "cublas");
   HONE_CHECK(peer != nullptr, "gemv.bf16 has no 'cublas' peer");
 
-  const hone::DeviceInfo &info = backend.info();
   const double read_bandwidth = backend.measure_read_bandwidth().value_or(0);
-  std::printf("device: %s, %d SMs, L2 %zu MiB, cc %s, %s, driver %s\n", info.model.c_str(),
-              info.compute_units, info.llc_bytes >> 20, info.compute_capability.c_str(),
-              info.runtime_version.c_str(), info.driver_version.c_str());
-  std::printf("method: %s, cold L2, %d samples per median; measured read bandwidth %.0f GB/s\n",
-              backend.method_id().c_str(), options.samples, read_bandwidth / 1e9);
-  std::fflush(stdout);
+  hone::bench::print_header(backend, options.samples, read_bandwidth);
 
-  hone::TuneOptions tune_options;
   std::map<std::string, hone::TuneReport> tuned; // by bucket text, per (n, k)
   std::vector<Point> points;
   for (const auto &[n, k] : options.shapes) {
@@ -175,27 +82,7 @@ int run(const MatrixOptions &options) {
       p.rows = rows;
       try {
         const hone::Shape shape{{rows, n, k}, hone::DType::bf16};
-        op->validate(shape);
-        const std::optional<hone::Shape> bucket = op->buckets().map(shape);
-        HONE_CHECK(bucket.has_value(), "shape outside the gemv.bf16 buckets");
-        p.bucket = op->buckets().describe(*bucket);
-        auto it = tuned.find(p.bucket);
-        if (it == tuned.end())
-          it =
-              tuned.emplace(p.bucket, hone::tune_bucket(backend, *op, *bucket, tune_options)).first;
-        const hone::TuneResult &r = it->second.result;
-        p.candidates = static_cast<int>(r.candidates.size());
-        for (const hone::CandidateReport &c : r.candidates)
-          p.gated_out += c.status != hone::Status::ok ? 1 : 0;
-        p.tune_ratio = r.ratio;
-        p.noise_floor = r.noise_floor;
-        p.margin = r.margin;
-        // What the dispatcher serves for this shape: the bucket's default or its pick.
-        const hone::Tactic default_tactic = op->default_tactic(*bucket);
-        const hone::Tactic pick = r.pick();
-        p.default_tactic = default_tactic.str();
-        p.pick_tactic = pick.str();
-        time_point(backend, *op, *peer, default_tactic, pick, options, p);
+        hone::bench::tune_and_time(backend, *op, *peer, shape, options.samples, tuned, p);
       } catch (const hone::Error &e) {
         p.error = e.what();
         std::fprintf(stderr, "n=%d k=%d rows=%d: %s\n", n, k, rows, e.what());
@@ -222,22 +109,9 @@ int run(const MatrixOptions &options) {
     }
   }
 
-  nlohmann::json doc;
-  doc["benchmark"] = "gemv_bf16_matrix";
-  doc["device"] = {{"model", info.model},
-                   {"sms", info.compute_units},
-                   {"l2_bytes", info.llc_bytes},
-                   {"compute_capability", info.compute_capability},
-                   {"runtime", info.runtime_version},
-                   {"driver", info.driver_version}};
-  doc["method"] = backend.method_id();
-  doc["mode"] = "cold";
-  doc["samples"] = options.samples;
-  doc["read_bandwidth_bytes_per_s"] = read_bandwidth;
+  nlohmann::json doc =
+      hone::bench::matrix_doc("gemv_bf16_matrix", backend, options.samples, read_bandwidth, tuned);
   doc["peer"] = "cublas (cuBLASLt BF16 GEMM, fp32 compute, bf16 out)";
-  doc["tunes"] = nlohmann::json::array();
-  for (const auto &[bucket_text, report] : tuned)
-    doc["tunes"].push_back(tune_json(report));
   doc["results"] = nlohmann::json::array();
   for (const Point &p : points)
     doc["results"].push_back(to_json(p, read_bandwidth));
@@ -246,12 +120,7 @@ int run(const MatrixOptions &options) {
        {{"pick_over_default", geomean(ratio_16)}, {"cublas_over_pick", geomean(speedup_16)}}},
       {"all_rows",
        {{"pick_over_default", geomean(ratio_all)}, {"cublas_over_pick", geomean(speedup_all)}}}};
-  if (!options.json_path.empty()) {
-    std::ofstream out(options.json_path);
-    if (!out)
-      HONE_RUNTIME_ERROR("cannot write " + options.json_path);
-    out << doc.dump(2) << "\n";
-  }
+  hone::bench::write_json(options.json_path, doc);
 
   // The compact table last.
   std::printf("\n| N | K | rows | t_default us | t_pick us | t_cublas us | pick/default | "

@@ -7,10 +7,7 @@
 //   qmv_affine_matrix --quick
 //   qmv_affine_matrix --shapes 14336x4096 --rows 1,8,32 --formats 4x64,8x64 --json out.json
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,9 +18,7 @@
 #include "cuda/cuda_backend.h"
 #include "hone/backend.h"
 #include "hone/error.h"
-#include "hone/measurement.h"
 #include "hone/registry.h"
-#include "hone/stats.h"
 #include "hone/tune.h"
 #include "matrix_common.h"
 
@@ -31,8 +26,6 @@ namespace {
 
 using hone::bench::fixed;
 using hone::bench::geomean;
-using hone::bench::time_round_robin;
-using hone::bench::tune_json;
 using hone::bench::us;
 
 constexpr const char *kPeer = "cublas.dequant";
@@ -48,18 +41,9 @@ struct MatrixOptions {
 };
 
 // One (n, k, bits, group, rows) point.
-struct Point {
+struct Point : hone::bench::MatrixPoint {
   int n = 0, k = 0, bits = 0, group = 0, rows = 0;
-  std::string bucket;
-  std::string default_tactic, pick_tactic;
-  double t_default = 0, t_pick = 0, t_peer = 0;       // [seconds] per launch, medians
-  double s_default = 0, s_pick = 0, s_peer = 0;       // IQR / median
-  double tune_ratio = 1, noise_floor = 0, margin = 0; // from the bucket's tune
-  int candidates = 0, gated_out = 0, batch = 0, copies = 0;
-  bool flush = false;
-  std::string error; // non-empty when this point failed (the sweep goes on)
 
-  double ratio() const { return t_pick / t_default; } // pick / default
   // Representation change: bf16 cuBLASLt time over the quantized pick's (> 1: the format
   // and kernel together are faster than bf16 weights); reported apart.
   double peer_over_pick() const { return t_peer / t_pick; }
@@ -72,60 +56,6 @@ struct Point {
   std::string format() const { return "int" + std::to_string(bits) + "/g" + std::to_string(group); }
 };
 
-// Times default, pick and peer round-robin on one workload; fills the t_/s_ fields.
-void time_point(hone::Backend &backend, const hone::TunableOp &op,
-                const hone::PeerFactory &peer_factory, const hone::Tactic &default_tactic,
-                const hone::Tactic &pick, const MatrixOptions &options, Point &p) {
-  const hone::Shape shape{{p.rows, p.n, p.k, p.bits, p.group}, hone::DType::bf16};
-  std::unique_ptr<hone::Workload> workload = op.prepare(shape);
-  for (const hone::Tactic *t : {&default_tactic, &pick}) {
-    std::string reason;
-    if (workload->can_run(*t, &reason) != hone::Status::ok)
-      HONE_RUNTIME_ERROR(t->str() + " cannot run rows=" + std::to_string(p.rows) + ": " + reason);
-    const hone::CheckResult c = workload->check(*t, hone::Numerics::tolerance);
-    if (!c.pass())
-      HONE_RUNTIME_ERROR(t->str() + " fails the gate at rows=" + std::to_string(p.rows) + ": " +
-                         c.reason);
-  }
-  const hone::DeviceInfo &info = backend.info();
-  const hone::RotationPlan plan = hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
-                                                      info.memory_budget_bytes, /*cold=*/true);
-  workload->set_rotation(plan.copies);
-  const int copies = workload->rotation();
-  // Made after the rotation is set and the checks are done: it dequantises every copy now,
-  // outside the timed region, into bf16 weights 2-4x the size of the quantized ones, so the
-  // peer's rotation is at least as cold as the kernel's.
-  std::unique_ptr<hone::Peer> peer = peer_factory(*workload);
-
-  const std::vector<hone::LaunchFn> launches{
-      [&](int copy) { workload->run(default_tactic, copy); },
-      [&](int copy) { workload->run(pick, copy); },
-      [&](int copy) { peer->run(copy); },
-  };
-  hone::Measurement m(backend.timer(), &backend, {});
-  // One batch for all three, calibrated on the default: identical sample context.
-  const int batch = m.calibrate(launches[0], copies);
-  // When the tune kept the default, the pick is the same kernel: it is timed once, so its
-  // ratio is 1 by construction rather than two positions of one kernel in the round.
-  const bool pick_is_default = pick == default_tactic;
-  std::vector<size_t> subjects{0, 2};
-  if (!pick_is_default)
-    subjects.insert(subjects.begin() + 1, 1);
-  std::vector<std::vector<double>> times =
-      time_round_robin(m, launches, subjects, batch, copies, plan.flush, options.samples);
-  if (pick_is_default)
-    times[1] = times[0];
-  p.t_default = hone::median(times[0]);
-  p.t_pick = hone::median(times[1]);
-  p.t_peer = hone::median(times[2]);
-  p.s_default = hone::relative_spread(times[0]);
-  p.s_pick = hone::relative_spread(times[1]);
-  p.s_peer = hone::relative_spread(times[2]);
-  p.batch = batch;
-  p.copies = copies;
-  p.flush = plan.flush;
-}
-
 nlohmann::json to_json(const Point &p, double read_bandwidth) {
   nlohmann::json j{{"n", p.n},         {"k", p.k},       {"bits", p.bits},
                    {"group", p.group}, {"rows", p.rows}, {"bucket", p.bucket}};
@@ -133,29 +63,13 @@ nlohmann::json to_json(const Point &p, double read_bandwidth) {
     j["error"] = p.error;
     return j;
   }
-  j.update({{"default_tactic", p.default_tactic},
-            {"pick_tactic", p.pick_tactic},
-            {"t_default_s", p.t_default},
-            {"t_pick_s", p.t_pick},
-            {"t_cublas_dequant_s", p.t_peer},
-            {"spread_default", p.s_default},
-            {"spread_pick", p.s_pick},
-            {"spread_cublas_dequant", p.s_peer},
-            {"pick_over_default", p.ratio()},
-            {"representation_change",
+  hone::bench::add_point_json(j, p, "cublas_dequant");
+  j.update({{"representation_change",
              {{"peer", kPeer}, {"cublas_dequant_over_pick", p.peer_over_pick()}}},
             {"weight_bytes", p.weight_bytes()},
             {"weight_bandwidth_bytes_per_s", p.weight_bandwidth()},
             {"fraction_of_read_bandwidth",
-             read_bandwidth > 0 ? p.weight_bandwidth() / read_bandwidth : 0.0},
-            {"tune_ratio", p.tune_ratio},
-            {"tune_noise_floor", p.noise_floor},
-            {"tune_margin", p.margin},
-            {"candidates", p.candidates},
-            {"gated_out", p.gated_out},
-            {"batch", p.batch},
-            {"rotation_copies", p.copies},
-            {"flush", p.flush}});
+             read_bandwidth > 0 ? p.weight_bandwidth() / read_bandwidth : 0.0}});
   return j;
 }
 
@@ -171,16 +85,9 @@ int run(const MatrixOptions &options) {
   const hone::PeerFactory *peer = registry.find_peer(*op, kPeer);
   HONE_CHECK(peer != nullptr, std::string("qmv.affine has no '") + kPeer + "' peer");
 
-  const hone::DeviceInfo &info = backend.info();
   const double read_bandwidth = backend.measure_read_bandwidth().value_or(0);
-  std::printf("device: %s, %d SMs, L2 %zu MiB, cc %s, %s, driver %s\n", info.model.c_str(),
-              info.compute_units, info.llc_bytes >> 20, info.compute_capability.c_str(),
-              info.runtime_version.c_str(), info.driver_version.c_str());
-  std::printf("method: %s, cold L2, %d samples per median; measured read bandwidth %.0f GB/s\n",
-              backend.method_id().c_str(), options.samples, read_bandwidth / 1e9);
-  std::fflush(stdout);
+  hone::bench::print_header(backend, options.samples, read_bandwidth);
 
-  hone::TuneOptions tune_options;
   std::map<std::string, hone::TuneReport> tuned; // by bucket text
   std::vector<Point> points;
   for (const auto &[bits, group] : options.formats) {
@@ -194,27 +101,7 @@ int run(const MatrixOptions &options) {
         p.rows = rows;
         try {
           const hone::Shape shape{{rows, n, k, bits, group}, hone::DType::bf16};
-          op->validate(shape);
-          const std::optional<hone::Shape> bucket = op->buckets().map(shape);
-          HONE_CHECK(bucket.has_value(), "shape outside the qmv.affine buckets");
-          p.bucket = op->buckets().describe(*bucket);
-          auto it = tuned.find(p.bucket);
-          if (it == tuned.end())
-            it = tuned.emplace(p.bucket, hone::tune_bucket(backend, *op, *bucket, tune_options))
-                     .first;
-          const hone::TuneResult &r = it->second.result;
-          p.candidates = static_cast<int>(r.candidates.size());
-          for (const hone::CandidateReport &c : r.candidates)
-            p.gated_out += c.status != hone::Status::ok ? 1 : 0;
-          p.tune_ratio = r.ratio;
-          p.noise_floor = r.noise_floor;
-          p.margin = r.margin;
-          // What the dispatcher serves for this shape: the bucket's default or its pick.
-          const hone::Tactic default_tactic = op->default_tactic(*bucket);
-          const hone::Tactic pick = r.pick();
-          p.default_tactic = default_tactic.str();
-          p.pick_tactic = pick.str();
-          time_point(backend, *op, *peer, default_tactic, pick, options, p);
+          hone::bench::tune_and_time(backend, *op, *peer, shape, options.samples, tuned, p);
         } catch (const hone::Error &e) {
           p.error = e.what();
           std::fprintf(stderr, "n=%d k=%d %s rows=%d: %s\n", n, k, p.format().c_str(), rows,
@@ -243,24 +130,11 @@ int run(const MatrixOptions &options) {
     }
   }
 
-  nlohmann::json doc;
-  doc["benchmark"] = "qmv_affine_matrix";
-  doc["device"] = {{"model", info.model},
-                   {"sms", info.compute_units},
-                   {"l2_bytes", info.llc_bytes},
-                   {"compute_capability", info.compute_capability},
-                   {"runtime", info.runtime_version},
-                   {"driver", info.driver_version}};
-  doc["method"] = backend.method_id();
-  doc["mode"] = "cold";
-  doc["samples"] = options.samples;
-  doc["read_bandwidth_bytes_per_s"] = read_bandwidth;
+  nlohmann::json doc =
+      hone::bench::matrix_doc("qmv_affine_matrix", backend, options.samples, read_bandwidth, tuned);
   doc["peer"] = std::string(kPeer) +
                 " (cuBLASLt BF16 GEMM, fp32 compute, bf16 out, on the weights dequantised to "
                 "bf16 up front: a representation change, not a matched peer)";
-  doc["tunes"] = nlohmann::json::array();
-  for (const auto &[bucket_text, report] : tuned)
-    doc["tunes"].push_back(tune_json(report));
   doc["results"] = nlohmann::json::array();
   for (const Point &p : points)
     doc["results"].push_back(to_json(p, read_bandwidth));
@@ -270,12 +144,7 @@ int run(const MatrixOptions &options) {
       {"peer", kPeer},
       {"rows_1_16", {{"cublas_dequant_over_pick", geomean(peer_16)}}},
       {"all_rows", {{"cublas_dequant_over_pick", geomean(peer_all)}}}};
-  if (!options.json_path.empty()) {
-    std::ofstream out(options.json_path);
-    if (!out)
-      HONE_RUNTIME_ERROR("cannot write " + options.json_path);
-    out << doc.dump(2) << "\n";
-  }
+  hone::bench::write_json(options.json_path, doc);
 
   // The compact table last.
   std::printf("\n| N | K | format | rows | t_default us | t_pick us | t_%s us | pick/default | "

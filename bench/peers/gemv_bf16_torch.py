@@ -15,7 +15,6 @@ Writes gemv_bf16_torch.json and gemv_bf16_torch.md to --out. ratio = t_hone / t_
 """
 import argparse
 import datetime
-import json
 import math
 import os
 import statistics
@@ -25,43 +24,13 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
+from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
+from peer_timing import time_interleaved, write_results  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (2048, 2048)]
 ROWS = [1, 4, 8, 16]
 FULL_ROWS = list(range(1, 9)) + [16, 32]
 FULL_MATRICES = MATRICES + [(1024, 1024), (8192, 8192), (28672, 4096), (4096, 28672)]
-SAMPLE_SECONDS = 2e-3
-
-
-def relative_l2(a, b):
-    a, b = a.double(), b.double()
-    return (torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b).clamp_min(1e-30)).item()
-
-
-def capture(launches, batch, copies, stream):
-    """A CUDA graph of `batch` launches cycling through `copies` input sets, captured on
-    `stream`, where the warm-up ran too (hone's per-stream split-K workspace then exists)."""
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for c in range(copies):  # warm-up outside capture (lazy init, workspaces)
-            launches(c)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for i in range(batch):
-            launches(i % copies)
-    torch.cuda.synchronize()
-    return graph
-
-
-def time_graph(graph):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e-3  # [seconds]
 
 
 def bench_shape(rows, n, k, samples, l2_bytes):
@@ -87,19 +56,7 @@ def bench_shape(rows, n, k, samples, l2_bytes):
         raise RuntimeError("rows=%d n=%d k=%d: hone vs torch relative L2 error %.3g > 8e-3" %
                            (rows, n, k, error))
 
-    # Batch: estimate one launch from a short graph, then size a sample to SAMPLE_SECONDS.
-    stream = torch.cuda.Stream()
-    probe = {name: capture(fn, copies, copies, stream) for name, fn in (("hone", run_hone),
-                                                                         ("torch", run_torch))}
-    per_launch = min(min(time_graph(g) for _ in range(3)) / copies for g in probe.values())
-    batch = max(copies, min(2000, math.ceil(SAMPLE_SECONDS / max(per_launch, 1e-7))))
-    graphs = {"hone": capture(run_hone, batch, copies, stream),
-              "torch": capture(run_torch, batch, copies, stream)}
-    times = {"hone": [], "torch": []}
-    for s in range(samples):  # interleaved; the order alternates so neither always goes first
-        order = ("hone", "torch") if s % 2 == 0 else ("torch", "hone")
-        for name in order:
-            times[name].append(time_graph(graphs[name]) / batch)
+    batch, times = time_interleaved({"hone": run_hone, "torch": run_torch}, copies, samples)
     t_hone, t_torch = statistics.median(times["hone"]), statistics.median(times["torch"])
     return {
         "rows": rows, "n": n, "k": k, "bytes_per_launch": bytes_per_launch,
@@ -109,11 +66,6 @@ def bench_shape(rows, n, k, samples, l2_bytes):
         "hone_spread": spread(times["hone"]), "torch_spread": spread(times["torch"]),
         "relative_l2": error,
     }
-
-
-def spread(values):
-    q = statistics.quantiles(values, n=4)
-    return (q[2] - q[0]) / statistics.median(values)
 
 
 def markdown(doc):
@@ -127,8 +79,7 @@ def markdown(doc):
                      (r["rows"], r["n"], r["k"], r["hone_s"] * 1e6, r["torch_s"] * 1e6,
                       r["ratio"], r["hone_gbps"], r["torch_gbps"]))
     ratios = [r["ratio"] for r in doc["results"]]
-    lines += ["", "geometric mean ratio: %.3f over %d shapes" %
-              (math.exp(sum(map(math.log, ratios)) / len(ratios)), len(ratios))]
+    lines += ["", "geometric mean ratio: %.3f over %d shapes" % (geomean(ratios), len(ratios))]
     return "\n".join(lines) + "\n"
 
 
@@ -140,11 +91,7 @@ def main():
     args = parser.parse_args()
     if args.samples < 7:
         parser.error("--samples must be at least 7")
-    if not torch.cuda.is_available():
-        sys.exit("gemv_bf16_torch: no CUDA device")
-    if "cuda" not in hone.backends():
-        sys.exit("gemv_bf16_torch: libhone.so has no usable CUDA backend (backends: %s)" %
-                 ",".join(hone.backends()))
+    require_cuda("gemv_bf16_torch", hone)
     props = torch.cuda.get_device_properties(0)
     l2_bytes = props.L2_cache_size
     matrices = FULL_MATRICES if args.full else MATRICES
@@ -166,12 +113,8 @@ def main():
                   "alternating order; cold L2 by rotation of ceil(2*L2/bytes)+1 copies",
         "samples": args.samples, "results": results,
     }
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "gemv_bf16_torch.json"), "w") as f:
-        json.dump(doc, f, indent=2)
     table = markdown(doc)
-    with open(os.path.join(args.out, "gemv_bf16_torch.md"), "w") as f:
-        f.write(table)
+    write_results(args.out, "gemv_bf16_torch", doc, table)
     print(table)
 
 

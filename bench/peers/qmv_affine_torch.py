@@ -17,11 +17,12 @@ torch._weight_int8pack_mm, per-channel symmetric int8 without a bias (the same d
 weights re-quantized per row; n * k + 2 n bytes): a different representation, reported in its
 own table and never as a speedup. Where that kernel is missing, the cells have no peer.
 
-Timing as bench/peers/gemv_bf16_torch.py: interleaved sample by sample (alternating order),
-cold L2 on both sides (each side cycles through R = ceil(2 x L2 / bytes per launch) + 1 copies
-of its weights and X), one sample is one CUDA-graph replay of B launches (B sized so a sample
-lasts >= 2 ms) timed with events, the per-launch time is the median of >= 7 samples. hone runs
-whatever its dispatcher picks (HONE_TACTIC_QMV_AFFINE, the tuning cache, else the default).
+Timing as bench/peers/gemv_bf16_torch.py (both through peer_timing.py): interleaved sample by
+sample (alternating order), cold L2 on both sides (each side cycles through R = ceil(2 x L2 /
+bytes per launch) + 1 copies of its weights and X), one sample is one CUDA-graph replay of B
+launches (B sized so a sample lasts >= 2 ms) timed with events, the per-launch time is the
+median of >= 7 samples. hone runs whatever its dispatcher picks (HONE_TACTIC_QMV_AFFINE, the
+tuning cache, else the default).
 
     HONE_LIBRARY=build/lib/libhone.so PYTHONPATH=python \\
         python3 bench/peers/qmv_affine_torch.py --out results/
@@ -34,7 +35,6 @@ ratio = t_hone / t_torch (below 1: hone is faster); read fraction = weight bytes
 """
 import argparse
 import datetime
-import json
 import math
 import os
 import statistics
@@ -44,51 +44,16 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
+from peer_timing import capture, relative_l2, require_cuda, spread  # noqa: E402
+from peer_timing import time_graph, time_interleaved, write_results  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (8960, 1536), (1536, 8960)]
 ROWS = [1, 2, 4, 8, 12, 16, 24, 32]
 FORMATS = [(4, 64), (4, 128), (8, 64)]
-SAMPLE_SECONDS = 2e-3
 ERROR_BOUND = 8e-3  # relative L2 of a bf16 output against its float64 reference
 INT4_PEER = "torch._weight_int4pack_mm"
 INT8_PEER = "torch._weight_int8pack_mm"
 HONE_ENV = ("HONE_TACTIC_QMV_AFFINE", "HONE_CACHE", "HONE_CACHE_DIR", "HONE_AUTOTUNE")
-
-
-def relative_l2(a, b):
-    a, b = a.double(), b.double()
-    return (torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b).clamp_min(1e-30)).item()
-
-
-def capture(launches, batch, copies, stream):
-    """A CUDA graph of `batch` launches cycling through `copies` input sets, captured on
-    `stream`, where the warm-up ran too."""
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for c in range(copies):  # warm-up outside capture (lazy init, dispatch lookups)
-            launches(c)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for i in range(batch):
-            launches(i % copies)
-    torch.cuda.synchronize()
-    return graph
-
-
-def time_graph(graph):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e-3  # [seconds]
-
-
-def spread(values):
-    q = statistics.quantiles(values, n=4)
-    return (q[2] - q[0]) / statistics.median(values)
 
 
 def measure_read_bandwidth():
@@ -265,22 +230,10 @@ def bench_cell(wts, rows, samples, copies):
     torch.cuda.synchronize()
     errors = check_outputs(wts, xs[0], y_hone, y_torch, rows)
 
-    # Batch: estimate one launch from a short graph, then size a sample to SAMPLE_SECONDS.
     sides = {"hone": run_hone}
     if run_torch:
         sides["torch"] = run_torch
-    stream = torch.cuda.Stream()
-    probe = {name: capture(fn, copies, copies, stream) for name, fn in sides.items()}
-    per_launch = min(min(time_graph(g) for _ in range(3)) / copies for g in probe.values())
-    del probe
-    batch = max(copies, min(2000, math.ceil(SAMPLE_SECONDS / max(per_launch, 1e-7))))
-    graphs = {name: capture(fn, batch, copies, stream) for name, fn in sides.items()}
-    times = {name: [] for name in sides}
-    names = list(sides)
-    for s in range(samples):  # interleaved; the order alternates so neither always goes first
-        for name in (names if s % 2 == 0 else names[::-1]):
-            times[name].append(time_graph(graphs[name]) / batch)
-    del graphs
+    batch, times = time_interleaved(sides, copies, samples)
     r = {"rows": rows, "n": n, "k": k, "bits": bits, "group": group, "peer": wts.peer,
          "hone_weight_bytes": wts.hone_bytes(), "rotation_copies": copies, "batch": batch,
          "samples": samples, "hone_s": statistics.median(times["hone"]),
@@ -376,11 +329,7 @@ def main():
             if n < 1 or k % group != 0:
                 parser.error("--matrices: %dx%d: k=%d is not a multiple of group=%d" %
                              (n, k, k, group))
-    if not torch.cuda.is_available():
-        sys.exit("qmv_affine_torch: no CUDA device")
-    if "cuda" not in hone.backends():
-        sys.exit("qmv_affine_torch: libhone.so has no usable CUDA backend (backends: %s)" %
-                 ",".join(hone.backends()))
+    require_cuda("qmv_affine_torch", hone)
     props = torch.cuda.get_device_properties(0)
     l2_bytes = props.L2_cache_size
     if args.read_bandwidth:
@@ -434,12 +383,8 @@ def main():
     }
     if not int8_ok:
         doc["int8_peer_missing"] = int8_why
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "qmv_affine_torch.json"), "w") as f:
-        json.dump(doc, f, indent=2)
     table = markdown(doc)
-    with open(os.path.join(args.out, "qmv_affine_torch.md"), "w") as f:
-        f.write(table)
+    write_results(args.out, "qmv_affine_torch", doc, table)
     print(table)
 
 

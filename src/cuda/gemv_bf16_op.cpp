@@ -1,13 +1,13 @@
 #include "cuda/gemv_bf16_op.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <limits>
+#include <optional>
 
 #include "cuda/bf16.h"
 #include "cuda/cuda_backend_impl.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gemv_bf16_reference.h"
+#include "cuda/gemv_workload.h"
 #include "cuda/random_fill.h"
 #include "hone/error.h"
 
@@ -16,12 +16,6 @@ namespace hone::cuda {
 namespace {
 
 size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
-
-std::string text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
 
 } // namespace
 
@@ -48,20 +42,14 @@ size_t GemvBf16Workload::bytes_per_launch() const {
 }
 
 void GemvBf16Workload::set_rotation(int copies) {
-  HONE_CHECK(copies >= 1, "set_rotation needs at least one copy");
-  const auto count = static_cast<size_t>(copies);
-  if (x_.size() > count) {
-    x_.resize(count);
-    w_.resize(count);
-  }
-  // Every copy holds its own random data: never zeros, and no two copies alike.
-  while (x_.size() < count) {
-    x_.emplace_back(elements(rows_, k_) * sizeof(uint16_t));
-    w_.emplace_back(elements(n_, k_) * sizeof(uint16_t));
-    fill_random_bf16(x_.back().data(), elements(rows_, k_), next_random_seed(), stream());
-    fill_random_bf16(w_.back().data(), elements(n_, k_), next_random_seed(), stream());
-  }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  // Random bf16: never zeros.
+  resize_rotation(copies_, copies, stream(), [&] {
+    Inputs in{DeviceBuffer(elements(rows_, k_) * sizeof(uint16_t)),
+              DeviceBuffer(elements(n_, k_) * sizeof(uint16_t))};
+    fill_random_bf16(in.x.data(), elements(rows_, k_), next_random_seed(), stream());
+    fill_random_bf16(in.w.data(), elements(n_, k_), next_random_seed(), stream());
+    return in;
+  });
 }
 
 Status GemvBf16Workload::can_run(const Tactic &tactic, std::string *reason) const {
@@ -84,24 +72,12 @@ Status GemvBf16Workload::can_run(const Tactic &tactic, std::string *reason) cons
                 " bytes of workspace, " + std::to_string(workspace_.size()) + " allocated";
     return Status::cannot_implement;
   }
-  // Automatic spill rule: a config whose kernel uses local memory is refused, whatever its
-  // speed today, because spills make its time depend on the L1/L2 state around it.
-  const KernelResources res = gemv_bf16_resources(config);
-  if (res.local_bytes > 0) {
+  if (std::optional<std::string> spills = spill_reason(gemv_bf16_resources(config))) {
     if (reason)
-      *reason = "spills: " + std::to_string(res.local_bytes) + " bytes local memory, " +
-                std::to_string(res.registers) + " registers";
+      *reason = std::move(*spills);
     return Status::rejected;
   }
   return Status::ok;
-}
-
-const GemvBf16Config &GemvBf16Workload::config_of(const Tactic &tactic) {
-  if (!(tactic == last_tactic_)) {
-    last_config_ = GemvBf16Config::from_tactic(tactic);
-    last_tactic_ = tactic;
-  }
-  return last_config_;
 }
 
 int GemvBf16Workload::launch(const GemvBf16Config &config, const void *x, const void *w, void *y,
@@ -120,43 +96,27 @@ int GemvBf16Workload::launch(const GemvBf16Config &config, const void *x, const 
 
 void GemvBf16Workload::run(const Tactic &tactic, int copy) {
   HONE_CHECK(copy >= 0 && copy < rotation(), "copy index outside the rotation");
-  const GemvBf16Config &config = config_of(tactic);
-  const auto c = static_cast<size_t>(copy);
-  const int status = launch(config, x_[c].data(), w_[c].data(), y_.data(), rows_);
-  if (status != 0) {
-    const auto err = static_cast<cudaError_t>(status);
-    (void)cudaGetLastError();
-    HONE_RUNTIME_ERROR("gemv_bf16_launch(" + tactic.str() + "): " + cudaGetErrorName(err) + ": " +
-                       cudaGetErrorString(err));
-  }
+  const GemvBf16Config &config = last_config_.of(tactic);
+  const int status = launch(config, x(copy), w(copy), y_.data(), rows_);
+  if (status != 0)
+    HONE_RUNTIME_ERROR("gemv_bf16_launch(" + tactic.str() + "): " + launch_error(status));
 }
 
 void GemvBf16Workload::randomize_inputs() {
-  fill_random_bf16(x_.at(0).data(), elements(rows_, k_), next_random_seed(), stream());
-  fill_random_bf16(w_.at(0).data(), elements(n_, k_), next_random_seed(), stream());
+  fill_random_bf16(copies_.at(0).x.data(), elements(rows_, k_), next_random_seed(), stream());
+  fill_random_bf16(copies_.at(0).w.data(), elements(n_, k_), next_random_seed(), stream());
 }
 
-void GemvBf16Workload::poison_output() {
-  // 0xFF bytes make every bf16 element 0xFFFF, a NaN.
-  HONE_CUDA_CHECK(cudaMemsetAsync(y_.data(), 0xff, y_.size(), stream()));
-}
-
-std::vector<uint16_t> GemvBf16Workload::download(const void *src, size_t count) const {
-  std::vector<uint16_t> out(count);
-  HONE_CUDA_CHECK(
-      cudaMemcpyAsync(out.data(), src, count * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream()));
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return out;
-}
+void GemvBf16Workload::poison_output() { poison_bf16(y_, stream()); }
 
 std::vector<uint16_t> GemvBf16Workload::download_x(int copy) const {
-  return download(x(copy), elements(rows_, k_));
+  return download<uint16_t>(x(copy), elements(rows_, k_), stream());
 }
 std::vector<uint16_t> GemvBf16Workload::download_w(int copy) const {
-  return download(w(copy), elements(n_, k_));
+  return download<uint16_t>(w(copy), elements(n_, k_), stream());
 }
 std::vector<uint16_t> GemvBf16Workload::download_y() const {
-  return download(y_.data(), elements(rows_, n_));
+  return download<uint16_t>(y_.data(), elements(rows_, n_), stream());
 }
 
 std::vector<double> GemvBf16Workload::reference() const {
@@ -169,79 +129,30 @@ CheckResult GemvBf16Workload::check(const Tactic &tactic, Numerics numerics) {
   result.status = can_run(tactic, &result.reason);
   if (!result.pass())
     return result;
-  const GemvBf16Config config = config_of(tactic);
-  // Batch invariance is a property of the summation order, which a random input can fail to
-  // expose after bf16 rounding: a config must share the rows=1 default's order (its path and
-  // its K slicing, warps_k x split_k) before the bitwise comparison below even runs.
+  const GemvBf16Config config = last_config_.of(tactic);
   const GemvBf16Config single = gemv_bf16_default(1, n_, k_);
+  const std::string single_tactic = single.to_tactic().str();
   if (numerics == Numerics::batch_invariant &&
-      (config.path != single.path ||
-       config.warps_k * config.split_k != single.warps_k * single.split_k)) {
-    result.status = Status::gate_failed;
-    result.error = std::numeric_limits<double>::infinity();
-    result.reason = "summation order (path " + std::to_string(config.path) + ", k_slices " +
-                    std::to_string(config.warps_k * config.split_k) +
-                    ") differs from the rows=1 default " + single.to_tactic().str();
+      !same_summation_order({config.path, config.warps_k * config.split_k},
+                            {single.path, single.warps_k * single.split_k}, single_tactic, result))
     return result;
-  }
 
   randomize_inputs();
   poison_output();
-  const int status = launch(config, x_[0].data(), w_[0].data(), y_.data(), rows_);
-  if (status != 0) {
-    const auto err = static_cast<cudaError_t>(status);
-    (void)cudaGetLastError();
-    result.status = Status::launch_failed;
-    result.reason =
-        std::string("launch: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-    return result;
-  }
-  // A fault inside the kernel is sticky (the context is lost): that throws here.
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-
-  const std::vector<uint16_t> y = download_y();
-  const GemvBf16Comparison cmp = compare_gemv_bf16(y, reference());
-  result.error = cmp.relative_l2;
-  if (cmp.nan_count > 0) {
-    result.status = Status::gate_failed;
-    result.error = std::numeric_limits<double>::infinity();
-    result.reason = std::to_string(cmp.nan_count) + " of " + std::to_string(y.size()) +
-                    " outputs NaN (unwritten or invalid)";
-    return result;
-  }
-  if (!(cmp.relative_l2 <= result.bound)) {
-    result.status = Status::gate_failed;
-    result.reason = "relative L2 error " + text(cmp.relative_l2) + " > bound " + text(result.bound);
-    return result;
-  }
-  if (numerics == Numerics::tolerance)
-    return result;
-
-  // Batch invariance: row r must equal, bit for bit, the rows=1 default run on X[r].
-  HONE_CUDA_CHECK(cudaMemsetAsync(y_reference_.data(), 0xff, y_reference_.size(), stream()));
-  for (int r = 0; r < rows_; ++r) {
-    const auto *xr = static_cast<const uint16_t *>(x_[0].data()) + elements(r, k_);
-    auto *yr = static_cast<uint16_t *>(y_reference_.data()) + elements(r, n_);
-    const int s = launch(single, xr, w_[0].data(), yr, 1);
-    if (s != 0) {
-      (void)cudaGetLastError();
-      HONE_RUNTIME_ERROR("rows=1 default " + single.to_tactic().str() +
-                         " failed to launch: " + cudaGetErrorString(static_cast<cudaError_t>(s)));
-    }
-  }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  const std::vector<uint16_t> expected = download(y_reference_.data(), elements(rows_, n_));
-  size_t mismatches = 0;
-  for (size_t i = 0; i < y.size(); ++i)
-    mismatches += y[i] != expected[i] ? 1 : 0;
-  result.error = static_cast<double>(mismatches);
-  result.bound = 0;
-  if (mismatches > 0) {
-    result.status = Status::gate_failed;
-    result.reason = std::to_string(mismatches) + " of " + std::to_string(y.size()) +
-                    " outputs differ bitwise from the rows=1 default " + single.to_tactic().str();
-  }
-  return result;
+  Bf16OutputGate gate;
+  gate.stream = stream();
+  gate.rows = rows_;
+  gate.n = n_;
+  gate.y = &y_;
+  gate.y_reference = &y_reference_;
+  gate.launch = [&] { return launch(config, x(0), w(0), y_.data(), rows_); };
+  gate.reference = [&] { return reference(); };
+  gate.launch_single = [&](int r, void *yr) {
+    const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(r, k_);
+    return launch(single, xr, w(0), yr, 1);
+  };
+  gate.single_tactic = single_tactic;
+  return gate_bf16_output(gate, numerics, std::move(result));
 }
 
 // --- op -----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include "cuda/device_buffer.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "cuda/last_config.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
 
@@ -38,7 +39,7 @@ public:
 
   size_t bytes_per_launch() const override; // [bytes] W + X + Y
   void set_rotation(int copies) override;
-  int rotation() const override { return static_cast<int>(x_.size()); }
+  int rotation() const override { return static_cast<int>(copies_.size()); }
   Status can_run(const Tactic &tactic, std::string *reason) const override;
   void run(const Tactic &tactic, int copy) override;
   CheckResult check(const Tactic &tactic, Numerics numerics) override;
@@ -47,8 +48,8 @@ public:
   int rows() const { return rows_; }
   int n() const { return n_; }
   int k() const { return k_; }
-  const void *x(int copy) const { return x_.at(static_cast<size_t>(copy)).data(); }
-  const void *w(int copy) const { return w_.at(static_cast<size_t>(copy)).data(); }
+  const void *x(int copy) const { return inputs(copy).x.data(); }
+  const void *w(int copy) const { return inputs(copy).w.data(); }
   void *y() const { return y_.data(); }
   cudaStream_t stream() const;
 
@@ -66,18 +67,19 @@ public:
   int launch(const GemvBf16Config &config, const void *x, const void *w, void *y, int rows);
 
 private:
-  const GemvBf16Config &config_of(const Tactic &tactic);
-  std::vector<uint16_t> download(const void *src, size_t count) const;
+  struct Inputs {
+    DeviceBuffer x; // bf16 [rows, k]
+    DeviceBuffer w; // bf16 [n, k]
+  };
+  const Inputs &inputs(int copy) const { return copies_.at(static_cast<size_t>(copy)); }
 
   CudaBackend &backend_;
   int rows_, n_, k_;
-  std::vector<DeviceBuffer> x_; // [copies] bf16 [rows, k]
-  std::vector<DeviceBuffer> w_; // [copies] bf16 [n, k]
-  DeviceBuffer y_;              // bf16 [rows, n]
-  DeviceBuffer y_reference_;    // bf16 [rows, n]: rows=1 default results (batch invariance)
-  DeviceBuffer workspace_;      // largest gemv_bf16_workspace_bytes of any admissible config
-  Tactic last_tactic_;          // run() parses a tactic once per change, not per launch
-  GemvBf16Config last_config_;
+  std::vector<Inputs> copies_;
+  DeviceBuffer y_;           // bf16 [rows, n]
+  DeviceBuffer y_reference_; // bf16 [rows, n]: rows=1 default results (batch invariance)
+  DeviceBuffer workspace_;   // largest gemv_bf16_workspace_bytes of any admissible config
+  LastConfig<GemvBf16Config> last_config_;
 };
 
 class GemvBf16Op final : public TunableOp {

@@ -1,13 +1,12 @@
 #include "cuda/qmv_affine_op.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <limits>
+#include <optional>
 
 #include "cuda/bf16.h"
 #include "cuda/cuda_backend_impl.h"
 #include "cuda/cuda_check.h"
-#include "cuda/gemv_bf16_reference.h"
+#include "cuda/gemv_workload.h"
 #include "cuda/random_fill.h"
 #include "hone/error.h"
 
@@ -22,12 +21,6 @@ size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size
 
 size_t q_words(const QmvAffineProblem &p) { return elements(p.n, p.k) * p.bits / 32; }
 size_t group_params(const QmvAffineProblem &p) { return elements(p.n, p.k / p.group); }
-
-std::string text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
 
 std::string describe(const QmvAffineProblem &p) {
   return "rows=" + std::to_string(p.rows) + ",n=" + std::to_string(p.n) +
@@ -81,21 +74,15 @@ void QmvAffineWorkload::fill(Inputs &in) {
 }
 
 void QmvAffineWorkload::set_rotation(int copies) {
-  HONE_CHECK(copies >= 1, "set_rotation needs at least one copy");
-  const auto count = static_cast<size_t>(copies);
-  if (copies_.size() > count)
-    copies_.resize(count);
-  // Every copy holds its own random data: no two copies alike.
-  while (copies_.size() < count) {
+  resize_rotation(copies_, copies, stream(), [&] {
     Inputs in;
     in.x = DeviceBuffer(elements(p_.rows, p_.k) * sizeof(uint16_t));
     in.q = DeviceBuffer(q_words(p_) * sizeof(uint32_t));
     in.scales = DeviceBuffer(group_params(p_) * sizeof(uint16_t));
     in.biases = DeviceBuffer(group_params(p_) * sizeof(uint16_t));
     fill(in);
-    copies_.push_back(std::move(in));
-  }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return in;
+  });
 }
 
 Status QmvAffineWorkload::can_run(const Tactic &tactic, std::string *reason) const {
@@ -117,22 +104,9 @@ Status QmvAffineWorkload::can_run(const Tactic &tactic, std::string *reason) con
   if (std::string why;
       !qmv_affine_can_implement(config, p_.rows, p_.n, p_.k, p_.bits, p_.group, &why))
     return refuse(Status::cannot_implement, why);
-  // Automatic spill rule: a config whose kernel uses local memory is refused, whatever its
-  // speed today, because spills make its time depend on the L1/L2 state around it.
-  const KernelResources res = qmv_affine_resources(config, p_.bits);
-  if (res.local_bytes > 0)
-    return refuse(Status::rejected, "spills: " + std::to_string(res.local_bytes) +
-                                        " bytes local memory, " + std::to_string(res.registers) +
-                                        " registers");
+  if (std::optional<std::string> spills = spill_reason(qmv_affine_resources(config, p_.bits)))
+    return refuse(Status::rejected, std::move(*spills));
   return Status::ok;
-}
-
-const QmvAffineConfig &QmvAffineWorkload::config_of(const Tactic &tactic) {
-  if (!(tactic == last_tactic_)) {
-    last_config_ = QmvAffineConfig::from_tactic(tactic);
-    last_tactic_ = tactic;
-  }
-  return last_config_;
 }
 
 int QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, const void *x, void *y,
@@ -154,45 +128,30 @@ int QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, const voi
 
 void QmvAffineWorkload::run(const Tactic &tactic, int copy) {
   HONE_CHECK(copy >= 0 && copy < rotation(), "copy index outside the rotation");
-  const QmvAffineConfig &config = config_of(tactic);
+  const QmvAffineConfig &config = last_config_.of(tactic);
   const int status = launch(config, copy, x(copy), y_.data(), p_.rows);
-  if (status != 0) {
-    const auto err = static_cast<cudaError_t>(status);
-    (void)cudaGetLastError();
-    HONE_RUNTIME_ERROR("qmv_affine_launch(" + tactic.str() + "): " + cudaGetErrorName(err) + ": " +
-                       cudaGetErrorString(err));
-  }
+  if (status != 0)
+    HONE_RUNTIME_ERROR("qmv_affine_launch(" + tactic.str() + "): " + launch_error(status));
 }
 
 void QmvAffineWorkload::randomize_inputs() { fill(copies_.at(0)); }
 
-void QmvAffineWorkload::poison_output() {
-  // 0xFF bytes make every bf16 element 0xFFFF, a NaN.
-  HONE_CUDA_CHECK(cudaMemsetAsync(y_.data(), 0xff, y_.size(), stream()));
-}
-
-template <class T> std::vector<T> QmvAffineWorkload::download(const void *src, size_t count) const {
-  std::vector<T> out(count);
-  HONE_CUDA_CHECK(
-      cudaMemcpyAsync(out.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost, stream()));
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return out;
-}
+void QmvAffineWorkload::poison_output() { poison_bf16(y_, stream()); }
 
 std::vector<uint16_t> QmvAffineWorkload::download_x(int copy) const {
-  return download<uint16_t>(x(copy), elements(p_.rows, p_.k));
+  return download<uint16_t>(x(copy), elements(p_.rows, p_.k), stream());
 }
 std::vector<uint32_t> QmvAffineWorkload::download_q(int copy) const {
-  return download<uint32_t>(q(copy), q_words(p_));
+  return download<uint32_t>(q(copy), q_words(p_), stream());
 }
 std::vector<uint16_t> QmvAffineWorkload::download_scales(int copy) const {
-  return download<uint16_t>(scales(copy), group_params(p_));
+  return download<uint16_t>(scales(copy), group_params(p_), stream());
 }
 std::vector<uint16_t> QmvAffineWorkload::download_biases(int copy) const {
-  return download<uint16_t>(biases(copy), group_params(p_));
+  return download<uint16_t>(biases(copy), group_params(p_), stream());
 }
 std::vector<uint16_t> QmvAffineWorkload::download_y() const {
-  return download<uint16_t>(y_.data(), elements(p_.rows, p_.n));
+  return download<uint16_t>(y_.data(), elements(p_.rows, p_.n), stream());
 }
 
 std::vector<double> QmvAffineWorkload::reference(int copy) const {
@@ -206,79 +165,30 @@ CheckResult QmvAffineWorkload::check(const Tactic &tactic, Numerics numerics) {
   result.status = can_run(tactic, &result.reason);
   if (!result.pass())
     return result;
-  const QmvAffineConfig config = config_of(tactic);
-  // Batch invariance is a property of the summation order, which a random input can fail to
-  // expose after bf16 rounding: a config must share the rows=1 default's order (its path and
-  // its K slicing, warps_k x split_k) before the bitwise comparison below even runs.
+  const QmvAffineConfig config = last_config_.of(tactic);
   const QmvAffineConfig single = qmv_affine_default(1, p_.n, p_.k, p_.bits, p_.group);
+  const std::string single_tactic = single.to_tactic().str();
   if (numerics == Numerics::batch_invariant &&
-      (config.path != single.path || qmv_affine_k_slices(config) != qmv_affine_k_slices(single))) {
-    result.status = Status::gate_failed;
-    result.error = std::numeric_limits<double>::infinity();
-    result.reason = "summation order (path " + std::to_string(config.path) + ", k_slices " +
-                    std::to_string(qmv_affine_k_slices(config)) +
-                    ") differs from the rows=1 default " + single.to_tactic().str();
+      !same_summation_order({config.path, qmv_affine_k_slices(config)},
+                            {single.path, qmv_affine_k_slices(single)}, single_tactic, result))
     return result;
-  }
 
   randomize_inputs();
   poison_output();
-  const int status = launch(config, 0, x(0), y_.data(), p_.rows);
-  if (status != 0) {
-    const auto err = static_cast<cudaError_t>(status);
-    (void)cudaGetLastError();
-    result.status = Status::launch_failed;
-    result.reason =
-        std::string("launch: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-    return result;
-  }
-  // A fault inside the kernel is sticky (the context is lost): that throws here.
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-
-  const std::vector<uint16_t> y = download_y();
-  const GemvBf16Comparison cmp = compare_gemv_bf16(y, reference(0));
-  result.error = cmp.relative_l2;
-  if (cmp.nan_count > 0) {
-    result.status = Status::gate_failed;
-    result.error = std::numeric_limits<double>::infinity();
-    result.reason = std::to_string(cmp.nan_count) + " of " + std::to_string(y.size()) +
-                    " outputs NaN (unwritten or invalid)";
-    return result;
-  }
-  if (!(cmp.relative_l2 <= result.bound)) {
-    result.status = Status::gate_failed;
-    result.reason = "relative L2 error " + text(cmp.relative_l2) + " > bound " + text(result.bound);
-    return result;
-  }
-  if (numerics == Numerics::tolerance)
-    return result;
-
-  // Batch invariance: row r must equal, bit for bit, the rows=1 default run on X[r].
-  HONE_CUDA_CHECK(cudaMemsetAsync(y_reference_.data(), 0xff, y_reference_.size(), stream()));
-  for (int r = 0; r < p_.rows; ++r) {
+  Bf16OutputGate gate;
+  gate.stream = stream();
+  gate.rows = p_.rows;
+  gate.n = p_.n;
+  gate.y = &y_;
+  gate.y_reference = &y_reference_;
+  gate.launch = [&] { return launch(config, 0, x(0), y_.data(), p_.rows); };
+  gate.reference = [&] { return reference(0); };
+  gate.launch_single = [&](int r, void *yr) {
     const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(r, p_.k);
-    auto *yr = static_cast<uint16_t *>(y_reference_.data()) + elements(r, p_.n);
-    const int s = launch(single, 0, xr, yr, 1);
-    if (s != 0) {
-      (void)cudaGetLastError();
-      HONE_RUNTIME_ERROR("rows=1 default " + single.to_tactic().str() +
-                         " failed to launch: " + cudaGetErrorString(static_cast<cudaError_t>(s)));
-    }
-  }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  const std::vector<uint16_t> expected =
-      download<uint16_t>(y_reference_.data(), elements(p_.rows, p_.n));
-  size_t mismatches = 0;
-  for (size_t i = 0; i < y.size(); ++i)
-    mismatches += y[i] != expected[i] ? 1 : 0;
-  result.error = static_cast<double>(mismatches);
-  result.bound = 0;
-  if (mismatches > 0) {
-    result.status = Status::gate_failed;
-    result.reason = std::to_string(mismatches) + " of " + std::to_string(y.size()) +
-                    " outputs differ bitwise from the rows=1 default " + single.to_tactic().str();
-  }
-  return result;
+    return launch(single, 0, xr, yr, 1);
+  };
+  gate.single_tactic = single_tactic;
+  return gate_bf16_output(gate, numerics, std::move(result));
 }
 
 // --- op -----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 
 #include "cuda/device_buffer.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/last_config.h"
 #include "cuda/qmv_affine_reference.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
@@ -92,16 +93,13 @@ private:
   };
   const Inputs &inputs(int copy) const { return copies_.at(static_cast<size_t>(copy)); }
   void fill(Inputs &in);
-  const QmvAffineConfig &config_of(const Tactic &tactic);
-  template <class T> std::vector<T> download(const void *src, size_t count) const;
 
   CudaBackend &backend_;
   QmvAffineProblem p_;
   std::vector<Inputs> copies_;
   DeviceBuffer y_;           // bf16 [rows, n]
   DeviceBuffer y_reference_; // bf16 [rows, n]: rows=1 default results (batch invariance)
-  Tactic last_tactic_;       // run() parses a tactic once per change, not per launch
-  QmvAffineConfig last_config_;
+  LastConfig<QmvAffineConfig> last_config_;
 };
 
 class QmvAffineOp final : public TunableOp {

@@ -13,20 +13,19 @@
 #include "device_test.h"
 #include "hone/error.h"
 #include "hone/registry.h"
+#include "op_test_helpers.h"
 
 namespace hone::cuda {
 namespace {
 
 using testing::DeviceTest;
+using testing::ForeignWorkload;
 using testing::reduced_shapes;
+using testing::registered_op;
 
 class CublasPeerTest : public DeviceTest {};
 
-const TunableOp &gemv_op() {
-  const TunableOp *op = Registry::global().find("gemv.bf16", "cuda");
-  EXPECT_NE(op, nullptr);
-  return *op;
-}
+const TunableOp &gemv_op() { return registered_op("gemv.bf16"); }
 
 TEST(CublasPeerRegistryTest, PeerIsFindableThroughTheRegistry) {
   const TunableOp &op = gemv_op();
@@ -66,16 +65,6 @@ TEST_F(CublasPeerTest, MatchesTheReferenceOnEveryRotationCopy) {
     }
   }
 }
-
-class ForeignWorkload final : public Workload {
-public:
-  size_t bytes_per_launch() const override { return 0; }
-  void set_rotation(int) override {}
-  int rotation() const override { return 1; }
-  Status can_run(const Tactic &, std::string *) const override { return Status::ok; }
-  void run(const Tactic &, int) override {}
-  CheckResult check(const Tactic &, Numerics) override { return {}; }
-};
 
 TEST(CublasPeerRegistryTest, RejectsAWorkloadOfAnotherOp) {
   ForeignWorkload foreign;

@@ -14,13 +14,18 @@
 #include "cuda/gemv_bf16_reference.h"
 #include "device_test.h"
 #include "hone/error.h"
-#include "hone/registry.h"
+#include "op_test_helpers.h"
 
 namespace hone::cuda {
 namespace {
 
+using testing::check_every_tactic;
 using testing::DeviceTest;
+using testing::expect_defaults_batch_invariant;
+using testing::expect_invalid;
+using testing::expect_spill_rule;
 using testing::reduced_shapes;
+using testing::registered_op;
 
 struct NK {
   int n, k;
@@ -46,35 +51,7 @@ std::vector<int> leftover_rows() { return {1, 7, 32}; }
 
 Shape shape_of(int rows, NK s) { return Shape{{rows, s.n, s.k}, DType::bf16}; }
 
-const TunableOp &gemv_op() {
-  const TunableOp *op = Registry::global().find("gemv.bf16", "cuda");
-  EXPECT_NE(op, nullptr);
-  return *op;
-}
-
-// Checks every candidate of the shape's bucket at that shape; returns how many ran.
-int check_every_tactic(const TunableOp &op, const Shape &shape) {
-  const Shape bucket = op.buckets().map(shape).value();
-  std::unique_ptr<Workload> w = op.prepare(shape);
-  int ran = 0;
-  for (const Tactic &t : op.candidates(bucket)) {
-    std::string reason;
-    const Status can = w->can_run(t, &reason);
-    if (can != Status::ok) {
-      // Bucket candidates need not all fit a smaller row count of the bucket; spilling
-      // configs are refused by the backend rule (SpillingConfigsAreRejectedWithResources).
-      if (can == Status::rejected)
-        std::printf("rejected %s: %s\n", t.str().c_str(), reason.c_str());
-      continue;
-    }
-    const CheckResult r = w->check(t, Numerics::tolerance);
-    EXPECT_TRUE(r.pass()) << op.buckets().describe(shape) << " " << t.str() << ": "
-                          << to_string(r.status) << ": " << r.reason;
-    EXPECT_LE(r.error, kGemvBf16RelativeL2Bound) << t.str();
-    ++ran;
-  }
-  return ran;
-}
+const TunableOp &gemv_op() { return registered_op("gemv.bf16"); }
 
 class GemvBf16OpTest : public DeviceTest {};
 
@@ -97,21 +74,12 @@ TEST(GemvBf16OpHostTest, OpIdentityAndBuckets) {
 
 TEST(GemvBf16OpHostTest, ValidateNamesTheBadValue) {
   const TunableOp &op = gemv_op();
-  const auto expect_invalid = [&](const Shape &s, const std::string &needle) {
-    try {
-      op.validate(s);
-      ADD_FAILURE() << "expected invalid_argument for " << needle;
-    } catch (const Error &e) {
-      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
-  expect_invalid(Shape{{4, 4096, 1001}, DType::bf16}, "k=1001");
-  expect_invalid(Shape{{33, 4096, 4096}, DType::bf16}, "rows=33");
-  expect_invalid(Shape{{0, 4096, 4096}, DType::bf16}, "rows=0");
-  expect_invalid(Shape{{4, 0, 4096}, DType::bf16}, "n=0");
-  expect_invalid(Shape{{4, 4096, 4096}, DType::f32}, "f32");
-  expect_invalid(Shape{{4, 4096}, DType::bf16}, "3 dimensions");
+  expect_invalid(op, Shape{{4, 4096, 1001}, DType::bf16}, "k=1001");
+  expect_invalid(op, Shape{{33, 4096, 4096}, DType::bf16}, "rows=33");
+  expect_invalid(op, Shape{{0, 4096, 4096}, DType::bf16}, "rows=0");
+  expect_invalid(op, Shape{{4, 0, 4096}, DType::bf16}, "n=0");
+  expect_invalid(op, Shape{{4, 4096, 4096}, DType::f32}, "f32");
+  expect_invalid(op, Shape{{4, 4096}, DType::bf16}, "3 dimensions");
   EXPECT_NO_THROW(op.validate(Shape{{32, 4096, 4104}, DType::bf16}));
 }
 
@@ -149,7 +117,7 @@ TEST_F(GemvBf16OpTest, EveryTacticMatchesTheReferenceOnMatrixShapes) {
   const TunableOp &op = gemv_op();
   for (NK s : matrix_shapes())
     for (int rows : matrix_rows())
-      EXPECT_GT(check_every_tactic(op, shape_of(rows, s)), 0)
+      EXPECT_GT(check_every_tactic(op, shape_of(rows, s), kGemvBf16RelativeL2Bound), 0)
           << "no tactic ran n=" << s.n << " k=" << s.k << " rows=" << rows;
 }
 
@@ -157,7 +125,7 @@ TEST_F(GemvBf16OpTest, EveryTacticMatchesTheReferenceOnLeftoverShapes) {
   const TunableOp &op = gemv_op();
   for (NK s : leftover_shapes())
     for (int rows : leftover_rows())
-      EXPECT_GT(check_every_tactic(op, shape_of(rows, s)), 0)
+      EXPECT_GT(check_every_tactic(op, shape_of(rows, s), kGemvBf16RelativeL2Bound), 0)
           << "no tactic ran n=" << s.n << " k=" << s.k << " rows=" << rows;
 }
 
@@ -197,23 +165,8 @@ TEST_F(GemvBf16OpTest, SpillingConfigsAreRejectedWithResources) {
   const Shape shape = shape_of(8, {4096, 4096});
   std::unique_ptr<Workload> w = op.prepare(shape);
   int spilling = 0;
-  for (const GemvBf16Config &c : gemv_bf16_configs()) {
-    const KernelResources res = gemv_bf16_resources(c);
-    std::string reason;
-    const Status s = w->can_run(c.to_tactic(), &reason);
-    if (res.local_bytes > 0) {
-      ++spilling;
-      EXPECT_EQ(s, Status::rejected) << c.to_tactic().str();
-      EXPECT_EQ(reason.rfind("spills: " + std::to_string(res.local_bytes) +
-                                 " bytes local memory, " + std::to_string(res.registers) +
-                                 " registers",
-                             0),
-                0u)
-          << reason;
-    } else {
-      EXPECT_NE(s, Status::rejected) << c.to_tactic().str() << ": " << reason;
-    }
-  }
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    spilling += expect_spill_rule(*w, c.to_tactic(), gemv_bf16_resources(c)) ? 1 : 0;
   std::printf("%zu configs compiled, %d spill\n", gemv_bf16_configs().size(), spilling);
 }
 
@@ -234,19 +187,9 @@ TEST_F(GemvBf16OpTest, DefaultIsBatchInvariantForRows1To32) {
                                      ? std::vector<NK>{{512, 1024}}
                                      : std::vector<NK>{{4096, 4096}, {1536, 8960}, {1000, 4104}};
   for (NK s : shapes) {
-    for (int rows = 1; rows <= 32; ++rows) {
-      const Shape shape = shape_of(rows, s);
-      std::unique_ptr<Workload> w = op.prepare(shape);
-      std::vector<Tactic> defaults{op.default_tactic(op.buckets().map(shape).value())};
-      const Tactic exact = gemv_bf16_default(rows, s.n, s.k).to_tactic();
-      if (!(exact == defaults.front()))
-        defaults.push_back(exact);
-      for (const Tactic &t : defaults) {
-        const CheckResult r = w->check(t, Numerics::batch_invariant);
-        EXPECT_TRUE(r.pass()) << op.buckets().describe(shape) << " " << t.str() << ": " << r.reason;
-        EXPECT_EQ(r.error, 0) << t.str();
-      }
-    }
+    for (int rows = 1; rows <= 32; ++rows)
+      expect_defaults_batch_invariant(op, shape_of(rows, s),
+                                      gemv_bf16_default(rows, s.n, s.k).to_tactic());
   }
 }
 

@@ -8,13 +8,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "cuda/affine_dequantize.h"
 #include "cuda/bf16.h"
@@ -26,19 +24,27 @@
 #include "cuda/qmv_affine_op.h"
 #include "cuda/qmv_affine_reference.h"
 #include "device_test.h"
-#include "hone/cache.h"
 #include "hone/dispatcher.h"
 #include "hone/error.h"
-#include "hone/key.h"
 #include "hone/ops/cuda.h"
 #include "hone/registry.h"
 #include "hone/tune.h"
+#include "op_test_helpers.h"
 
 namespace hone::cuda {
 namespace {
 
+using testing::CacheDirTest;
+using testing::check_every_tactic;
 using testing::DeviceTest;
+using testing::expect_defaults_batch_invariant;
+using testing::expect_invalid;
+using testing::expect_served_from_cache;
+using testing::expect_spill_rule;
+using testing::ForeignWorkload;
 using testing::reduced_shapes;
+using testing::registered_op;
+using testing::tune_and_check;
 
 // One quantized weight matrix: N x K in `bits`-bit groups of `group` along K.
 struct Format {
@@ -73,45 +79,7 @@ Shape shape_of(int rows, const Format &f) {
   return Shape{{rows, f.n, f.k, f.bits, f.group}, DType::bf16};
 }
 
-const TunableOp &qmv_op() {
-  const TunableOp *op = Registry::global().find("qmv.affine", "cuda");
-  EXPECT_NE(op, nullptr);
-  return *op;
-}
-
-// Checks every candidate of the shape's bucket at that shape; returns how many ran.
-int check_every_tactic(const TunableOp &op, const Shape &shape) {
-  const Shape bucket = op.buckets().map(shape).value();
-  std::unique_ptr<Workload> w = op.prepare(shape);
-  int ran = 0;
-  for (const Tactic &t : op.candidates(bucket)) {
-    std::string reason;
-    const Status can = w->can_run(t, &reason);
-    if (can != Status::ok) {
-      // Bucket candidates need not all fit a smaller row count of the bucket; spilling
-      // configs are refused by the backend rule (SpillingConfigsAreRejectedWithResources).
-      if (can == Status::rejected)
-        std::printf("rejected %s: %s\n", t.str().c_str(), reason.c_str());
-      continue;
-    }
-    const CheckResult r = w->check(t, Numerics::tolerance);
-    EXPECT_TRUE(r.pass()) << op.buckets().describe(shape) << " " << t.str() << ": "
-                          << to_string(r.status) << ": " << r.reason;
-    EXPECT_LE(r.error, kQmvAffineRelativeL2Bound) << t.str();
-    ++ran;
-  }
-  return ran;
-}
-
-void expect_invalid(const TunableOp &op, const Shape &s, const std::string &needle) {
-  try {
-    op.validate(s);
-    ADD_FAILURE() << "expected invalid_argument naming " << needle;
-  } catch (const Error &e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+const TunableOp &qmv_op() { return registered_op("qmv.affine"); }
 
 uint16_t bf16(float v) { return float_to_bf16(v); }
 
@@ -214,7 +182,7 @@ TEST_F(QmvAffineOpTest, EveryTacticMatchesTheReference) {
   const TunableOp &op = qmv_op();
   for (const Format &f : matrix_formats())
     for (int rows : matrix_rows())
-      EXPECT_GT(check_every_tactic(op, shape_of(rows, f)), 0)
+      EXPECT_GT(check_every_tactic(op, shape_of(rows, f), kQmvAffineRelativeL2Bound), 0)
           << "no tactic ran " << describe(f) << " rows=" << rows;
 }
 
@@ -321,20 +289,7 @@ TEST_F(QmvAffineOpTest, SpillingConfigsAreRejectedWithResources) {
     for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
       const KernelResources res = qmv_affine_resources(c, bits);
       EXPECT_GT(res.registers, 0) << c.to_tactic().str();
-      std::string reason;
-      const Status s = w->can_run(c.to_tactic(), &reason);
-      if (res.local_bytes > 0) {
-        ++spilling;
-        EXPECT_EQ(s, Status::rejected) << c.to_tactic().str();
-        EXPECT_EQ(reason.rfind("spills: " + std::to_string(res.local_bytes) +
-                                   " bytes local memory, " + std::to_string(res.registers) +
-                                   " registers",
-                               0),
-                  0u)
-            << reason;
-      } else {
-        EXPECT_NE(s, Status::rejected) << c.to_tactic().str() << ": " << reason;
-      }
+      spilling += expect_spill_rule(*w, c.to_tactic(), res) ? 1 : 0;
     }
     std::printf("bits=%d: %zu configs compiled, %d spill\n", bits, qmv_affine_configs(bits).size(),
                 spilling);
@@ -370,19 +325,9 @@ TEST_F(QmvAffineOpTest, DefaultIsBatchInvariantForRows1To32) {
                                                                              {1000, 1056, 4, 32},
                                                                              {14336, 4096, 8, 64}};
   for (const Format &f : formats) {
-    for (int rows = 1; rows <= 32; ++rows) {
-      const Shape shape = shape_of(rows, f);
-      std::unique_ptr<Workload> w = op.prepare(shape);
-      std::vector<Tactic> defaults{op.default_tactic(op.buckets().map(shape).value())};
-      const Tactic exact = qmv_affine_default(rows, f.n, f.k, f.bits, f.group).to_tactic();
-      if (!(exact == defaults.front()))
-        defaults.push_back(exact);
-      for (const Tactic &t : defaults) {
-        const CheckResult r = w->check(t, Numerics::batch_invariant);
-        EXPECT_TRUE(r.pass()) << op.buckets().describe(shape) << " " << t.str() << ": " << r.reason;
-        EXPECT_EQ(r.error, 0) << t.str();
-      }
-    }
+    for (int rows = 1; rows <= 32; ++rows)
+      expect_defaults_batch_invariant(
+          op, shape_of(rows, f), qmv_affine_default(rows, f.n, f.k, f.bits, f.group).to_tactic());
   }
 }
 
@@ -464,15 +409,7 @@ TEST(QmvAffinePeerRegistryTest, PeerIsFindableThroughTheRegistry) {
 }
 
 TEST(QmvAffinePeerRegistryTest, RejectsAWorkloadOfAnotherOp) {
-  class Foreign final : public Workload {
-  public:
-    size_t bytes_per_launch() const override { return 0; }
-    void set_rotation(int) override {}
-    int rotation() const override { return 1; }
-    Status can_run(const Tactic &, std::string *) const override { return Status::ok; }
-    void run(const Tactic &, int) override {}
-    CheckResult check(const Tactic &, Numerics) override { return {}; }
-  } foreign;
+  ForeignWorkload foreign;
   try {
     make_cublas_dequant_qmv_affine_peer(foreign);
     FAIL() << "expected invalid_argument";
@@ -568,28 +505,9 @@ TEST_F(QmvAffineOpTest, PublicEntryPointRejectsBadInputNamingTheValue) {
 // --- device: the tuner end to end
 // -----------------------------------------------------------------
 
-class QmvAffineTuneEndToEndTest : public DeviceTest {
+class QmvAffineTuneEndToEndTest : public CacheDirTest {
 protected:
-  void SetUp() override {
-    DeviceTest::SetUp();
-    if (IsSkipped())
-      return;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("hone-qmv-device-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    ASSERT_EQ(setenv("HONE_CACHE_DIR", dir_.c_str(), 1), 0);
-    unsetenv("HONE_CACHE");
-    unsetenv("HONE_AUTOTUNE");
-    unsetenv("HONE_TACTIC_QMV_AFFINE");
-  }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-      unsetenv("HONE_CACHE_DIR");
-    }
-  }
-  std::filesystem::path dir_;
+  QmvAffineTuneEndToEndTest() : CacheDirTest("hone-qmv-device-test-", "HONE_TACTIC_QMV_AFFINE") {}
 };
 
 TEST_F(QmvAffineTuneEndToEndTest, TunedPickIsServedFromTheCache) {
@@ -600,47 +518,16 @@ TEST_F(QmvAffineTuneEndToEndTest, TunedPickIsServedFromTheCache) {
   const Shape bucket = op.buckets().map(shape).value();
   EXPECT_EQ(bucket[0], 16);
 
-  TuneOptions options;
-  options.tuner.samples = 5;
-  const TuneReport report = tune_bucket(be, op, bucket, options);
-  EXPECT_EQ(report.numerics, Numerics::batch_invariant);
-  EXPECT_EQ(report.key, cache_key(op, bucket, be.info().model));
-  EXPECT_GE(report.batch, 1);
-  EXPECT_GE(report.rotation.copies, 1);
-  const TuneResult &r = report.result;
-  EXPECT_EQ(r.candidates[r.default_index].status, Status::ok)
-      << r.candidates[r.default_index].reason;
-  EXPECT_EQ(r.candidates[r.pick_index].status, Status::ok);
-  EXPECT_GT(r.default_s, 0);
-  EXPECT_GT(r.pick_s, 0);
+  const TuneReport report = tune_and_check(be, op, bucket);
   // Batch-invariant mode keeps every candidate of another K order out.
   const QmvAffineConfig single = qmv_affine_default(1, 4096, 4096, 4, 64);
-  for (const CandidateReport &c : r.candidates) {
-    if (qmv_affine_k_slices(QmvAffineConfig::from_tactic(c.tactic)) != qmv_affine_k_slices(single))
+  for (const CandidateReport &c : report.result.candidates) {
+    if (qmv_affine_k_slices(QmvAffineConfig::from_tactic(c.tactic)) !=
+        qmv_affine_k_slices(single)) {
       EXPECT_NE(c.status, Status::ok) << c.tactic.str();
+    }
   }
-  std::printf("tuned %s: %zu candidates, pick %s ratio %.3f (noise floor %.4f, margin %.3f), "
-              "default %.2f us, batch %d, copies %d\n",
-              report.bucket_text.c_str(), r.candidates.size(), r.pick().str().c_str(), r.ratio,
-              r.noise_floor, r.margin, r.default_s * 1e6, report.batch, report.rotation.copies);
-
-  {
-    Cache cache(Cache::default_path());
-    EXPECT_EQ(cache.path().parent_path(), dir_);
-    cache.load();
-    cache.put(to_cache_entry(report, current_metadata(be)));
-    cache.save();
-  }
-  ASSERT_TRUE(std::filesystem::exists(dir_ / "tuning-cache.json"));
-
-  // A new dispatcher reloads the file and serves the pick for the raw shape, untuned.
-  Dispatcher dispatcher(be, DispatcherOptions::from_env());
-  const Resolution &res = dispatcher.resolve(op, shape);
-  EXPECT_EQ(res.source, Source::cache) << to_string(res.source);
-  EXPECT_EQ(res.tactic, r.pick());
-  EXPECT_EQ(res.key, report.key);
-  EXPECT_EQ(dispatcher.tunes(), 0u);
-  EXPECT_EQ(&dispatcher.lookup(op, shape), &res.tactic);
+  expect_served_from_cache(be, op, shape, report, dir_);
 }
 
 } // namespace

@@ -206,28 +206,13 @@ int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, voi
     fn = e->async_fn;
   }
 
-  const int m_per_cta = p.warps_n * config.outputs_per_warp;
-  cudaLaunchConfig_t launch{};
-  launch.gridDim =
-      dim3(static_cast<unsigned>((args.n + m_per_cta - 1) / m_per_cta),
-           static_cast<unsigned>(config.split_k),
-           static_cast<unsigned>((args.rows + config.rows_per_cta - 1) / config.rows_per_cta));
-  launch.blockDim = dim3(static_cast<unsigned>(config.warps * 32));
-  launch.dynamicSmemBytes = smem;
-  launch.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute cluster{};
-  if (config.split_k > 1) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = static_cast<unsigned>(config.split_k);
-    cluster.val.clusterDim.z = 1;
-    launch.attrs = &cluster;
-    launch.numAttrs = 1;
-  }
-  const cudaError_t status = cudaLaunchKernelEx(&launch, fn, p);
-  if (status != cudaSuccess)
-    return static_cast<int>(status);
-  return static_cast<int>(cudaGetLastError());
+  const SplitKGrid grid{.n = args.n,
+                        .rows = args.rows,
+                        .outputs_per_cta = p.warps_n * config.outputs_per_warp,
+                        .rows_per_cta = config.rows_per_cta,
+                        .split_k = config.split_k,
+                        .threads = config.warps * 32};
+  return launch_split_k(grid, smem, reinterpret_cast<const void *>(fn), &p, stream);
 }
 
 } // namespace hone::cuda

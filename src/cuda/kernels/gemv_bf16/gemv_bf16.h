@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernels/common/split_k_launch.h" // for the launch in the .cu
 #include "hone/tactic.h"
 
 namespace hone::cuda {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "hone/error.h"
@@ -52,16 +53,9 @@ bool fail(std::string *reason, std::string text) {
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
-  Tactic t{path == 1 ? kMmaKernel : kFmaKernel,
-           {{kFieldNames[0], rows_per_cta},
-            {kFieldNames[1], warps},
-            {kFieldNames[2], warps_k},
-            {kFieldNames[3], outputs_per_warp},
-            {kFieldNames[4], split_k},
-            {kFieldNames[5], vec}}};
-  if (async) // optional field: tactics of async=0 configs keep their original spelling
-    t.params.push_back({kAsyncField, async});
-  return t;
+  return config_tactic(path == 1 ? kMmaKernel : kFmaKernel, kFieldNames,
+                       {{rows_per_cta, warps, warps_k, outputs_per_warp, split_k, vec}},
+                       kAsyncField, async);
 }
 
 GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
@@ -73,20 +67,13 @@ GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
                           kMmaKernel + " or " + kFmaKernel + ")");
-  const bool has_async = tactic.params.size() == std::size(kFieldNames) + 1 &&
-                         tactic.params.back().first == kAsyncField;
-  if (tactic.params.size() != std::size(kFieldNames) && !has_async)
-    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' needs exactly the parameters " +
-                          "rows_per_cta, warps, warps_k, outputs_per_warp, split_k, vec " +
-                          "(and optionally async)");
-  auto get = [&](int i) { return static_cast<int>(tactic.param(kFieldNames[i])); };
-  c.rows_per_cta = get(0);
-  c.warps = get(1);
-  c.warps_k = get(2);
-  c.outputs_per_warp = get(3);
-  c.split_k = get(4);
-  c.vec = get(5);
-  c.async = has_async ? static_cast<int>(tactic.param(kAsyncField)) : 0;
+  const std::vector<int> v = config_fields(tactic, kFieldNames, kAsyncField, &c.async);
+  c.rows_per_cta = v[0];
+  c.warps = v[1];
+  c.warps_k = v[2];
+  c.outputs_per_warp = v[3];
+  c.split_k = v[4];
+  c.vec = v[5];
   return c;
 }
 

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/kernels/gemv_bf16/gemv_bf16.h" // KernelResources
+#include "cuda/kernels/common/split_k_launch.h" // for the launch in the .cu
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"   // KernelResources
 #include "hone/tactic.h"
 
 namespace hone::cuda {

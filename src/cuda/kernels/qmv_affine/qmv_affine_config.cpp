@@ -2,6 +2,7 @@
 // compiled kernels and the config list are in qmv_affine.cu.
 #include <string>
 
+#include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 #include "hone/error.h"
@@ -51,36 +52,23 @@ bool fail(std::string *reason, std::string text) {
 } // namespace
 
 Tactic QmvAffineConfig::to_tactic() const {
-  Tactic t{kMmaKernel,
-           {{kFieldNames[0], rows_per_cta},
-            {kFieldNames[1], warps},
-            {kFieldNames[2], warps_k},
-            {kFieldNames[3], outputs_per_warp},
-            {kFieldNames[4], split_k}}};
-  if (async) // optional field, spelled only when set
-    t.params.push_back({kAsyncField, async});
-  return t;
+  return config_tactic(kMmaKernel, kFieldNames,
+                       {{rows_per_cta, warps, warps_k, outputs_per_warp, split_k}}, kAsyncField,
+                       async);
 }
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   if (tactic.kernel != kMmaKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
                           kMmaKernel + ")");
-  const bool has_async = tactic.params.size() == std::size(kFieldNames) + 1 &&
-                         tactic.params.back().first == kAsyncField;
-  if (tactic.params.size() != std::size(kFieldNames) && !has_async)
-    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' needs exactly the parameters " +
-                          "rows_per_cta, warps, warps_k, outputs_per_warp, split_k (and " +
-                          "optionally async)");
-  auto get = [&](int i) { return static_cast<int>(tactic.param(kFieldNames[i])); };
   QmvAffineConfig c;
+  const std::vector<int> v = config_fields(tactic, kFieldNames, kAsyncField, &c.async);
   c.path = 1;
-  c.rows_per_cta = get(0);
-  c.warps = get(1);
-  c.warps_k = get(2);
-  c.outputs_per_warp = get(3);
-  c.split_k = get(4);
-  c.async = has_async ? static_cast<int>(tactic.param(kAsyncField)) : 0;
+  c.rows_per_cta = v[0];
+  c.warps = v[1];
+  c.warps_k = v[2];
+  c.outputs_per_warp = v[3];
+  c.split_k = v[4];
   return c;
 }
 

@@ -1,0 +1,35 @@
+#include "cuda/kernels/common/config_tactic.h"
+
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+Tactic config_tactic(const std::string &kernel, std::span<const char *const> fields,
+                     std::span<const int> values, const char *optional, int optional_value) {
+  Tactic t{kernel, {}};
+  for (size_t i = 0; i < fields.size(); ++i)
+    t.params.push_back({fields[i], values[i]});
+  if (optional_value)
+    t.params.push_back({optional, optional_value});
+  return t;
+}
+
+std::vector<int> config_fields(const Tactic &tactic, std::span<const char *const> fields,
+                               const char *optional, int *optional_value) {
+  const bool has_optional =
+      tactic.params.size() == fields.size() + 1 && tactic.params.back().first == optional;
+  if (tactic.params.size() != fields.size() && !has_optional) {
+    std::string names;
+    for (size_t i = 0; i < fields.size(); ++i)
+      names += (i ? ", " : "") + std::string(fields[i]);
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' needs exactly the parameters " + names +
+                          " (and optionally " + optional + ")");
+  }
+  std::vector<int> values;
+  for (const char *name : fields)
+    values.push_back(static_cast<int>(tactic.param(name)));
+  *optional_value = has_optional ? static_cast<int>(tactic.param(optional)) : 0;
+  return values;
+}
+
+} // namespace hone::cuda

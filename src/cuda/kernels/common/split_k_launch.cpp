@@ -1,0 +1,34 @@
+#include "cuda/kernels/common/split_k_launch.h"
+
+#include <cuda_runtime.h>
+
+namespace hone::cuda {
+
+int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kernel, void *params,
+                   void *stream) {
+  cudaLaunchConfig_t launch{};
+  launch.gridDim =
+      dim3(static_cast<unsigned>((grid.n + grid.outputs_per_cta - 1) / grid.outputs_per_cta),
+           static_cast<unsigned>(grid.split_k),
+           static_cast<unsigned>((grid.rows + grid.rows_per_cta - 1) / grid.rows_per_cta));
+  launch.blockDim = dim3(static_cast<unsigned>(grid.threads));
+  launch.dynamicSmemBytes = shared_bytes;
+  launch.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute cluster{};
+  if (grid.split_k > 1) {
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = static_cast<unsigned>(grid.split_k);
+    cluster.val.clusterDim.z = 1;
+    launch.attrs = &cluster;
+    launch.numAttrs = 1;
+  }
+  // What the cudaLaunchKernelEx template does with its arguments: one pointer per parameter.
+  void *args[] = {params};
+  const cudaError_t status = cudaLaunchKernelExC(&launch, kernel, args);
+  if (status != cudaSuccess)
+    return static_cast<int>(status);
+  return static_cast<int>(cudaGetLastError());
+}
+
+} // namespace hone::cuda
