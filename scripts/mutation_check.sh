@@ -57,6 +57,8 @@ mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape 
   "out-of-bucket warning repeated"
 mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" dispatcher_test \
   "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
+mutate src/core/op.cpp "  if (!owns_kernel(t->kernel)) {" "  if (false) {" dispatcher_test \
+  '*SharedOverride*' "another backend's shared override applied"
 mutate src/core/cache.cpp "    while (::flock(fd_, LOCK_EX) != 0) {" "    while (false) {" cache_test \
   "CacheTest.TwoProcessesSavingAtOnceLoseNothing" "save without the lock"
 mutate src/core/cache.cpp "  if (::rename(path.c_str(), target.c_str()) != 0)" \

@@ -80,12 +80,22 @@ public:
   virtual std::unique_ptr<Workload> prepare(const Shape &shape) const = 0;
   // The numerics an op promises by default.
   virtual Numerics default_numerics() const { return Numerics::tolerance; }
-  // An explicit tactic from the environment, which wins over the cache. Default: the
-  // variable HONE_TACTIC_<NAME> (name upper-cased, '.' -> '_'), parsed verbatim.
+  // True when a tactic's kernel field names one of this op's implementations (default: the
+  // op's own name). Ops of one name on two backends (qmv.affine on cpu and cuda) tell their
+  // tactics apart by it.
+  virtual bool owns_kernel(std::string_view kernel) const { return kernel == name(); }
+  // An explicit tactic from the environment, which wins over the cache:
+  //   HONE_TACTIC_<BACKEND>_<NAME> (e.g. HONE_TACTIC_CUDA_QMV_AFFINE) for this backend's op
+  //   only; a tactic there that the op does not own is an error naming the variable;
+  //   else HONE_TACTIC_<NAME> (e.g. HONE_TACTIC_QMV_AFFINE), which applies to whichever op of
+  //   that name owns its kernel; the op of the other backend ignores it with one warning.
+  // Parsed verbatim; a malformed value throws Error(invalid_argument) naming the variable.
   virtual std::optional<Tactic> env_override(const Shape &shape) const;
 };
 
 // "HONE_TACTIC_GEMV_F32" for "gemv.f32".
 std::string tactic_env_name(std::string_view op_name);
+// "HONE_TACTIC_CUDA_QMV_AFFINE" for ("cuda", "qmv.affine").
+std::string tactic_env_name(std::string_view backend, std::string_view op_name);
 
 } // namespace hone

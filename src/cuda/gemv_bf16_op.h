@@ -87,6 +87,11 @@ public:
   GemvBf16Op();
 
   std::string_view name() const override { return "gemv.bf16"; }
+  // Its tactics' kernels are "gemv.bf16.<path>" (mma, fma); the CPU op of the same name, if any,
+  // uses the bare name, so a shared HONE_TACTIC_* value goes to the right backend.
+  bool owns_kernel(std::string_view kernel) const override {
+    return kernel.starts_with("gemv.bf16.");
+  }
   int version() const override { return 1; }
   std::string_view backend() const override { return "cuda"; }
   // rows: exact 1..8 then pow2 up to 32; n, k: exact.

@@ -107,6 +107,11 @@ public:
   QmvAffineOp();
 
   std::string_view name() const override { return "qmv.affine"; }
+  // Its tactics' kernels are "qmv.affine.<path>" (mma, fma); the CPU op of the same name, if any,
+  // uses the bare name, so a shared HONE_TACTIC_* value goes to the right backend.
+  bool owns_kernel(std::string_view kernel) const override {
+    return kernel.starts_with("qmv.affine.");
+  }
   int version() const override { return 1; }
   std::string_view backend() const override { return "cuda"; }
   // rows: exact 1..8 then pow2 up to 32; n, k: exact; bits one of {4, 8}; group one of

@@ -35,6 +35,8 @@ protected:
     unset("HONE_AUTOTUNE");
     unset("HONE_CACHE");
     unset(tactic_env_name("gemv.f32").c_str());
+    unset(tactic_env_name("qmv.affine"));
+    unset(tactic_env_name("cpu", "qmv.affine"));
     set_log_sink([this](LogLevel, std::string_view m) { warnings_.emplace_back(m); });
   }
   void TearDown() override {
@@ -64,6 +66,12 @@ protected:
   }
   const TunableOp &gemv() {
     const TunableOp *op = Registry::global().find("gemv.f32", "cpu");
+    EXPECT_NE(op, nullptr);
+    return *op;
+  }
+
+  const TunableOp &qmv() {
+    const TunableOp *op = Registry::global().find("qmv.affine", "cpu");
     EXPECT_NE(op, nullptr);
     return *op;
   }
@@ -120,6 +128,52 @@ TEST_F(DispatcherTest, MalformedEnvOverrideNamesTheVariable) {
   } catch (const Error &e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("HONE_TACTIC_GEMV_F32"), std::string::npos);
+  }
+}
+
+// qmv.affine exists on both backends under one name: a shared HONE_TACTIC_QMV_AFFINE holding
+// the other backend's tactic must not reach the CPU kernel.
+TEST_F(DispatcherTest, SharedOverrideOfAnotherBackendIsIgnoredWithOneWarning) {
+  const Shape shape{{4, 64, 128, 4, 64}, DType::f32};
+  const std::string cuda_tactic = "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,"
+                                  "outputs_per_warp=16,split_k=1";
+  set(tactic_env_name("qmv.affine"), cuda_tactic);
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const Resolution &r = d.resolve(qmv(), shape);
+  EXPECT_EQ(r.source, Source::default_tactic);
+  EXPECT_EQ(r.tactic, qmv().default_tactic(*qmv().buckets().map(shape)));
+  ASSERT_FALSE(warnings_.empty());
+  EXPECT_NE(warnings_.back().find("HONE_TACTIC_QMV_AFFINE"), std::string::npos);
+  EXPECT_NE(warnings_.back().find("qmv.affine.mma"), std::string::npos);
+  // The same value is not warned about again, for this or another shape.
+  const size_t warned = warnings_.size();
+  Dispatcher again(cpu::backend(), DispatcherOptions::from_env());
+  again.resolve(qmv(), Shape{{2, 64, 128, 4, 64}, DType::f32});
+  EXPECT_EQ(warnings_.size(), warned);
+}
+
+TEST_F(DispatcherTest, BackendOverrideWinsOverTheSharedOne) {
+  const Shape shape{{4, 64, 128, 4, 64}, DType::f32};
+  std::vector<Tactic> cands = qmv().candidates(*qmv().buckets().map(shape));
+  ASSERT_GE(cands.size(), 2u);
+  set(tactic_env_name("qmv.affine"), cands.front().str());
+  set(tactic_env_name("cpu", "qmv.affine"), cands.back().str());
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  const Resolution &r = d.resolve(qmv(), shape);
+  EXPECT_EQ(r.source, Source::env_override);
+  EXPECT_EQ(r.tactic.str(), cands.back().str());
+}
+
+TEST_F(DispatcherTest, BackendOverrideOfAnotherBackendNamesTheVariable) {
+  set(tactic_env_name("cpu", "qmv.affine"),
+      "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=16,split_k=1");
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  try {
+    d.lookup(qmv(), Shape{{4, 64, 128, 4, 64}, DType::f32});
+    FAIL() << "accepted another backend's tactic";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("HONE_TACTIC_CPU_QMV_AFFINE"), std::string::npos);
   }
 }
 
