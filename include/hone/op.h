@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hone/bucket.h"
+#include "hone/dtype.h"
 #include "hone/shape.h"
 #include "hone/tactic.h"
 
@@ -71,6 +72,7 @@ public:
   // older version are stale.
   virtual int version() const = 0;
   virtual std::string_view backend() const = 0;  // "cpu" or "cuda"
+  virtual DType dtype() const = 0;               // element type of X and Y (problem key)
   virtual const BucketSpec &buckets() const = 0; // also names the dimensions
   // Candidates for a bucketed shape, default first.
   virtual std::vector<Tactic> candidates(const Shape &bucket) const = 0;

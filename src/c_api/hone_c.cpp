@@ -148,20 +148,6 @@ hone::Backend &backend_named(const char *name) {
   return hone::get_backend(b);
 }
 
-// The dtype of an op's problems: its name's suffix when that is a dtype, else the backend's
-// activation type (the CLI's rule, tools/hone/shape_arg.h).
-hone::DType op_dtype(const hone::TunableOp &op) {
-  const std::string_view name = op.name();
-  const size_t dot = name.rfind('.');
-  if (dot != std::string_view::npos) {
-    try {
-      return hone::parse_dtype(name.substr(dot + 1));
-    } catch (const hone::Error &) {
-    }
-  }
-  return op.backend() == "cuda" ? hone::DType::bf16 : hone::DType::f32;
-}
-
 // The op named `name`. Where both backends carry it (qmv.affine): the one whose own dtype is
 // `dtype` when given, else the best backend present (cuda with a device, else cpu); where
 // only one does, that one (its validate() names a dtype it does not take). hone.h, hone_tune.
@@ -173,7 +159,7 @@ const hone::TunableOp &find_op(const char *name, const char *function,
   const hone::TunableOp *first = nullptr;
   for (const char *backend : order)
     if (const hone::TunableOp *op = hone::Registry::global().find(name, backend)) {
-      if (!dtype || op_dtype(*op) == *dtype)
+      if (!dtype || op->dtype() == *dtype)
         return *op;
       if (first == nullptr)
         first = op;
@@ -451,7 +437,7 @@ hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, co
       fail(HONE_ERROR_INVALID_ARGUMENT, "hone_tune: " + std::string(op.name()) + " takes " +
                                             std::to_string(expected) + " dimensions (" +
                                             dim_names(op) + "), got rank=" + std::to_string(rank));
-    const hone::DType type = asked ? *asked : op_dtype(op);
+    const hone::DType type = asked ? *asked : op.dtype();
     const hone::Shape shape(std::span<const int64_t>(dims, static_cast<size_t>(rank)), type);
     op.validate(shape);
     const std::optional<hone::Shape> bucket = op.buckets().map(shape);

@@ -17,6 +17,7 @@ public:
   std::string_view name() const override { return "qmv.affine"; }
   int version() const override { return 1; }
   std::string_view backend() const override { return "cpu"; }
+  DType dtype() const override { return DType::f32; }
   const BucketSpec &buckets() const override { return buckets_; }
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   Tactic default_tactic(const Shape &bucket) const override;

@@ -94,6 +94,7 @@ public:
   }
   int version() const override { return 1; }
   std::string_view backend() const override { return "cuda"; }
+  DType dtype() const override { return DType::bf16; }
   // rows: exact 1..8 then pow2 up to 32; n, k: exact.
   const BucketSpec &buckets() const override { return buckets_; }
   // gemv_bf16_configs() that can implement the bucket, default first.

@@ -114,6 +114,7 @@ public:
   }
   int version() const override { return 1; }
   std::string_view backend() const override { return "cuda"; }
+  DType dtype() const override { return DType::bf16; }
   // rows: exact 1..8 then pow2 up to 32; n, k: exact; bits one of {4, 8}; group one of
   // {32, 64, 128}.
   const BucketSpec &buckets() const override { return buckets_; }

@@ -46,6 +46,7 @@ public:
   std::string_view name() const override { return name_; }
   int version() const override { return version_; }
   std::string_view backend() const override { return "cpu"; }
+  DType dtype() const override { return DType::f32; }
   const BucketSpec &buckets() const override { return buckets_; }
   std::vector<Tactic> candidates(const Shape &bucket) const override {
     return {default_tactic(bucket)};

@@ -21,18 +21,6 @@ std::optional<int64_t> to_positive(std::string_view text) {
 
 } // namespace
 
-DType op_dtype(const TunableOp &op) {
-  const std::string_view name = op.name();
-  if (const size_t dot = name.rfind('.'); dot != std::string_view::npos) {
-    try {
-      return parse_dtype(name.substr(dot + 1));
-    } catch (const Error &) {
-      // Not a dtype suffix (e.g. `qmv.affine`): the backend decides below.
-    }
-  }
-  return op.backend() == "cuda" ? DType::bf16 : DType::f32;
-}
-
 std::string dim_names(const TunableOp &op) {
   std::string out;
   for (const DimSpec &d : op.buckets().dims)
@@ -83,7 +71,7 @@ Shape parse_shape(const TunableOp &op, std::string_view text) {
       HONE_INVALID_ARGUMENT("--shape: missing dimension '" +
                             spec.dims[static_cast<size_t>(i)].name + "' (" +
                             std::string(op.name()) + " needs " + dim_names(op) + ")");
-  return Shape(std::span<const int64_t>(values), op_dtype(op));
+  return Shape(std::span<const int64_t>(values), op.dtype());
 }
 
 std::vector<int64_t> parse_rows(std::string_view text) {

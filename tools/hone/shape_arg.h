@@ -15,9 +15,6 @@
 
 namespace hone::cli {
 
-// The activation dtype of an op's problems: the suffix of its name when that is a dtype
-// (`gemv.bf16` -> bf16), else the backend's activation type (f32 on cpu, bf16 on cuda).
-DType op_dtype(const TunableOp &op);
 // "rows, n, k, bits, group": the op's dimension names in order.
 std::string dim_names(const TunableOp &op);
 // A shape of `op` from `name=value` tokens, one per dimension of its BucketSpec, in any

@@ -122,7 +122,7 @@ std::vector<Problem> model_problems(const TuneCommandOptions &o, const Backend &
       for (int64_t r : rows) {
         std::vector<int64_t> dims = {r, layer.n, layer.k};
         dims.insert(dims.end(), extras.begin(), extras.end());
-        add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op_dtype(*op)), layer.name,
+        add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op->dtype()), layer.name,
                     backend.info().model);
       }
   }
