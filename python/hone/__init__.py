@@ -136,12 +136,8 @@ def quantize_affine(w, bits=4, group=64):
 def dequantize_affine(packed, scales, biases, bits, group):
     """float32 [n, k] = q * scale + bias from quantize_affine's arrays."""
     numpy = ops._numpy()
-    pa = _arrays.host_array(packed, "packed")
-    sa = _arrays.host_array(scales, "scales")
-    ba = _arrays.host_array(biases, "biases")
-    ops._want(pa, "packed", "u32")
-    ops._want(sa, "scales", "u16")
-    ops._want(ba, "biases", "u16")
+    pa, sa, ba = ops._checked(_arrays.host_array, (packed, "packed", "u32"),
+                              (scales, "scales", "u16"), (biases, "biases", "u16"))
     if len(pa.shape) != 2:
         raise InvalidArgument("HONE_ERROR_INVALID_ARGUMENT",
                               "packed must be 2-D [n, k * bits / 32], got shape %s" %

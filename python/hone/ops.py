@@ -6,6 +6,7 @@
 """
 
 import ctypes
+from collections import namedtuple
 
 from . import _arrays
 from ._lib import InvalidArgument, check, function, lib
@@ -25,11 +26,23 @@ def _dims2(a, name):
 
 
 def _want(a, name, dtype, shape=None):
-    if a.dtype != dtype:
-        raise _bad("%s has dtype %s, expected %s" % (name, a.dtype, dtype))
+    """Checks a's dtype (one name, or a tuple of accepted names) and, when given, its shape
+    ([1, cols] also accepts a 1-D [cols])."""
+    dtypes = (dtype,) if isinstance(dtype, str) else tuple(dtype)
+    if a.dtype not in dtypes:
+        raise _bad("%s has dtype %s, expected %s" % (name, a.dtype, " or ".join(dtypes)))
     if shape is not None and tuple(a.shape) != tuple(shape) and \
             not (len(a.shape) == 1 and shape[0] == 1 and a.shape[0] == shape[1]):
         raise _bad("%s has shape %s, expected %s" % (name, tuple(a.shape), tuple(shape)))
+
+
+def _checked(convert, *specs):
+    """Arrays from (obj, name, dtype) specs through `convert` (_arrays.host_array or
+    device_array): every object is converted first, then every dtype checked, in order."""
+    arrays = [convert(obj, name) for obj, name, _ in specs]
+    for a, (_, name, dtype) in zip(arrays, specs):
+        _want(a, name, dtype)
+    return arrays
 
 
 def _numpy():
@@ -40,39 +53,38 @@ def _numpy():
     return numpy
 
 
-def gemv_f32(x, w, out=None):
-    """out[r, n] = sum_k x[r, k] * w[n, k] in float32 on the CPU (hone_gemv_f32).
+def _numpy_empty(like, shape):
+    return _numpy().empty(shape, dtype="float32")
 
-    x: [rows, k] or [k]; w: [n, k]; host float32, C-contiguous. Returns out ([rows, n], or
-    [n] for a 1-D x), allocated with numpy when None."""
-    xa, wa = _arrays.host_array(x, "x"), _arrays.host_array(w, "w")
-    _want(xa, "x", "f32")
-    _want(wa, "w", "f32")
+
+def _torch_empty(like, shape):
+    if not hasattr(like, "new_empty"):
+        raise _bad("out=None needs a torch tensor x to allocate the result; pass out=")
+    return like.new_empty(shape)
+
+
+# Where an op's arrays live and what they hold. array: the converter; dtype: x, w and out;
+# packed, params: quantized words and affine scales/biases; empty(x, shape): allocates out.
+_Memory = namedtuple("_Memory", ["array", "dtype", "packed", "params", "empty"])
+_HOST = _Memory(_arrays.host_array, "f32", "u32", "u16", _numpy_empty)
+_CUDA = _Memory(_arrays.device_array, "bf16", ("u32", "i32"), "bf16", _torch_empty)
+
+
+def _gemv_args(mem, x, w):
+    """(xa, wa, rows, n, k) of gemv's x [rows, k] or [k] and w [n, k]."""
+    xa, wa = _checked(mem.array, (x, "x", mem.dtype), (w, "w", mem.dtype))
     rows, k = _dims2(xa, "x")
     n, wk = _dims2(wa, "w")
     if len(wa.shape) != 2 or wk != k:
         raise _bad("w has shape %s, expected [n, %d] (k of x)" % (tuple(wa.shape), k))
-    if out is None:
-        out = _numpy().empty((n,) if len(xa.shape) == 1 else (rows, n), dtype="float32")
-    ya = _arrays.host_array(out, "out")
-    _want(ya, "out", "f32", (rows, n))
-    check(lib.hone_gemv_f32(xa.pointer, wa.pointer, ya.pointer, rows, n, k))
-    return out
+    return xa, wa, rows, n, k
 
 
-def qmv_affine(x, packed, scales, biases, bits, group, out=None):
-    """out[r, n] = sum_k x[r, k] * W[n, k], W affine-quantized (hone_qmv_affine).
-
-    packed: uint32 [n, k * bits / 32]; scales, biases: bf16 bit patterns as uint16
-    [n, k / group] (hone.quantize_affine makes them); x: float32 [rows, k] or [k]."""
-    xa = _arrays.host_array(x, "x")
-    pa = _arrays.host_array(packed, "packed")
-    sa = _arrays.host_array(scales, "scales")
-    ba = _arrays.host_array(biases, "biases")
-    _want(xa, "x", "f32")
-    _want(pa, "packed", "u32")
-    _want(sa, "scales", "u16")
-    _want(ba, "biases", "u16")
+def _qmv_args(mem, x, packed, scales, biases, bits, group):
+    """(xa, pa, sa, ba, rows, n, k) of qmv's x [rows, k] or [k], packed [n, k * bits / 32]
+    and scales, biases [n, k / group]; bits and group are checked by hone_affine_sizes."""
+    xa, pa, sa, ba = _checked(mem.array, (x, "x", mem.dtype), (packed, "packed", mem.packed),
+                              (scales, "scales", mem.params), (biases, "biases", mem.params))
     rows, k = _dims2(xa, "x")
     n = pa.shape[0] if len(pa.shape) == 2 else 0
     words, groups = ctypes.c_int64(), ctypes.c_int64()
@@ -85,10 +97,37 @@ def qmv_affine(x, packed, scales, biases, bits, group, out=None):
         if tuple(a.shape) != (n, groups.value // n):
             raise _bad("%s has shape %s, expected [%d, %d] for k=%d, group=%d" %
                        (name, tuple(a.shape), n, k // group, k, group))
+    return xa, pa, sa, ba, rows, n, k
+
+
+def _output(mem, out, x, xa, rows, n):
+    """(out, its Array): `out` checked against [rows, n] ([n] for a 1-D x), allocated like x
+    when None."""
     if out is None:
-        out = _numpy().empty((n,) if len(xa.shape) == 1 else (rows, n), dtype="float32")
-    ya = _arrays.host_array(out, "out")
-    _want(ya, "out", "f32", (rows, n))
+        out = mem.empty(x, (n,) if len(xa.shape) == 1 else (rows, n))
+    ya = mem.array(out, "out")
+    _want(ya, "out", mem.dtype, (rows, n))
+    return out, ya
+
+
+def gemv_f32(x, w, out=None):
+    """out[r, n] = sum_k x[r, k] * w[n, k] in float32 on the CPU (hone_gemv_f32).
+
+    x: [rows, k] or [k]; w: [n, k]; host float32, C-contiguous. Returns out ([rows, n], or
+    [n] for a 1-D x), allocated with numpy when None."""
+    xa, wa, rows, n, k = _gemv_args(_HOST, x, w)
+    out, ya = _output(_HOST, out, x, xa, rows, n)
+    check(lib.hone_gemv_f32(xa.pointer, wa.pointer, ya.pointer, rows, n, k))
+    return out
+
+
+def qmv_affine(x, packed, scales, biases, bits, group, out=None):
+    """out[r, n] = sum_k x[r, k] * W[n, k], W affine-quantized (hone_qmv_affine).
+
+    packed: uint32 [n, k * bits / 32]; scales, biases: bf16 bit patterns as uint16
+    [n, k / group] (hone.quantize_affine makes them); x: float32 [rows, k] or [k]."""
+    xa, pa, sa, ba, rows, n, k = _qmv_args(_HOST, x, packed, scales, biases, bits, group)
+    out, ya = _output(_HOST, out, x, xa, rows, n)
     check(lib.hone_qmv_affine(xa.pointer, pa.pointer, sa.pointer, ba.pointer, ya.pointer, rows,
                               n, k, bits, group))
     return out
@@ -110,19 +149,8 @@ def gemv_bf16(x, w, out=None, stream=None):
 
     x: [rows, k] or [k]; w: [n, k]; bf16 CUDA arrays (torch tensors, or uint16 bit patterns
     through __cuda_array_interface__). out=None allocates with x.new_empty (torch)."""
-    xa, wa = _arrays.device_array(x, "x"), _arrays.device_array(w, "w")
-    _want(xa, "x", "bf16")
-    _want(wa, "w", "bf16")
-    rows, k = _dims2(xa, "x")
-    n, wk = _dims2(wa, "w")
-    if len(wa.shape) != 2 or wk != k:
-        raise _bad("w has shape %s, expected [n, %d] (k of x)" % (tuple(wa.shape), k))
-    if out is None:
-        if not hasattr(x, "new_empty"):
-            raise _bad("out=None needs a torch tensor x to allocate the result; pass out=")
-        out = x.new_empty((n,) if len(xa.shape) == 1 else (rows, n))
-    ya = _arrays.device_array(out, "out")
-    _want(ya, "out", "bf16", (rows, n))
+    xa, wa, rows, n, k = _gemv_args(_CUDA, x, w)
+    out, ya = _output(_CUDA, out, x, xa, rows, n)
     check(lib.hone_gemv_bf16(xa.pointer, wa.pointer, ya.pointer, rows, n, k,
                              _stream_value(stream, x)))
     return out
@@ -139,33 +167,8 @@ def qmv_affine_bf16(x, packed, scales, biases, bits, group, out=None, stream=Non
         torch.from_numpy(packed.view(numpy.int32)).cuda()
         torch.from_numpy(scales.view(numpy.int16)).view(torch.bfloat16).cuda()
     out=None allocates with x.new_empty (torch)."""
-    xa = _arrays.device_array(x, "x")
-    pa = _arrays.device_array(packed, "packed")
-    sa = _arrays.device_array(scales, "scales")
-    ba = _arrays.device_array(biases, "biases")
-    _want(xa, "x", "bf16")
-    if pa.dtype not in ("u32", "i32"):
-        raise _bad("packed has dtype %s, expected u32 or i32" % pa.dtype)
-    _want(sa, "scales", "bf16")
-    _want(ba, "biases", "bf16")
-    rows, k = _dims2(xa, "x")
-    n = pa.shape[0] if len(pa.shape) == 2 else 0
-    words, groups = ctypes.c_int64(), ctypes.c_int64()
-    check(lib.hone_affine_sizes(max(n, 1), k, bits, group, ctypes.byref(words),
-                                ctypes.byref(groups)))
-    if n < 1 or tuple(pa.shape) != (n, words.value // n):
-        raise _bad("packed has shape %s, expected [n, %d] for k=%d, bits=%d" %
-                   (tuple(pa.shape), k * bits // 32, k, bits))
-    for a, name in ((sa, "scales"), (ba, "biases")):
-        if tuple(a.shape) != (n, groups.value // n):
-            raise _bad("%s has shape %s, expected [%d, %d] for k=%d, group=%d" %
-                       (name, tuple(a.shape), n, k // group, k, group))
-    if out is None:
-        if not hasattr(x, "new_empty"):
-            raise _bad("out=None needs a torch tensor x to allocate the result; pass out=")
-        out = x.new_empty((n,) if len(xa.shape) == 1 else (rows, n))
-    ya = _arrays.device_array(out, "out")
-    _want(ya, "out", "bf16", (rows, n))
+    xa, pa, sa, ba, rows, n, k = _qmv_args(_CUDA, x, packed, scales, biases, bits, group)
+    out, ya = _output(_CUDA, out, x, xa, rows, n)
     check(function("hone_qmv_affine_bf16")(xa.pointer, pa.pointer, sa.pointer, ba.pointer,
                                            ya.pointer, rows, n, k, bits, group,
                                            _stream_value(stream, x)))

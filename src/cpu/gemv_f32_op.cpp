@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpu/check_util.h"
+#include "cpu/cpu_workload.h"
 #include "cpu/gemv_f32.h"
 #include "cpu/thread_pool.h"
 #include "hone/error.h"
@@ -34,20 +35,15 @@ GemvConfig default_config(const Dims &d) {
   return c;
 }
 
-void reference(const float *x, const float *w, std::vector<double> &out, const Dims &d) {
-  out.assign(static_cast<size_t>(d.rows * d.n), 0.0);
-  for (int64_t r = 0; r < d.rows; ++r)
-    for (int64_t c = 0; c < d.n; ++c) {
-      double s = 0;
-      for (int64_t j = 0; j < d.k; ++j)
-        s += static_cast<double>(x[r * d.k + j]) * static_cast<double>(w[c * d.k + j]);
-      out[static_cast<size_t>(r * d.n + c)] = s;
-    }
-}
+// One rotation copy's inputs.
+struct GemvCopy {
+  std::vector<float> w; // [n, k]
+  std::vector<float> x; // [rows, k]
+};
 
-class GemvWorkload final : public Workload {
+class GemvWorkload final : public CpuWorkloadOf<GemvCopy> {
 public:
-  explicit GemvWorkload(const Dims &d) : d_(d), y_(static_cast<size_t>(d.rows * d.n)) {
+  explicit GemvWorkload(const Dims &d) : CpuWorkloadOf(d.rows, d.n, d.k, kSeed), d_(d) {
     set_rotation(1);
   }
 
@@ -55,86 +51,35 @@ public:
     return static_cast<size_t>(d_.n * d_.k + d_.rows * d_.k + d_.rows * d_.n) * sizeof(float);
   }
 
-  void set_rotation(int copies) override {
-    if (copies < 1)
-      HONE_INVALID_ARGUMENT("rotation copies=" + std::to_string(copies) + " is below 1");
-    const size_t want = static_cast<size_t>(copies);
-    while (copies_.size() < want) {
-      const uint64_t seed = kSeed + 2 * copies_.size();
-      Copy c{std::vector<float>(static_cast<size_t>(d_.n * d_.k)),
-             std::vector<float>(static_cast<size_t>(d_.rows * d_.k))};
-      fill_uniform(c.w, seed);
-      fill_uniform(c.x, seed + 1);
-      copies_.push_back(std::move(c));
-    }
-    copies_.resize(want);
+private:
+  std::optional<std::string> invalid_reason(const Tactic &tactic) const override {
+    return GemvConfig::invalid_reason(tactic);
   }
 
-  int rotation() const override { return static_cast<int>(copies_.size()); }
-
-  Status can_run(const Tactic &tactic, std::string *reason) const override {
-    if (auto why = GemvConfig::invalid_reason(tactic)) {
-      if (reason)
-        *reason = *why;
-      return Status::cannot_implement;
-    }
-    return Status::ok;
+  GemvCopy make_copy() const override {
+    return {std::vector<float>(static_cast<size_t>(d_.n * d_.k)),
+            std::vector<float>(static_cast<size_t>(d_.rows * d_.k))};
   }
 
-  void run(const Tactic &tactic, int copy) override {
-    const Copy &c = copies_.at(static_cast<size_t>(copy));
-    gemv_f32_kernel(GemvConfig::from(tactic), c.x.data(), c.w.data(), y_.data(), d_.rows, d_.n,
+  void fill_copy(size_t copy, uint64_t seed) override {
+    GemvCopy &c = copies_[copy];
+    fill_uniform(c.w, seed);
+    fill_uniform(c.x, seed + 1);
+  }
+
+  void run_rows(const Tactic &tactic, int copy, int64_t r0, int64_t rows, float *y) override {
+    const GemvCopy &c = copies_.at(static_cast<size_t>(copy));
+    gemv_f32_kernel(GemvConfig::from(tactic), c.x.data() + r0 * d_.k, c.w.data(), y, rows, d_.n,
                     d_.k);
   }
 
-  CheckResult check(const Tactic &tactic, Numerics numerics) override {
-    CheckResult result;
-    if (Status s = can_run(tactic, &result.reason); s != Status::ok) {
-      result.status = s;
-      return result;
-    }
-    Copy &c = copies_[0];
-    const uint64_t seed = kSeed ^ (0x9e3779b97f4a7c15ull * ++checks_);
-    fill_uniform(c.w, seed);
-    fill_uniform(c.x, seed + 1);
-    poison(y_);
-    run(tactic, 0);
-
-    if (numerics == Numerics::tolerance) {
-      reference(c.x.data(), c.w.data(), ref_, d_);
-      return compare_tolerance(y_, ref_, f32_dot_bound(d_.k));
-    }
-    // Batch invariant: each row must equal, bit for bit, the default tactic's result for
-    // that row alone.
-    const GemvConfig single = default_config({1, d_.n, d_.k});
-    std::vector<float> row(static_cast<size_t>(d_.n));
-    int64_t mismatches = 0;
-    for (int64_t r = 0; r < d_.rows; ++r) {
-      gemv_f32_kernel(single, c.x.data() + r * d_.k, c.w.data(), row.data(), 1, d_.n, d_.k);
-      mismatches += count_bit_mismatches(
-          std::span<const float>(y_).subspan(static_cast<size_t>(r * d_.n), row.size()), row);
-    }
-    result.error = static_cast<double>(mismatches);
-    result.bound = 0;
-    if (mismatches > 0) {
-      result.status = Status::gate_failed;
-      result.reason = std::to_string(mismatches) + " of " + std::to_string(y_.size()) +
-                      " elements differ from single-row results of the default tactic " +
-                      single.tactic().str();
-    }
-    return result;
+  void reference(std::vector<double> &out) const override {
+    reference_f64(copies_[0].x.data(), copies_[0].w.data(), d_.rows, d_.n, d_.k, out);
   }
 
-private:
-  struct Copy {
-    std::vector<float> w; // [n, k]
-    std::vector<float> x; // [rows, k]
-  };
+  Tactic single_row_default() const override { return default_config({1, d_.n, d_.k}).tactic(); }
+
   Dims d_;
-  std::vector<Copy> copies_;
-  std::vector<float> y_;    // [rows, n], shared by every copy
-  std::vector<double> ref_; // float64 reference, reused between checks
-  uint64_t checks_ = 0;
 };
 
 } // namespace

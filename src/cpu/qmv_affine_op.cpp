@@ -5,6 +5,7 @@
 
 #include "cpu/bf16.h"
 #include "cpu/check_util.h"
+#include "cpu/cpu_workload.h"
 #include "cpu/qmv_affine.h"
 #include "cpu/thread_pool.h"
 #include "hone/error.h"
@@ -56,9 +57,15 @@ void fill_quantized(AffineQuantized &q, const Dims &d, uint64_t seed) {
   }
 }
 
-class QmvWorkload final : public Workload {
+// One rotation copy's inputs.
+struct QmvCopy {
+  AffineQuantized q;
+  std::vector<float> x; // [rows, k]
+};
+
+class QmvWorkload final : public CpuWorkloadOf<QmvCopy> {
 public:
-  explicit QmvWorkload(const Dims &d) : d_(d), y_(static_cast<size_t>(d.rows * d.n)) {
+  explicit QmvWorkload(const Dims &d) : CpuWorkloadOf(d.rows, d.n, d.k, kSeed), d_(d) {
     set_rotation(1);
   }
 
@@ -68,103 +75,45 @@ public:
     return packed + params + static_cast<size_t>(d_.rows * d_.k + d_.rows * d_.n) * 4;
   }
 
-  void set_rotation(int copies) override {
-    if (copies < 1)
-      HONE_INVALID_ARGUMENT("rotation copies=" + std::to_string(copies) + " is below 1");
-    const size_t want = static_cast<size_t>(copies);
-    while (copies_.size() < want) {
-      const uint64_t seed = kSeed + 2 * copies_.size();
-      Copy c;
-      c.q.packed.resize(static_cast<size_t>(d_.n * d_.k * d_.bits / 32));
-      c.q.scales.resize(static_cast<size_t>(d_.n * (d_.k / d_.group)));
-      c.q.biases.resize(c.q.scales.size());
-      c.x.resize(static_cast<size_t>(d_.rows * d_.k));
-      fill_quantized(c.q, d_, seed);
-      fill_uniform(c.x, seed + 1);
-      copies_.push_back(std::move(c));
-    }
-    copies_.resize(want);
+private:
+  std::optional<std::string> invalid_reason(const Tactic &tactic) const override {
+    return QmvConfig::invalid_reason(tactic);
   }
 
-  int rotation() const override { return static_cast<int>(copies_.size()); }
-
-  Status can_run(const Tactic &tactic, std::string *reason) const override {
-    if (auto why = QmvConfig::invalid_reason(tactic)) {
-      if (reason)
-        *reason = *why;
-      return Status::cannot_implement;
-    }
-    return Status::ok;
+  QmvCopy make_copy() const override {
+    QmvCopy c;
+    c.q.packed.resize(static_cast<size_t>(d_.n * d_.k * d_.bits / 32));
+    c.q.scales.resize(static_cast<size_t>(d_.n * (d_.k / d_.group)));
+    c.q.biases.resize(c.q.scales.size());
+    c.x.resize(static_cast<size_t>(d_.rows * d_.k));
+    return c;
   }
 
-  void run(const Tactic &tactic, int copy) override {
-    launch(QmvConfig::from(tactic), copies_.at(static_cast<size_t>(copy)), y_.data(), 0, d_.rows);
-  }
-
-  CheckResult check(const Tactic &tactic, Numerics numerics) override {
-    CheckResult result;
-    if (Status s = can_run(tactic, &result.reason); s != Status::ok) {
-      result.status = s;
-      return result;
-    }
-    Copy &c = copies_[0];
-    const uint64_t seed = kSeed ^ (0x9e3779b97f4a7c15ull * ++checks_);
+  void fill_copy(size_t copy, uint64_t seed) override {
+    QmvCopy &c = copies_[copy];
     fill_quantized(c.q, d_, seed);
     fill_uniform(c.x, seed + 1);
-    poison(y_);
-    run(tactic, 0);
-
-    if (numerics == Numerics::tolerance) {
-      // Reference on the dequantised weights, so only the kernel's arithmetic is judged.
-      const std::vector<float> w = ops::cpu::dequantize_affine(c.q, d_.n, d_.k, d_.bits, d_.group);
-      std::vector<double> ref(static_cast<size_t>(d_.rows * d_.n), 0.0);
-      for (int64_t r = 0; r < d_.rows; ++r)
-        for (int64_t col = 0; col < d_.n; ++col) {
-          double s = 0;
-          for (int64_t j = 0; j < d_.k; ++j)
-            s += static_cast<double>(c.x[static_cast<size_t>(r * d_.k + j)]) *
-                 static_cast<double>(w[static_cast<size_t>(col * d_.k + j)]);
-          ref[static_cast<size_t>(r * d_.n + col)] = s;
-        }
-      return compare_tolerance(y_, ref, f32_dot_bound(d_.k));
-    }
-    // Batch invariant: each row must equal, bit for bit, the default tactic's result for
-    // that row alone.
-    const QmvConfig single = default_config({1, d_.n, d_.k, d_.bits, d_.group});
-    std::vector<float> row(static_cast<size_t>(d_.n));
-    int64_t mismatches = 0;
-    for (int64_t r = 0; r < d_.rows; ++r) {
-      launch(single, c, row.data(), r, 1);
-      mismatches += count_bit_mismatches(
-          std::span<const float>(y_).subspan(static_cast<size_t>(r * d_.n), row.size()), row);
-    }
-    result.error = static_cast<double>(mismatches);
-    result.bound = 0;
-    if (mismatches > 0) {
-      result.status = Status::gate_failed;
-      result.reason = std::to_string(mismatches) + " of " + std::to_string(y_.size()) +
-                      " elements differ from single-row results of the default tactic " +
-                      single.tactic().str();
-    }
-    return result;
   }
 
-private:
-  struct Copy {
-    AffineQuantized q;
-    std::vector<float> x; // [rows, k]
-  };
+  void run_rows(const Tactic &tactic, int copy, int64_t r0, int64_t rows, float *y) override {
+    const QmvCopy &c = copies_.at(static_cast<size_t>(copy));
+    qmv_affine_kernel(QmvConfig::from(tactic),
+                      {c.x.data() + r0 * d_.k, c.q.packed.data(), c.q.scales.data(),
+                       c.q.biases.data(), y, rows, d_.n, d_.k, d_.bits, d_.group});
+  }
 
-  // Rows [r0, r0 + rows) of copy `c` into y ([rows, n]).
-  void launch(const QmvConfig &config, const Copy &c, float *y, int64_t r0, int64_t rows) const {
-    qmv_affine_kernel(config, {c.x.data() + r0 * d_.k, c.q.packed.data(), c.q.scales.data(),
-                               c.q.biases.data(), y, rows, d_.n, d_.k, d_.bits, d_.group});
+  // On the dequantised weights, so only the kernel's arithmetic is judged.
+  void reference(std::vector<double> &out) const override {
+    const QmvCopy &c = copies_[0];
+    const std::vector<float> w = ops::cpu::dequantize_affine(c.q, d_.n, d_.k, d_.bits, d_.group);
+    reference_f64(c.x.data(), w.data(), d_.rows, d_.n, d_.k, out);
+  }
+
+  Tactic single_row_default() const override {
+    return default_config({1, d_.n, d_.k, d_.bits, d_.group}).tactic();
   }
 
   Dims d_;
-  std::vector<Copy> copies_;
-  std::vector<float> y_; // [rows, n], shared by every copy
-  uint64_t checks_ = 0;
 };
 
 } // namespace
