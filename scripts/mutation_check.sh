@@ -59,6 +59,10 @@ mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" disp
   "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
 mutate src/core/op.cpp "  if (!owns_kernel(t->kernel)) {" "  if (false) {" dispatcher_test \
   '*SharedOverride*' "another backend's shared override applied"
+mutate src/cpu/cpu_workload.cpp "  poison(y_);" "" cpu_workload_test \
+  "CpuWorkload.OutputIsPoisonedBeforeEachCheck" "CPU gate without poisoned output"
+mutate src/cpu/cpu_workload.cpp "    fill_copy(i, seed_ + 2 * i);" "    fill_copy(i, seed_);" \
+  cpu_workload_test "CpuWorkload.RotationCopiesHoldDistinctInputs" "identical rotation copies"
 mutate src/core/cache.cpp "    while (::flock(fd_, LOCK_EX) != 0) {" "    while (false) {" cache_test \
   "CacheTest.TwoProcessesSavingAtOnceLoseNothing" "save without the lock"
 mutate src/core/cache.cpp "  if (::rename(path.c_str(), target.c_str()) != 0)" \
