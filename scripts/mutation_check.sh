@@ -31,6 +31,9 @@ PY
     failures=$((failures + 1))
   fi
   mv "$file.orig" "$file"
+  # The restored file keeps its old mtime, older than the mutated object: make the next build
+  # recompile it, or the build dir keeps the mutation.
+  touch "$file"
 }
 
 mutate src/core/tuner.cpp "  if (interleave) {" "  if (false) {" \
