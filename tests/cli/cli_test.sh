@@ -29,6 +29,14 @@ fail() {
 expect_rc() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1"; }
 expect_out() { grep -Eq -- "$1" "$tmp/out" || fail "stdout does not match /$1/"; }
 expect_err() { grep -Eq -- "$1" "$tmp/err" || fail "stderr does not match /$1/"; }
+# rejects PATTERN ARGS...: hone ARGS exits 2 (bad usage or input) with PATTERN on stderr.
+rejects() {
+  local pattern=$1
+  shift
+  run "$@"
+  expect_rc 2
+  expect_err "$pattern"
+}
 expect_file() { [ -f "$1" ] || fail "$1 was not written"; }
 expect_no_file() { [ ! -e "$1" ] || fail "$1 exists but should not"; }
 
@@ -71,73 +79,47 @@ help)
   expect_rc 2
   ;;
 unknown_op)
-  run --backend cpu tune --op gemv.nosuch --shape rows=1,n=64,k=64
-  expect_rc 2
-  expect_err "unknown op 'gemv.nosuch'"
+  rejects "unknown op 'gemv.nosuch'" --backend cpu tune --op gemv.nosuch --shape rows=1,n=64,k=64
   expect_err "gemv.f32"
   expect_no_file "$cache_file"
   ;;
 bad_shape_token)
-  run --backend cpu tune --op gemv.f32 --shape rows=2,n=abc,k=64
-  expect_rc 2
-  expect_err "'n=abc'"
-  run --backend cpu tune --op gemv.f32 --shape rows=2,n64,k=64
-  expect_rc 2
-  expect_err "'n64'"
-  run --backend cpu bench --op gemv.f32 --shape rows=0,n=64,k=64
-  expect_rc 2
-  expect_err "'rows=0'"
+  rejects "'n=abc'" --backend cpu tune --op gemv.f32 --shape rows=2,n=abc,k=64
+  rejects "'n64'" --backend cpu tune --op gemv.f32 --shape rows=2,n64,k=64
+  rejects "'rows=0'" --backend cpu bench --op gemv.f32 --shape rows=0,n=64,k=64
   ;;
 unknown_shape_dim)
-  run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64,depth=3
-  expect_rc 2
-  expect_err "unknown dimension 'depth'"
+  rejects "unknown dimension 'depth'" --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64,depth=3
   ;;
 missing_shape_dim)
-  run --backend cpu tune --op gemv.f32 --shape rows=2,n=64
-  expect_rc 2
-  expect_err "missing dimension 'k'"
+  rejects "missing dimension 'k'" --backend cpu tune --op gemv.f32 --shape rows=2,n=64
   ;;
 k_not_multiple_of_group)
-  run --backend cpu tune --op qmv.affine --shape rows=1,n=64,k=100,bits=4,group=64
-  expect_rc 2
-  expect_err "k=100"
+  rejects "k=100" --backend cpu tune --op qmv.affine --shape rows=1,n=64,k=100,bits=4,group=64
   expect_no_file "$cache_file"
   ;;
 unknown_backend)
-  run --backend tpu device
-  expect_rc 2
-  expect_err "tpu"
+  rejects "tpu" --backend tpu device
   ;;
 missing_model_file)
-  run --backend cpu tune --model "$tmp/no-such-model.json"
-  expect_rc 2
-  expect_err "no-such-model.json"
+  rejects "no-such-model.json" --backend cpu tune --model "$tmp/no-such-model.json"
   ;;
 malformed_model_json)
   printf '{"hidden_size": 64,, }' >"$tmp/broken.json"
-  run --backend cpu tune --model "$tmp/broken.json"
-  expect_rc 2
-  expect_err "broken.json"
+  rejects "broken.json" --backend cpu tune --model "$tmp/broken.json"
   expect_err "not valid JSON"
   ;;
 model_missing_field)
   printf '{"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 256}' >"$tmp/partial.json"
-  run --backend cpu tune --model "$tmp/partial.json"
-  expect_rc 2
-  expect_err "partial.json"
+  rejects "partial.json" --backend cpu tune --model "$tmp/partial.json"
   expect_err "intermediate_size"
   ;;
 bad_rows)
   tiny_model
-  run --backend cpu tune --model "$tmp/tiny.json" --rows 4-2
-  expect_rc 2
-  expect_err "'4-2'"
+  rejects "'4-2'" --backend cpu tune --model "$tmp/tiny.json" --rows 4-2
   ;;
 unknown_peer)
-  run --backend cpu bench --op gemv.f32 --shape rows=1,n=64,k=64 --peer nosuchlib
-  expect_rc 2
-  expect_err "unknown peer 'nosuchlib'"
+  rejects "unknown peer 'nosuchlib'" --backend cpu bench --op gemv.f32 --shape rows=1,n=64,k=64 --peer nosuchlib
   ;;
 device_prints_model)
   run device --working-set 8M
@@ -146,9 +128,7 @@ device_prints_model)
   expect_out "^device +[^ ]"
   expect_out "^llc +.*(measured|fallback)"
   expect_out "^rotation +[0-9]+ cop"
-  run --backend cpu device --working-set lots
-  expect_rc 2
-  expect_err "'lots'"
+  rejects "'lots'" --backend cpu device --working-set lots
   ;;
 cache_verify_empty_is_clean)
   run cache verify
@@ -215,9 +195,7 @@ tune_model_small)
 tune_bad_input_writes_nothing)
   tiny_model
   # gemv.f32 shapes are fine; qmv.affine with group 128 rejects k=64: nothing is measured.
-  run --backend cpu tune --model "$tmp/tiny.json" --rows 1 --ops gemv.f32,qmv.affine --group 128
-  expect_rc 2
-  expect_err "k=64"
+  rejects "k=64" --backend cpu tune --model "$tmp/tiny.json" --rows 1 --ops gemv.f32,qmv.affine --group 128
   expect_no_file "$cache_file"
   ;;
 tune_cache_off)
@@ -306,39 +284,17 @@ quantize_bad_input_writes_nothing)
   mkdir -p "$tmp/work" "$tmp/work/keep_dir" && cd "$tmp/work" || exit 1
   check_affine make w.bin 8 96 5
   check_affine make w.npy 8 96 5
-  run quantize w.npy q --bits 3 --group 32
-  expect_rc 2
-  expect_err "--bits 3 is not 4 or 8"
-  run quantize w.npy q --bits 4 --group 48
-  expect_rc 2
-  expect_err "--group 48 is not 32, 64 or 128"
-  run quantize w.npy q --bits 4 --group 64
-  expect_rc 2
-  expect_err "k=96 of w.npy is not a multiple of --group 64"
-  run quantize w.bin q --n 8 --k 128 --group 32
-  expect_rc 2
-  expect_err "w.bin holds 3072 bytes of data, expected n \* k \* 4 = 4096 for n=8, k=128"
-  run quantize w.bin q --group 32
-  expect_rc 2
-  expect_err "needs --n and --k"
-  run quantize w.bin q --n 0 --k 96 --group 32
-  expect_rc 2
-  expect_err "--n 0 is below 1"
-  run quantize w.npy q --n 4 --group 32
-  expect_rc 2
-  expect_err "--n 4 differs from the .npy shape \(8, 96\)"
-  run quantize nosuch.bin q --n 8 --k 96 --group 32
-  expect_rc 2
-  expect_err "nosuch.bin"
-  run quantize w.npy keep_dir --group 32
-  expect_rc 2
-  expect_err "'keep_dir' exists and is not a quantized directory"
-  run quantize w.npy w.bin --group 32
-  expect_rc 2
-  expect_err "'w.bin' exists"
-  run quantize w.npy nosuch_dir/q --group 32
-  expect_rc 2
-  expect_err "'nosuch_dir' does not exist"
+  rejects "--bits 3 is not 4 or 8" quantize w.npy q --bits 3 --group 32
+  rejects "--group 48 is not 32, 64 or 128" quantize w.npy q --bits 4 --group 48
+  rejects "k=96 of w.npy is not a multiple of --group 64" quantize w.npy q --bits 4 --group 64
+  rejects "w.bin holds 3072 bytes of data, expected n \* k \* 4 = 4096 for n=8, k=128" quantize w.bin q --n 8 --k 128 --group 32
+  rejects "needs --n and --k" quantize w.bin q --group 32
+  rejects "--n 0 is below 1" quantize w.bin q --n 0 --k 96 --group 32
+  rejects "--n 4 differs from the .npy shape \(8, 96\)" quantize w.npy q --n 4 --group 32
+  rejects "nosuch.bin" quantize nosuch.bin q --n 8 --k 96 --group 32
+  rejects "'keep_dir' exists and is not a quantized directory" quantize w.npy keep_dir --group 32
+  rejects "'w.bin' exists" quantize w.npy w.bin --group 32
+  rejects "'nosuch_dir' does not exist" quantize w.npy nosuch_dir/q --group 32
   expect_nothing_written
   [ "$(stat -c %s w.bin)" -eq 3072 ] || fail "w.bin was changed"
   ;;
@@ -351,9 +307,7 @@ quantize_bad_npy_writes_nothing)
     "truncated_data:holds 2044 bytes of data, expected n \* k \* 4 = 2048"; do
     kind=${kind_message%%:*} message=${kind_message#*:}
     check_affine bad-npy "$kind" "bad_$kind.npy"
-    run quantize "bad_$kind.npy" q --group 32
-    expect_rc 2
-    expect_err "bad_$kind.npy"
+    rejects "bad_$kind.npy" quantize "bad_$kind.npy" q --group 32
     expect_err "$message"
   done
   expect_nothing_written
@@ -366,43 +320,23 @@ dequantize_bad_input_writes_nothing)
   # fresh_copy: bad/ as a copy of the good directory keep/.
   fresh_copy() { rm -rf bad && cp -r keep bad; }
   fresh_copy && sed -i 's/"bits": 4/"bits": 3/' bad/affine.json
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "bad/affine.json: bits=3 is not 4 or 8"
+  rejects "bad/affine.json: bits=3 is not 4 or 8" dequantize bad out.bin
   fresh_copy && sed -i 's/"group": 64/"group": 48/' bad/affine.json
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "group=48 is not 32, 64 or 128"
+  rejects "group=48 is not 32, 64 or 128" dequantize bad out.bin
   fresh_copy && sed -i 's/"k": 128/"k": 96/' bad/affine.json
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "k=96 is not a multiple of group=64"
+  rejects "k=96 is not a multiple of group=64" dequantize bad out.bin
   fresh_copy && sed -i 's/"format_version": 1/"format_version": 2/' bad/affine.json
-  run dequantize bad out.npy
-  expect_rc 2
-  expect_err "format_version 2 is not 1"
+  rejects "format_version 2 is not 1" dequantize bad out.npy
   fresh_copy && printf '{"format": "hone.affine", "n": 8,, }' >bad/affine.json
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "bad/affine.json: not valid JSON"
+  rejects "bad/affine.json: not valid JSON" dequantize bad out.bin
   fresh_copy && sed -i '/"n": 8,/d' bad/affine.json
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "field 'n' is missing"
+  rejects "field 'n' is missing" dequantize bad out.bin
   fresh_copy && head -c 100 keep/q.bin >bad/q.bin
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "'bad/q.bin' is 100 bytes, expected n \* k \* bits / 8 = 512"
+  rejects "'bad/q.bin' is 100 bytes, expected n \* k \* bits / 8 = 512" dequantize bad out.bin
   fresh_copy && rm bad/biases.bin
-  run dequantize bad out.bin
-  expect_rc 2
-  expect_err "bad/biases.bin"
-  run dequantize w.bin out.bin
-  expect_rc 2
-  expect_err "'w.bin' is not a quantized directory"
-  run dequantize keep keep
-  expect_rc 2
-  expect_err "'keep' is a directory"
+  rejects "bad/biases.bin" dequantize bad out.bin
+  rejects "'w.bin' is not a quantized directory" dequantize w.bin out.bin
+  rejects "'keep' is a directory" dequantize keep keep
   rm -rf bad
   expect_nothing_written
   ;;
