@@ -99,7 +99,7 @@ TimingMethod timing_method_from_env() {
 }
 
 const char *method_id(TimingMethod method) {
-  return method == TimingMethod::graph ? "cuda.graph.v1" : "cuda.events.v1";
+  return method == TimingMethod::graph ? "cuda.graph.v2" : "cuda.events.v2";
 }
 
 CudaBackend::CudaBackend(int device, TimingMethod timing) : device_(device), timing_(timing) {

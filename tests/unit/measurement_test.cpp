@@ -59,8 +59,10 @@ TEST(Measurement, CalibratedSampleOutlastsSyncAndResolution) {
   Measurement m(clock, nullptr);
   LaunchFn launch = [&](int) { clock.now += 1e-6; };
   const int batch = m.calibrate(launch, 1);
-  EXPECT_GE(batch * 1e-6, 20 * 50e-6 - 50e-6); // sample >= 20 x sync round trip
-  EXPECT_LE(batch, 4 * 20 * 50);               // and not absurdly long
+  const double factor = MeasureOptions{}.sync_factor;
+  EXPECT_GE(factor, 100);                              // the fixed cost of a sample stays ~1 %
+  EXPECT_GE(batch * 1e-6, factor * 50e-6 - 50e-6);     // sample >= factor x sync round trip
+  EXPECT_LE(batch, 4 * static_cast<int>(factor) * 50); // and not absurdly long
 }
 
 // One launch per sample with a large sync cost adds the same sync to every candidate and
