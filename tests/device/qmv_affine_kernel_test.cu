@@ -8,6 +8,7 @@
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -DHONE_QMV_AFFINE_KERNEL_TEST_MAIN
 //     -Iinclude -Isrc -Itests/device tests/device/qmv_affine_kernel_test.cu
 //     src/cuda/kernels/qmv_affine/qmv_affine.cu src/cuda/kernels/qmv_affine/qmv_affine_config.cpp
+//     src/cuda/kernels/common/split_k_launch.cpp src/cuda/kernels/common/config_tactic.cpp
 //     src/core/tactic.cpp src/core/error.cpp -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
 //     [--formats 4x64,4x128,8x64] [--csv FILE]

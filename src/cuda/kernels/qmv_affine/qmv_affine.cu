@@ -61,7 +61,7 @@ template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr Ker
 // MAX_THREADS without spilling (checked with -Xptxas -v).
 // <BITS, NT, MT, J, S, MAX_THREADS>
 const KernelEntry kKernels[] = {
-    entry<4, 1, 1, 2, 4, 512>(), entry<4, 1, 2, 2, 4, 256>(), entry<4, 2, 1, 2, 8, 256>(),
+    entry<4, 1, 1, 1, 4, 512>(), entry<4, 1, 2, 2, 4, 256>(), entry<4, 2, 1, 2, 8, 256>(),
     entry<4, 2, 2, 1, 4, 256>(), entry<4, 4, 1, 1, 4, 256>(), entry<8, 1, 1, 2, 4, 512>(),
     entry<8, 1, 2, 2, 4, 256>(), entry<8, 2, 1, 2, 8, 256>(), entry<8, 2, 2, 1, 4, 256>(),
     entry<8, 4, 1, 1, 4, 256>(),
@@ -171,21 +171,21 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
     }
     res.registers = std::max(res.registers, attr.numRegs);
     res.local_bytes = std::max(res.local_bytes, attr.localSizeBytes);
-    res.max_threads = factored ? std::min(res.max_threads, attr.maxThreadsPerBlock)
-                               : attr.maxThreadsPerBlock;
+    res.max_threads =
+        factored ? std::min(res.max_threads, attr.maxThreadsPerBlock) : attr.maxThreadsPerBlock;
     res.shared_bytes = attr.sharedSizeBytes;
   }
-  res.shared_bytes += shared_bytes(*e, config.warps) +
-                      (config.async ? async_ring_bytes(*e, config.warps) : 0);
+  res.shared_bytes +=
+      shared_bytes(*e, config.warps) + (config.async ? async_ring_bytes(*e, config.warps) : 0);
   return res;
 }
 
 int qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args, void *stream) {
   const KernelEntry *e = find_kernel(config, args.bits);
-  if (!e || (config.async != 0 && config.async != 1) || config.warps_k < 1 || config.split_k < 1 || config.warps % config.warps_k != 0 ||
-      config.warps * 32 > e->max_threads || args.rows < 1 || args.n < 1 || args.k < 32 ||
-      args.k % 32 != 0 || (args.group != 32 && args.group != 64 && args.group != 128) ||
-      args.k % args.group != 0)
+  if (!e || (config.async != 0 && config.async != 1) || config.warps_k < 1 || config.split_k < 1 ||
+      config.warps % config.warps_k != 0 || config.warps * 32 > e->max_threads || args.rows < 1 ||
+      args.n < 1 || args.k < 32 || args.k % 32 != 0 ||
+      (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0)
     return static_cast<int>(cudaErrorInvalidValue);
   Params p;
   p.x = static_cast<const uint16_t *>(args.x);

@@ -66,8 +66,8 @@ __device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t 
   return d;
 }
 
-constexpr uint32_t kBf16x2Magic = 0x43004300u;    // (128.0, 128.0)
-constexpr uint32_t kBf16x2One = 0x3f803f80u;      // (1.0, 1.0)
+constexpr uint32_t kBf16x2Magic = 0x43004300u;      // (128.0, 128.0)
+constexpr uint32_t kBf16x2One = 0x3f803f80u;        // (1.0, 1.0)
 constexpr uint32_t kBf16x2MinusMagic = 0xc300c300u; // (-128.0, -128.0)
 
 // Values i and i + 4 of a 4-bit word as the exact bf16x2 (q_i, q_{i+4}).
@@ -82,8 +82,9 @@ template <int I> __device__ __forceinline__ uint32_t int4_pair(uint32_t word) {
 // Values i and i + 4 of a 4-bit word as the exact bf16x2 (128 + q_i, 128 + q_{i+4}).
 template <int I> __device__ __forceinline__ uint32_t int4_offset_pair(uint32_t word) {
   uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(word >> (4 * I)), "r"(0x000f000fu),
-      "r"(kBf16x2Magic));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;"
+      : "=r"(r)
+      : "r"(word >> (4 * I)), "r"(0x000f000fu), "r"(kBf16x2Magic));
   return r;
 }
 
@@ -184,15 +185,38 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       }
   };
 
-  // Multiplies one chunk: activations from L1, weights dequantised from `f`.
-  auto multiply = [&](int chunk, bool in_k, const WeightFragment<MT> &f) {
-    uint4 x[NT][L::kXVectors];
+  const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
+  int c = slice * p.slice_chunks;
+  const int c_end = min(c + p.slice_chunks, total_chunks);
+  const int c_full = min(c_end, p.k / L::kChunkK); // chunks [c, c_full) need no K guard
+
+  // Activations of one chunk from L1; zero past the slice or past K.
+  auto load_x = [&](int chunk, uint4(&x)[NT][L::kXVectors]) {
+    const bool in_k = chunk < c_end && chunk * L::kChunkK + L::kLaneK * t < p.k;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int v = 0; v < L::kXVectors; ++v)
-        x[nt][v] = in_k ? load_activation(xp[nt] + chunk * L::kChunkK + 8 * v)
-                        : make_uint4(0, 0, 0, 0);
+        x[nt][v] =
+            in_k ? load_activation(xp[nt] + chunk * L::kChunkK + 8 * v) : make_uint4(0, 0, 0, 0);
+  };
+  // The activations of the chunk being multiplied. Where registers allow (kXAhead), the next
+  // chunk's are loaded before this one is multiplied, which takes the L1 round trip off each
+  // chunk's dependency chain (5-13 % on the H200 against loading them at use,
+  // docs/notes/qmv_affine.md); the factored ring kernels with four m16 x n8 tiles per warp
+  // would spill with it, so they load at use.
+  constexpr bool kXAhead = !(S > 0 && FACTORED && NT * MT >= 4);
+  uint4 x[NT][L::kXVectors];
+  if constexpr (kXAhead)
+    load_x(c, x);
+
+  // Multiplies one chunk: weights dequantised from `f`.
+  auto multiply = [&](int chunk, const WeightFragment<MT> &f) {
+    uint4 x_next[NT][L::kXVectors];
+    if constexpr (kXAhead)
+      load_x(chunk + 1, x_next);
+    else
+      load_x(chunk, x);
     if constexpr (FACTORED) {
       // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
       // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
@@ -345,12 +369,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         }
       }
     }
+    if constexpr (kXAhead)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int v = 0; v < L::kXVectors; ++v)
+          x[nt][v] = x_next[nt][v];
   };
-
-  const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
-  int c = slice * p.slice_chunks;
-  const int c_end = min(c + p.slice_chunks, total_chunks);
-  const int c_full = min(c_end, p.k / L::kChunkK); // chunks [c, c_full) need no K guard
 
   if constexpr (S > 0) {
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
@@ -378,7 +403,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           f.scale[mt][h] = scale[stage][mt][h];
           f.bias[mt][h] = bias[stage][mt][h];
         }
-      multiply(chunk, true, f);
+      multiply(chunk, f);
     };
     const int c0 = c;
 #pragma unroll
@@ -420,7 +445,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           load(c + J + j, true, fb[j]);
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        multiply(c + j, true, fa[j]);
+        multiply(c + j, fa[j]);
 #pragma unroll
       for (int j = 0; j < J; ++j)
         fa[j] = fb[j];
@@ -432,7 +457,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     const bool in_k = c * L::kChunkK + L::kLaneK * t < p.k;
     WeightFragment<MT> f;
     load(c, in_k, f);
-    multiply(c, in_k, f);
+    multiply(c, f);
   }
 
   constexpr int kFloatsPerWarp = MT * NT * 128;
