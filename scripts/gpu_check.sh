@@ -15,14 +15,17 @@
 #   HONE_TESTS           0 skips ctest and compute-sanitizer
 #   HONE_SANITIZE        0 skips the compute-sanitizer runs
 #   HONE_BENCHES         benchmarks to run, space-separated (default: gemv_bf16_matrix
-#                        qmv_affine_matrix; empty runs none)
+#                        qmv_affine_matrix read_ceiling; empty runs none). read_ceiling times
+#                        loads-only reads of the matrices' weight sizes: the ceiling each
+#                        kernel's bandwidth fraction is read against
+#   HONE_CEILING_ARGS    extra arguments for read_ceiling (e.g. --shapes 14336x8192)
 #   HONE_BENCH_ARGS      extra arguments for gemv_bf16_matrix (e.g. --quick)
 #   HONE_QMV_BENCH_ARGS  extra arguments for qmv_affine_matrix (e.g. --quick, --formats 4x64)
 #   HONE_PEERS           bench/peers scripts to run (default: qmv_affine_torch; empty runs
 #                        none); each writes <peer>.json and <peer>.md under OUT
 #   HONE_PEER_ARGS       extra arguments for them (e.g. --rows 1,16 --formats 4:128)
 #   OUT                  where the kept results go (default $HONE_BUILD_DIR/gpu_check): at
-#                        most nine files -- ctest.log, sanitizer.log, <bench>.log and
+#                        most eleven files -- ctest.log, sanitizer.log, <bench>.log and
 #                        <bench>.json per benchmark, <peer>.json and <peer>.md, build.log when
 #                        the build fails. Scratch
 #                        logs stay in $HONE_BUILD_DIR/gpu_check_logs.
@@ -32,7 +35,7 @@ root=$(pwd)
 build=${HONE_BUILD_DIR:-build-cuda}
 out=${OUT:-$build/gpu_check}
 logs=$build/gpu_check_logs
-benches=${HONE_BENCHES-gemv_bf16_matrix qmv_affine_matrix}
+benches=${HONE_BENCHES-gemv_bf16_matrix qmv_affine_matrix read_ceiling}
 mkdir -p "$out" "$logs"
 status=()
 step() { # step NAME RC
@@ -44,7 +47,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 # --- build --------------------------------------------------------------------------------
 programs=(tests/device/cuda_backend_test tests/device/qmv_affine_op_test
-          bench/gemv_bf16_matrix bench/qmv_affine_matrix)
+          bench/gemv_bf16_matrix bench/qmv_affine_matrix bench/read_ceiling)
 have_programs=1
 for p in "${programs[@]}"; do [ -x "$build/$p" ] || have_programs=0; done
 configured=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
@@ -141,6 +144,7 @@ for bench in $benches; do
   case $bench in
   gemv_bf16_matrix) args=${HONE_BENCH_ARGS:-} ;;
   qmv_affine_matrix) args=${HONE_QMV_BENCH_ARGS:-} ;;
+  read_ceiling) args=${HONE_CEILING_ARGS:-} ;;
   *)
     step "bench $bench (unknown)" 2
     continue

@@ -1,0 +1,293 @@
+// Read ceilings: how fast a cold-L2 read of exactly one weight matrix can go, by access
+// pattern, so that a GEMV kernel's bandwidth fraction splits into "the size and pattern" and
+// "the kernel". Loads only (every value folds into a sink), no arithmetic.
+//
+//   stream  grid-stride 16-byte loads over the whole matrix (the bandwidth probe's pattern)
+//   rows    one warp per 16 rows and K slice; lane (g, t) loads 16 bytes of rows g and g + 8
+//           per 64-byte chunk of each row (the gemv.bf16 / qmv.affine mma pattern), J chunks
+//           in flight per lane, k = slices of K
+//   lines   the same split, but one warp instruction reads 512 contiguous bytes of one row
+//
+// Shapes are rows x bytes per row; the default set is the weight matrices of the gemv.bf16
+// matrix (bf16: n x 2k) and of the qmv.affine matrix (int4: n x k/2, packed words only).
+// Cold L2: every batch cycles through copies spanning >= 4x the L2; CUDA-graph batches of 40
+// launches, 7 samples round-robin, median. Built by CMake (bench/cuda.cmake) or standalone:
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Isrc -Itests/device
+//     bench/read_ceiling.cu -o read_ceiling
+//   ./read_ceiling [--shapes 14336x8192,...] [--json FILE]
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <nlohmann/json.hpp>
+
+#include "kernel_harness.cuh"
+
+namespace hone::cuda::read_ceiling {
+
+using namespace harness; // NOLINT
+
+__device__ __forceinline__ uint4 ld_stream(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void sink_fold(uint32_t acc, uint32_t *sink) {
+  if (acc == 0x9e3779b9u) // never true for the fill below; keeps every load alive
+    *sink = acc;
+}
+
+template <int U> __global__ void stream_kernel(const uint4 *p, size_t count, uint32_t *sink) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  uint32_t acc = 0;
+  for (; i + (U - 1) * stride < count; i += U * stride) {
+    uint4 v[U];
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+      v[j] = ld_stream(p + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+      acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < count; i += stride) {
+    const uint4 v = ld_stream(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  sink_fold(acc, sink);
+}
+
+// blockIdx.x: groups of `warps` 16-row tiles; blockIdx.y: K slice of slice_bytes per row.
+template <int J, bool LINES>
+__global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_bytes,
+                            uint32_t *sink) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int m = (blockIdx.x * (blockDim.x >> 5) + warp) * 16;
+  const int k0 = blockIdx.y * slice_bytes;
+  const int k1 = min(k0 + slice_bytes, row_bytes);
+  uint32_t acc = 0;
+  if (!LINES) {
+    const int g = lane >> 2, t = lane & 3;
+    const uint8_t *r0 = p + static_cast<size_t>(min(m + g, n - 1)) * row_bytes + 16 * t;
+    const uint8_t *r1 = p + static_cast<size_t>(min(m + g + 8, n - 1)) * row_bytes + 16 * t;
+    int k = k0;
+    for (; k + 64 * J <= k1; k += 64 * J) {
+      uint4 a[J], b[J];
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        a[j] = ld_stream(r0 + k + 64 * j);
+        b[j] = ld_stream(r1 + k + 64 * j);
+      }
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        acc ^= a[j].x ^ a[j].y ^ a[j].z ^ a[j].w ^ b[j].x ^ b[j].y ^ b[j].z ^ b[j].w;
+    }
+    for (; k < k1; k += 64) {
+      const uint4 a = ld_stream(r0 + k), b = ld_stream(r1 + k);
+      acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;
+    }
+  } else {
+    // 16 rows x slice: walk it as rows of 512-byte lines, J lines in flight.
+    const int lines_per_row = (k1 - k0 + 511) / 512;
+    const int total = 16 * lines_per_row;
+    int i = 0;
+    for (; i + J <= total; i += J) {
+      uint4 a[J];
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int li = i + j, r = min(m + li / lines_per_row, n - 1);
+        const int k = k0 + (li % lines_per_row) * 512 + 16 * lane;
+        a[j] = k < k1 ? ld_stream(p + static_cast<size_t>(r) * row_bytes + k) : uint4{};
+      }
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        acc ^= a[j].x ^ a[j].y ^ a[j].z ^ a[j].w;
+    }
+    for (; i < total; ++i) {
+      const int r = min(m + i / lines_per_row, n - 1);
+      const int k = k0 + (i % lines_per_row) * 512 + 16 * lane;
+      const uint4 a = k < k1 ? ld_stream(p + static_cast<size_t>(r) * row_bytes + k) : uint4{};
+      acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+  }
+  sink_fold(acc, sink);
+}
+
+__global__ void fill_kernel(uint32_t *p, size_t count) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint32_t>(i * 2654435761u) | 1u;
+}
+
+struct Candidate {
+  std::string pattern; // stream, rows, lines
+  int j = 0, slices = 0, ctas = 0;
+  std::function<void(int, cudaStream_t)> launch;
+  std::string name() const {
+    char buf[64];
+    if (pattern == "stream")
+      std::snprintf(buf, sizeof buf, "stream %d CTA", ctas);
+    else
+      std::snprintf(buf, sizeof buf, "%s J%d k%d (%d CTA)", pattern.c_str(), j, slices, ctas);
+    return buf;
+  }
+};
+
+} // namespace hone::cuda::read_ceiling
+
+int main(int argc, char **argv) {
+  using namespace hone::cuda::read_ceiling; // NOLINT
+  using namespace hone::cuda::harness;      // NOLINT
+  // gemv.bf16 matrix (n x 2k bytes), then qmv.affine int4 (n x k/2)
+  std::vector<int> shapes = {4096, 8192, 6144,  8192, 14336, 8192, 4096, 28672, 8960,
+                             3072, 1536, 17920, 2048, 4096,  4096, 2048, 14336, 2048,
+                             4096, 7168, 8960,  768,  1536,  4480};
+  const char *json_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc)
+      shapes = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
+    else {
+      std::fprintf(stderr, "read_ceiling: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (shapes.empty() || shapes.size() % 2) {
+    std::fprintf(stderr, "read_ceiling: --shapes needs ROWSxBYTES pairs\n");
+    return 2;
+  }
+  for (size_t i = 0; i < shapes.size(); i += 2)
+    if (shapes[i] < 16 || shapes[i + 1] < 64 || shapes[i + 1] % 64) {
+      std::fprintf(stderr, "read_ceiling: shape %dx%d: need >= 16 rows and a multiple of 64 "
+                   "bytes per row\n", shapes[i], shapes[i + 1]);
+      return 2;
+    }
+  cudaStream_t s;
+  KT_CHECK(cudaStreamCreate(&s));
+  cudaEvent_t e0, e1;
+  KT_CHECK(cudaEventCreate(&e0));
+  KT_CHECK(cudaEventCreate(&e1));
+  int sms = 0, l2 = 0;
+  KT_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  KT_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  cudaDeviceProp prop{};
+  KT_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const double bw = measure_read_bandwidth(s, e0, e1);
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, l2 >> 20);
+  std::printf("read bandwidth (2 GiB stream): %.0f GB/s\n", bw / 1e9);
+  std::printf("method: loads only, cold L2 (copies >= 4x L2), graph batches of 40, median of 7 "
+              "round-robin samples\n");
+  DeviceMem sink(4);
+  nlohmann::json results = nlohmann::json::array();
+  struct Best {
+    int n, row_bytes;
+    double stream_us, rows_us;
+    std::string rows_name;
+  };
+  std::vector<Best> bests;
+  std::printf("%-12s %-26s %9s %7s\n", "rows x B", "pattern", "us", "% bw");
+  for (size_t si = 0; si + 1 < shapes.size(); si += 2) {
+    const int n = shapes[si], row_bytes = shapes[si + 1];
+    const size_t bytes = static_cast<size_t>(n) * row_bytes;
+    const int copies = static_cast<int>(std::max<size_t>(2, (size_t{4} * l2) / bytes + 1));
+    DeviceMem mem(bytes * copies);
+    fill_kernel<<<1024, 256, 0, s>>>(static_cast<uint32_t *>(mem.p), bytes * copies / 4);
+    KT_CHECK(cudaGetLastError());
+    const uint8_t *base = static_cast<const uint8_t *>(mem.p);
+    uint32_t *sink_p = static_cast<uint32_t *>(sink.p);
+    std::vector<Candidate> cands;
+    for (int per_sm : {2, 4, 8}) {
+      const int ctas = sms * per_sm;
+      cands.push_back({"stream", 0, 0, ctas, [=](int c, cudaStream_t st) {
+                         stream_kernel<4><<<ctas, 512, 0, st>>>(
+                             reinterpret_cast<const uint4 *>(base + bytes * c), bytes / 16, sink_p);
+                       }});
+    }
+    const int tiles = (n + 15) / 16;
+    for (int slices : {1, 2, 4, 8, 16}) {
+      if (row_bytes % (64 * slices))
+        continue;
+      const int slice_bytes = row_bytes / slices;
+      const dim3 grid((tiles + 3) / 4, slices);
+      const int ctas = static_cast<int>(grid.x * grid.y);
+      auto add = [&](auto kernel, const char *pattern, int j) {
+        cands.push_back({pattern, j, slices, ctas, [=](int c, cudaStream_t st) {
+                           kernel<<<grid, 128, 0, st>>>(base + bytes * c, n, row_bytes,
+                                                        slice_bytes, sink_p);
+                         }});
+      };
+      add(tile_kernel<2, false>, "rows", 2);
+      add(tile_kernel<4, false>, "rows", 4);
+      add(tile_kernel<8, true>, "lines", 8);
+    }
+    const int batch = 40;
+    std::vector<std::unique_ptr<GraphBatch>> graphs;
+    for (const Candidate &c : cands)
+      graphs.push_back(std::make_unique<GraphBatch>(c.launch, batch, copies, s));
+    for (auto &g : graphs) // warm-up
+      g->time(s, e0, e1);
+    std::vector<std::vector<double>> t(cands.size());
+    for (int rep = 0; rep < 7; ++rep)
+      for (size_t i = 0; i < cands.size(); ++i) {
+        const size_t k = (i + static_cast<size_t>(rep)) % cands.size(); // rotate the start
+        t[k].push_back(graphs[k]->time(s, e0, e1) / batch);
+      }
+    Best best{n, row_bytes, 1e30, 1e30, ""};
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const double sec = median(t[i]);
+      const Candidate &c = cands[i];
+      std::printf("%6dx%-5d %-26s %9.2f %6.1f%%\n", n, row_bytes, c.name().c_str(), sec * 1e6,
+                  100.0 * bytes / sec / bw);
+      results.push_back({{"n", n},
+                         {"row_bytes", row_bytes},
+                         {"bytes", bytes},
+                         {"pattern", c.pattern},
+                         {"j", c.j},
+                         {"k_slices", c.slices},
+                         {"ctas", c.ctas},
+                         {"median_s", sec},
+                         {"samples_s", t[i]},
+                         {"fraction_of_read_bandwidth", bytes / sec / bw}});
+      if (c.pattern == "stream")
+        best.stream_us = std::min(best.stream_us, sec * 1e6);
+      else if (sec * 1e6 < best.rows_us)
+        best.rows_us = sec * 1e6, best.rows_name = c.name();
+    }
+    bests.push_back(best);
+    KT_CHECK(cudaStreamSynchronize(s));
+  }
+  std::printf("\n| N | bytes/row | MB | stream us | %% bw | best split us | %% bw | best split |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Best &b : bests) {
+    const double mb = static_cast<double>(b.n) * b.row_bytes / 1e6;
+    std::printf("| %d | %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s |\n", b.n, b.row_bytes, mb,
+                b.stream_us, 100.0 * mb / b.stream_us / (bw / 1e12), b.rows_us,
+                100.0 * mb / b.rows_us / (bw / 1e12), b.rows_name.c_str());
+  }
+  if (json_path) {
+    std::ofstream out(json_path);
+    out << nlohmann::json{{"benchmark", "read_ceiling"},
+                          {"device", prop.name},
+                          {"read_bandwidth_bytes_per_s", bw},
+                          {"method", "loads only, cold L2, cuda graph batch 40, median of 7"},
+                          {"results", results}}
+               .dump(1)
+        << "\n";
+    if (!out) {
+      std::fprintf(stderr, "read_ceiling: cannot write %s\n", json_path);
+      return 1;
+    }
+  }
+  return 0;
+}
