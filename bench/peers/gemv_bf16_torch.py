@@ -72,12 +72,14 @@ def markdown(doc):
     lines = ["# gemv.bf16: hone vs torch.matmul (cuBLAS), %s" % doc["device"], "",
              "Cold L2 (rotation), CUDA-graph samples, median of %d; ratio = t_hone / t_torch "
              "(below 1: hone faster)." % doc["samples"], "",
-             "| rows | n | k | hone µs | torch µs | ratio | hone GB/s | torch GB/s |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| rows | n | k | hone µs | torch µs | ratio | hone GB/s | torch GB/s "
+             "| hone read frac |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in doc["results"]:
-        lines.append("| %d | %d | %d | %.2f | %.2f | %.3f | %.0f | %.0f |" %
+        frac = "%.2f" % r["hone_read_frac"] if "hone_read_frac" in r else "-"
+        lines.append("| %d | %d | %d | %.2f | %.2f | %.3f | %.0f | %.0f | %s |" %
                      (r["rows"], r["n"], r["k"], r["hone_s"] * 1e6, r["torch_s"] * 1e6,
-                      r["ratio"], r["hone_gbps"], r["torch_gbps"]))
+                      r["ratio"], r["hone_gbps"], r["torch_gbps"], frac))
     ratios = [r["ratio"] for r in doc["results"]]
     lines += ["", "geometric mean ratio: %.3f over %d shapes" % (geomean(ratios), len(ratios))]
     return "\n".join(lines) + "\n"
@@ -88,7 +90,11 @@ def main():
     parser.add_argument("--out", required=True, help="directory for the JSON and Markdown")
     parser.add_argument("--full", action="store_true", help="more matrices and rows 1-8,16,32")
     parser.add_argument("--samples", type=int, default=7, help="samples per median (>= 7)")
+    parser.add_argument("--read-bandwidth", type=float,
+                        help="device read bandwidth in GB/s: adds each side's fraction of it")
     args = parser.parse_args()
+    if args.read_bandwidth is not None and not args.read_bandwidth > 0:
+        parser.error("--read-bandwidth must be positive, got %s" % args.read_bandwidth)
     if args.samples < 7:
         parser.error("--samples must be at least 7")
     require_cuda("gemv_bf16_torch", hone)
@@ -100,6 +106,9 @@ def main():
     for n, k in matrices:
         for rows in rows_list:
             r = bench_shape(rows, n, k, args.samples, l2_bytes)
+            if args.read_bandwidth:
+                r["hone_read_frac"] = r["hone_gbps"] / args.read_bandwidth
+                r["torch_read_frac"] = r["torch_gbps"] / args.read_bandwidth
             results.append(r)
             print("rows=%-2d n=%-5d k=%-5d hone %8.2f us  torch %8.2f us  ratio %.3f" %
                   (rows, n, k, r["hone_s"] * 1e6, r["torch_s"] * 1e6, r["ratio"]), flush=True)
@@ -111,7 +120,8 @@ def main():
         "hone_device": hone.device_info("cuda"),
         "method": "cuda-graph replay of B launches per sample, events; interleaved hone/torch "
                   "alternating order; cold L2 by rotation of ceil(2*L2/bytes)+1 copies",
-        "samples": args.samples, "results": results,
+        "samples": args.samples, "read_bandwidth_gbps": args.read_bandwidth,
+        "results": results,
     }
     table = markdown(doc)
     write_results(args.out, "gemv_bf16_torch", doc, table)
