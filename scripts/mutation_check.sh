@@ -60,6 +60,10 @@ mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape 
   "out-of-bucket warning repeated"
 mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" dispatcher_test \
   "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
+mutate src/core/dispatcher.cpp "        r.compiled = op.compile(r.tactic);
+        r.source = Source::cache;" "        r.source = Source::cache;" dispatcher_test \
+  "DispatcherTest.CachedTacticTheOpCannotRunFallsBackWithAWarning" \
+  "cached tactic not compiled at resolution"
 mutate src/core/op.cpp "  if (!owns_kernel(t->kernel)) {" "  if (false) {" dispatcher_test \
   '*SharedOverride*' "another backend's shared override applied"
 mutate src/cpu/cpu_workload.cpp "  poison(y_);" "" cpu_workload_test \

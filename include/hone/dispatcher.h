@@ -1,7 +1,9 @@
 // Dispatcher: shape -> tactic for the hot path. The first lookup of a shape resolves it in
 // a fixed order -- environment override, then the cache, then (with HONE_AUTOTUNE=1) a
-// lazy tune, then the op's default -- and memoises the answer; every later lookup is a
-// hash of the raw shape and one table probe: no allocation, no candidate filtering.
+// lazy tune, then the op's default -- and memoises the answer together with the op's parsed
+// form of it (TunableOp::compile); every later lookup is a hash of the raw shape and one
+// table probe: no allocation, no candidate filtering, no tactic parsing. A cached tactic the
+// op cannot run is ignored with a warning, like a malformed one.
 // A shape outside the op's buckets gets the default and one warning per (op, shape).
 //
 //   hone::Dispatcher d(backend, hone::DispatcherOptions::from_env());
@@ -26,10 +28,10 @@ namespace hone {
 class Backend;
 
 struct DispatcherOptions {
-  bool autotune = false;  // HONE_AUTOTUNE=1
-  bool use_cache = true;  // HONE_CACHE != off
+  bool autotune = false;            // HONE_AUTOTUNE=1
+  bool use_cache = true;            // HONE_CACHE != off
   std::filesystem::path cache_path; // Cache::default_path() when empty
-  TuneOptions tune;       // for lazy tuning
+  TuneOptions tune;                 // for lazy tuning
 
   // Reads HONE_AUTOTUNE, HONE_CACHE and HONE_CACHE_DIR once.
   static DispatcherOptions from_env();
@@ -41,7 +43,8 @@ const char *to_string(Source source);
 struct Resolution {
   Tactic tactic;
   Source source = Source::default_tactic;
-  std::string key; // cache key; empty when out of bucket
+  std::string key;         // cache key; empty when out of bucket
+  CompiledTactic compiled; // op.compile(tactic), built once; what an op's entry point reads
 };
 
 class Dispatcher {

@@ -11,10 +11,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include "hone/bucket.h"
 #include "hone/dtype.h"
+#include "hone/error.h"
 #include "hone/shape.h"
 #include "hone/tactic.h"
 
@@ -64,6 +66,33 @@ public:
   virtual CheckResult check(const Tactic &tactic, Numerics numerics) = 0;
 };
 
+// An op's parsed form of one tactic (TunableOp::compile), e.g. a kernel config struct. The
+// dispatcher builds it once per dispatched shape (Resolution::compiled), so an op's hot-path
+// entry point reads a ready config instead of parsing the tactic on every call.
+class CompiledTactic {
+public:
+  CompiledTactic() = default;
+  template <class T> static CompiledTactic of(T value) {
+    CompiledTactic c;
+    c.type_ = &typeid(T);
+    c.value_ = std::make_shared<const T>(std::move(value));
+    return c;
+  }
+  explicit operator bool() const { return value_ != nullptr; }
+  // The value as T. Throws Error(runtime) when it holds nothing or another type: a caller
+  // asking for the wrong config type is a bug, not bad input.
+  template <class T> const T &as() const {
+    if (!type_ || *type_ != typeid(T))
+      HONE_RUNTIME_ERROR(std::string("compiled tactic holds ") +
+                         (type_ ? type_->name() : "nothing") + ", not " + typeid(T).name());
+    return *static_cast<const T *>(value_.get());
+  }
+
+private:
+  const std::type_info *type_ = nullptr;
+  std::shared_ptr<const void> value_;
+};
+
 class TunableOp {
 public:
   virtual ~TunableOp() = default;
@@ -93,6 +122,12 @@ public:
   //   that name owns its kernel; the op of the other backend ignores it with one warning.
   // Parsed verbatim; a malformed value throws Error(invalid_argument) naming the variable.
   virtual std::optional<Tactic> env_override(const Shape &shape) const;
+  // The parsed form of `tactic` for the op's entry point (empty: the op parses nothing).
+  // Throws Error(invalid_argument) for a tactic the op cannot run, naming it.
+  virtual CompiledTactic compile(const Tactic &tactic) const {
+    (void)tactic;
+    return {};
+  }
 };
 
 // "HONE_TACTIC_GEMV_F32" for "gemv.f32".

@@ -94,22 +94,28 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
     r.source = Source::out_of_bucket;
     log_warn(std::string(op.name()) + ": shape " + op.buckets().describe(shape) +
              " is outside the tuned buckets; using the default tactic " + r.tactic.str());
+    r.compiled = op.compile(r.tactic);
     return r;
   }
   r.key = cache_key(op, *bucket, backend_.info().model);
   if (std::optional<Tactic> t = op.env_override(*bucket)) {
     r.tactic = std::move(*t);
     r.source = Source::env_override;
+    r.compiled = op.compile(r.tactic); // a tactic the op cannot run throws, naming it
     return r;
   }
   if (cache_) {
     if (const CacheEntry *e = cache_->find(r.key, metadata_)) {
       try {
         r.tactic = Tactic::parse(e->tactic);
+        r.compiled = op.compile(r.tactic);
         r.source = Source::cache;
         return r;
       } catch (const Error &err) {
-        log_warn("cache entry " + r.key + " has a malformed tactic; ignoring it: " + err.what());
+        if (err.kind() != ErrorKind::invalid_argument)
+          throw;
+        log_warn("cache entry " + r.key +
+                 " has a tactic the op cannot run; ignoring it: " + err.what());
       }
     }
   }
@@ -118,6 +124,7 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
       TuneReport report = tune_bucket(backend_, op, *bucket, options_.tune);
       ++tunes_;
       r.tactic = report.result.pick();
+      r.compiled = op.compile(r.tactic);
       r.source = Source::tuned;
       if (cache_) {
         cache_->put(to_cache_entry(report, metadata_));
@@ -133,6 +140,7 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
   }
   r.tactic = op.default_tactic(*bucket);
   r.source = Source::default_tactic;
+  r.compiled = op.compile(r.tactic);
   return r;
 }
 

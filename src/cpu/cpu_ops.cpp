@@ -30,15 +30,15 @@ Dispatcher &dispatcher() {
 
 void gemv_f32(const float *x, const float *w, float *y, int64_t rows, int64_t n, int64_t k,
               Dispatcher &d) {
-  const Tactic &t = d.lookup(gemv_op(), Shape{{rows, n, k}, DType::f32});
-  hone::cpu::gemv_f32_kernel(hone::cpu::GemvConfig::from(t), x, w, y, rows, n, k);
+  const Resolution &r = d.resolve(gemv_op(), Shape{{rows, n, k}, DType::f32});
+  hone::cpu::gemv_f32_kernel(r.compiled.as<hone::cpu::GemvConfig>(), x, w, y, rows, n, k);
 }
 
 void qmv_affine(const float *x, const uint32_t *packed, const uint16_t *scales,
                 const uint16_t *biases, float *y, int64_t rows, int64_t n, int64_t k, int bits,
                 int group, Dispatcher &d) {
-  const Tactic &t = d.lookup(qmv_op(), Shape{{rows, n, k, bits, group}, DType::f32});
-  hone::cpu::qmv_affine_kernel(hone::cpu::QmvConfig::from(t),
+  const Resolution &r = d.resolve(qmv_op(), Shape{{rows, n, k, bits, group}, DType::f32});
+  hone::cpu::qmv_affine_kernel(r.compiled.as<hone::cpu::QmvConfig>(),
                                {x, packed, scales, biases, y, rows, n, k, bits, group});
 }
 

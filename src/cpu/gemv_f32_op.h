@@ -6,6 +6,7 @@
 //   w->check(op.default_tactic(bucket), hone::Numerics::tolerance);
 #pragma once
 
+#include "cpu/gemv_f32.h"
 #include "hone/op.h"
 
 namespace hone::cpu {
@@ -26,6 +27,9 @@ public:
   // whenever bit-identity with single-row calls is not asked for; batch_invariant mode is
   // available on request (TuneOptions::numerics) and keeps only the default's k_unroll.
   Numerics default_numerics() const override { return Numerics::tolerance; }
+  CompiledTactic compile(const Tactic &tactic) const override {
+    return CompiledTactic::of(GemvConfig::from(tactic));
+  }
 
 private:
   BucketSpec buckets_;

@@ -7,6 +7,7 @@
 //   w->check(op.default_tactic(bucket), hone::Numerics::tolerance);
 #pragma once
 
+#include "cpu/qmv_affine.h"
 #include "hone/op.h"
 
 namespace hone::cpu {
@@ -30,6 +31,9 @@ public:
   // when asked for, admits them all; the promise is not made by default so that a future
   // candidate with another order (e.g. factoring the scale out of each group) stays legal.
   Numerics default_numerics() const override { return Numerics::tolerance; }
+  CompiledTactic compile(const Tactic &tactic) const override {
+    return CompiledTactic::of(QmvConfig::from(tactic));
+  }
 
 private:
   BucketSpec buckets_;

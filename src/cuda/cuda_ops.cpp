@@ -51,8 +51,8 @@ Dispatcher &dispatcher() {
 
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
                void *stream, Dispatcher &d) {
-  const Tactic &t = d.lookup(gemv_op(), Shape{{rows, n, k}, DType::bf16});
-  const hone::cuda::GemvBf16Config config = hone::cuda::GemvBf16Config::from_tactic(t);
+  const Resolution &r = d.resolve(gemv_op(), Shape{{rows, n, k}, DType::bf16});
+  const auto &config = r.compiled.as<hone::cuda::GemvBf16Config>();
   hone::cuda::GemvBf16Args args;
   args.x = x;
   args.w = w;
@@ -67,8 +67,8 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   if (status != 0) {
     const auto err = static_cast<cudaError_t>(status);
     (void)cudaGetLastError();
-    HONE_RUNTIME_ERROR("gemv.bf16 launch (" + t.str() + "): " + cudaGetErrorName(err) + ": " +
-                       cudaGetErrorString(err));
+    HONE_RUNTIME_ERROR("gemv.bf16 launch (" + r.tactic.str() + "): " + cudaGetErrorName(err) +
+                       ": " + cudaGetErrorString(err));
   }
 }
 
@@ -81,11 +81,11 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
                 Dispatcher &d) {
   // lookup() validates the shape (rows, n, k, bits, group, k % group) before any launch.
-  const Tactic &t = d.lookup(qmv_op(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  const Resolution &r = d.resolve(qmv_op(), Shape{{rows, n, k, bits, group}, DType::bf16});
   // A misaligned vector load is a sticky device fault that loses the context; refuse first.
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(q) % 16 != 0)
     HONE_INVALID_ARGUMENT("qmv.affine: x and q must be 16-byte aligned");
-  const hone::cuda::QmvAffineConfig config = hone::cuda::QmvAffineConfig::from_tactic(t);
+  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
   hone::cuda::QmvAffineArgs args;
   args.x = x;
   args.q = q;
@@ -101,8 +101,8 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   if (status != 0) {
     const auto err = static_cast<cudaError_t>(status);
     (void)cudaGetLastError();
-    HONE_RUNTIME_ERROR("qmv.affine launch (" + t.str() + "): " + cudaGetErrorName(err) + ": " +
-                       cudaGetErrorString(err));
+    HONE_RUNTIME_ERROR("qmv.affine launch (" + r.tactic.str() + "): " + cudaGetErrorName(err) +
+                       ": " + cudaGetErrorString(err));
   }
 }
 

@@ -103,6 +103,9 @@ public:
   void validate(const Shape &shape) const override;
   std::unique_ptr<Workload> prepare(const Shape &shape) const override;
   Numerics default_numerics() const override { return Numerics::batch_invariant; }
+  CompiledTactic compile(const Tactic &tactic) const override {
+    return CompiledTactic::of(GemvBf16Config::from_tactic(tactic));
+  }
 
 private:
   BucketSpec buckets_;

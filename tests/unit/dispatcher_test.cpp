@@ -7,10 +7,13 @@
 #include <optional>
 #include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/gemv_f32.h"
 #include "hone/error.h"
 #include "hone/log.h"
 #include "hone/ops/cpu.h"
@@ -212,6 +215,57 @@ TEST_F(DispatcherTest, LazyTuneOnceThenServedFromTheCache) {
   Dispatcher again(cpu::backend(), opt);
   EXPECT_EQ(again.resolve(gemv(), shape).source, Source::cache);
   EXPECT_EQ(again.tunes(), 0u);
+}
+
+// A cached tactic that parses but that the op cannot run (a hand-edited or foreign entry) is
+// ignored with a warning, like a malformed one; the call goes on with the default.
+TEST_F(DispatcherTest, CachedTacticTheOpCannotRunFallsBackWithAWarning) {
+  set("HONE_AUTOTUNE", "1");
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  opt.tune.measure.cold = false;
+  const Shape shape{{2, 32, 64}, DType::f32};
+  {
+    Dispatcher d(cpu::backend(), opt);
+    ASSERT_EQ(d.resolve(gemv(), shape).source, Source::tuned);
+  }
+  const fs::path file = dir_ / "tuning-cache.json";
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string tactic = "\"tactic\": \"";
+  const size_t at = text.find(tactic);
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t end = text.find('"', at + tactic.size());
+  text.replace(at + tactic.size(), end - at - tactic.size(), "gemv.f32:no_such_field=3");
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << text;
+  }
+  opt.autotune = false;
+  warnings_.clear();
+  Dispatcher d(cpu::backend(), opt);
+  const Resolution &r = d.resolve(gemv(), shape);
+  EXPECT_EQ(r.source, Source::default_tactic);
+  EXPECT_EQ(r.tactic, gemv().default_tactic(*gemv().buckets().map(shape)));
+  EXPECT_EQ(r.compiled.as<cpu::GemvConfig>().tactic(), r.tactic);
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("cannot run"), std::string::npos) << warnings_[0];
+  EXPECT_NE(warnings_[0].find("no_such_field"), std::string::npos) << warnings_[0];
+}
+
+// An override the op cannot run is refused when the shape is resolved, naming the tactic.
+TEST_F(DispatcherTest, OverrideTheOpCannotRunIsRefusedAtResolution) {
+  set(tactic_env_name("gemv.f32"), "gemv.f32:no_such_field=3");
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  try {
+    d.resolve(gemv(), Shape{{2, 32, 64}, DType::f32});
+    FAIL() << "accepted an override the op cannot run";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("no_such_field"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(DispatcherTest, CacheOffIgnoresTheCache) {
