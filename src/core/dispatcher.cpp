@@ -79,6 +79,11 @@ const Resolution &Dispatcher::resolve(const TunableOp &op, const Shape &shape) {
       return *it->second;
   }
   auto resolution = std::make_unique<Resolution>(resolve_slow(op, shape));
+  // The cache branch compiles its tactic itself (one the op cannot run falls through to the
+  // next source); every other source is compiled here. An override the op cannot run throws,
+  // naming the tactic.
+  if (!resolution->compiled)
+    resolution->compiled = op.compile(resolution->tactic);
   ++resolutions_;
   std::unique_lock lock(mutex_);
   auto [it, inserted] = table_.emplace(key, std::move(resolution));
@@ -94,14 +99,12 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
     r.source = Source::out_of_bucket;
     log_warn(std::string(op.name()) + ": shape " + op.buckets().describe(shape) +
              " is outside the tuned buckets; using the default tactic " + r.tactic.str());
-    r.compiled = op.compile(r.tactic);
     return r;
   }
   r.key = cache_key(op, *bucket, backend_.info().model);
   if (std::optional<Tactic> t = op.env_override(*bucket)) {
     r.tactic = std::move(*t);
     r.source = Source::env_override;
-    r.compiled = op.compile(r.tactic); // a tactic the op cannot run throws, naming it
     return r;
   }
   if (cache_) {
@@ -124,7 +127,6 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
       TuneReport report = tune_bucket(backend_, op, *bucket, options_.tune);
       ++tunes_;
       r.tactic = report.result.pick();
-      r.compiled = op.compile(r.tactic);
       r.source = Source::tuned;
       if (cache_) {
         cache_->put(to_cache_entry(report, metadata_));
@@ -140,7 +142,6 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
   }
   r.tactic = op.default_tactic(*bucket);
   r.source = Source::default_tactic;
-  r.compiled = op.compile(r.tactic);
   return r;
 }
 
