@@ -1,9 +1,4 @@
 # CUDA benchmark programs; included from bench/CMakeLists.txt when HONE_WITH_CUDA.
-foreach(program gemv_bf16_matrix qmv_affine_matrix)
-  add_executable(${program} ${CMAKE_CURRENT_LIST_DIR}/${program}.cpp)
-  target_link_libraries(${program} PRIVATE hone CLI11::CLI11)
-  target_include_directories(${program} PRIVATE ${PROJECT_SOURCE_DIR}/src)
-endforeach()
 
 # Loads-only ceilings for the matrices' weight sizes and access patterns (no hone library).
 add_executable(read_ceiling ${CMAKE_CURRENT_LIST_DIR}/read_ceiling.cu)
@@ -11,3 +6,9 @@ target_include_directories(read_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/include
                                                 ${PROJECT_SOURCE_DIR}/src
                                                 ${PROJECT_SOURCE_DIR}/tests/device)
 target_link_libraries(read_ceiling PRIVATE nlohmann_json::nlohmann_json)
+
+# decode.paged acceptance configs: default, every kv_chunk candidate and unsplit, interleaved
+# (the op_matrix driver covers the op through its shape list; this one runs exact ragged lengths).
+add_executable(decode_paged_bench ${CMAKE_CURRENT_LIST_DIR}/decode_paged_bench.cpp)
+target_link_libraries(decode_paged_bench PRIVATE hone CLI11::CLI11 nlohmann_json::nlohmann_json)
+target_include_directories(decode_paged_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -8,6 +8,9 @@
 # libcli11-dev, libgtest-dev, libbenchmark-dev, python3-pytest, python3-numpy (the Python
 # package's tests; ctest runs them with the first python3 that has both). CUDA is optional: with nvcc on PATH (or
 # CMAKE_CUDA_COMPILER set) the CUDA backend is built as well.
+# With nvcc, the CUTLASS headers that qmm.affine builds on are copied from the PyPI package
+# nvidia-cutlass (pinned below; pip, no dependencies) into third_party/cutlass/include
+# (git-ignored; HONE_CUTLASS_INCLUDE_DIR's default). Without them the rest still builds.
 set -euo pipefail
 
 readonly min_cmake=3.25
@@ -53,6 +56,39 @@ check() {
   pkg_or_header libbenchmark-dev benchmark/benchmark.h || missing+=(libbenchmark-dev)
   python_module pytest || missing+=(python3-pytest)
   python_module numpy || missing+=(python3-numpy)
+  if cuda_wanted && [ ! -f "$cutlass_dir/cutlass/version.h" ]; then
+    python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  fi
+}
+
+# The CUTLASS/CuTe headers of qmm.affine, copied (not linked: the tree travels to the GPU
+# machine with them) from the pinned wheel. Failing to fetch them is a warning: CMake then
+# builds everything but qmm.affine and says why.
+readonly cutlass_version=4.2.0.0
+readonly cutlass_dir="$(cd "$(dirname "$0")/.." && pwd)/third_party/cutlass/include"
+cuda_wanted() { have nvcc || [ -x /usr/local/cuda/bin/nvcc ]; }
+cutlass_headers() {
+  cuda_wanted || return 0
+  local stamp="$cutlass_dir/../nvidia-cutlass.version"
+  if [ -f "$cutlass_dir/cutlass/version.h" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$cutlass_version" ]; then
+    echo "bootstrap: CUTLASS headers present ($cutlass_dir, nvidia-cutlass $cutlass_version)"
+    return 0
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  if python3 -m pip install --quiet --no-deps --disable-pip-version-check --root-user-action=ignore --target "$tmp" \
+       "nvidia-cutlass==$cutlass_version" &&
+     [ -f "$tmp/cutlass_library/source/include/cutlass/version.h" ]; then
+    rm -rf "$cutlass_dir"
+    mkdir -p "$cutlass_dir"
+    cp -R "$tmp/cutlass_library/source/include/." "$cutlass_dir/"
+    echo "$cutlass_version" >"$stamp"
+    echo "bootstrap: CUTLASS headers copied to $cutlass_dir (nvidia-cutlass $cutlass_version)"
+  else
+    echo "bootstrap: WARNING: could not install nvidia-cutlass==$cutlass_version with pip;" \
+      "qmm.affine will not be built" >&2
+  fi
+  rm -rf "$tmp"
 }
 
 cmake_too_old=""
@@ -61,6 +97,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: all build dependencies are present"
   have nvcc && echo "bootstrap: nvcc found: the CUDA backend will be built" ||
     echo "bootstrap: no nvcc: building the CPU backend only"
+  cutlass_headers
   exit 0
 fi
 
@@ -92,3 +129,4 @@ if [ ${#missing[@]} -ne 0 ]; then
   exit 1
 fi
 echo "bootstrap: all build dependencies are present"
+cutlass_headers

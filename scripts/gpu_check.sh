@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build (or reuse a carried build), run the device tests, run
 # the op and kernel tests under compute-sanitizer (memcheck, racecheck) on a reduced shape
-# set, and run the benchmark matrices (gemv.bf16 against cuBLASLt; qmv.affine with cuBLASLt
-# on dequantised weights alongside); the benchmarks' compact tables are printed last.
+# set, and run the benchmark matrices of the ops (bench/op_matrix over bench/shapes/<op>.txt:
+# default, tuned pick and every registered peer, e.g. cuBLASLt); the compact tables are printed
+# last.
 #
 #   scripts/gpu_check.sh                                   # everything, full matrices
-#   HONE_BENCH_ARGS=--quick HONE_QMV_BENCH_ARGS=--quick scripts/gpu_check.sh
-#   HONE_TESTS=0 HONE_BENCHES=qmv_affine_matrix scripts/gpu_check.sh   # one benchmark only
+#   HONE_BENCH_ARGS="--set quick" scripts/gpu_check.sh     # the quick sets
+#   HONE_TESTS=0 HONE_BENCHES=qmv.affine scripts/gpu_check.sh   # one op's matrix only
 #
 # Environment:
 #   HONE_BUILD_DIR       build directory (default build-cuda). A build configured in this very
@@ -14,19 +15,19 @@
 #                        elsewhere is reused as it is when it holds every program run here
 #   HONE_TESTS           0 skips ctest and compute-sanitizer
 #   HONE_SANITIZE        0 skips the compute-sanitizer runs
-#   HONE_BENCHES         benchmarks to run, space-separated (default: gemv_bf16_matrix
-#                        qmv_affine_matrix read_ceiling; empty runs none). read_ceiling times
-#                        loads-only reads of the matrices' weight sizes: the ceiling each
-#                        kernel's bandwidth fraction is read against
+#   HONE_BENCHES         op matrices and programs to run, space-separated (default: gemv.bf16
+#                        qmv.affine read_ceiling; empty runs none). An op name runs
+#                        bench/op_matrix --op NAME; read_ceiling times loads-only reads of the
+#                        matrices' weight sizes: the ceiling each kernel's bandwidth fraction
+#                        is read against
 #   HONE_CEILING_ARGS    extra arguments for read_ceiling (e.g. --shapes 14336x8192)
-#   HONE_BENCH_ARGS      extra arguments for gemv_bf16_matrix (e.g. --quick)
-#   HONE_QMV_BENCH_ARGS  extra arguments for qmv_affine_matrix (e.g. --quick, --formats 4x64)
+#   HONE_BENCH_ARGS      extra arguments for every op_matrix run (e.g. --set quick)
 #   HONE_PEERS           bench/peers scripts to run (default: qmv_affine_torch; empty runs
 #                        none); each writes <peer>.json and <peer>.md under OUT
 #   HONE_PEER_ARGS       extra arguments for them (e.g. --rows 1,16 --formats 4:128)
 #   OUT                  where the kept results go (default $HONE_BUILD_DIR/gpu_check): at
 #                        most eleven files -- ctest.log, sanitizer.log, <bench>.log and
-#                        <bench>.json per benchmark, <peer>.json and <peer>.md, build.log when
+#                        <bench>.json per benchmark (<op>.log/.json for an op matrix), <peer>.json and <peer>.md, build.log when
 #                        the build fails. Scratch
 #                        logs stay in $HONE_BUILD_DIR/gpu_check_logs.
 set -uo pipefail
@@ -35,7 +36,7 @@ root=$(pwd)
 build=${HONE_BUILD_DIR:-build-cuda}
 out=${OUT:-$build/gpu_check}
 logs=$build/gpu_check_logs
-benches=${HONE_BENCHES-gemv_bf16_matrix qmv_affine_matrix read_ceiling}
+benches=${HONE_BENCHES-gemv.bf16 qmv.affine read_ceiling}
 mkdir -p "$out" "$logs"
 status=()
 step() { # step NAME RC
@@ -47,7 +48,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 # --- build --------------------------------------------------------------------------------
 programs=(tests/device/cuda_backend_test tests/device/qmv_affine_op_test
-          bench/gemv_bf16_matrix bench/qmv_affine_matrix bench/read_ceiling)
+          bench/op_matrix bench/read_ceiling)
 have_programs=1
 for p in "${programs[@]}"; do [ -x "$build/$p" ] || have_programs=0; done
 configured=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
@@ -81,7 +82,7 @@ else
 fi
 
 # cuBLASLt is linked dynamically; find it where the image keeps it when the loader does not.
-if ldd "$build/bench/gemv_bf16_matrix" | grep -q 'libcublasLt.*not found'; then
+if ldd "$build/bench/op_matrix" | grep -q 'libcublasLt.*not found'; then
   lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
   if [ -n "$lib" ]; then
     LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -142,17 +143,12 @@ fi
 # --- benchmark matrices -------------------------------------------------------------------------
 for bench in $benches; do
   case $bench in
-  gemv_bf16_matrix) args=${HONE_BENCH_ARGS:-} ;;
-  qmv_affine_matrix) args=${HONE_QMV_BENCH_ARGS:-} ;;
-  read_ceiling) args=${HONE_CEILING_ARGS:-} ;;
-  *)
-    step "bench $bench (unknown)" 2
-    continue
-    ;;
+  read_ceiling) program=("$build/bench/read_ceiling") args=${HONE_CEILING_ARGS:-} ;;
+  *) program=("$build/bench/op_matrix" --op "$bench") args=${HONE_BENCH_ARGS:-} ;;
   esac
   t0=$(date +%s)
   # shellcheck disable=SC2086 # args is a list of arguments
-  "$build/bench/$bench" --json "$out/$bench.json" $args >"$logs/$bench.out" 2>"$logs/$bench.err"
+  "${program[@]}" --json "$out/$bench.json" $args >"$logs/$bench.out" 2>"$logs/$bench.err"
   rc=$?
   step "bench $bench ($(( $(date +%s) - t0 )) s)" $rc
   [ $rc -ne 0 ] && tail -n 20 "$logs/$bench.err"
@@ -182,7 +178,7 @@ for bench in $benches; do
   echo
   echo "== $bench"
   sed -n '/^device:/,/^method:/p' "$logs/$bench.out"
-  sed -n '/^| N |/,$p' "$logs/$bench.out"
+  sed -n '/^| \(N\|shape\) |/,$p' "$logs/$bench.out"
 done
 for peer in ${HONE_PEERS-qmv_affine_torch}; do
   [ -f "$out/$peer.md" ] || continue

@@ -51,7 +51,8 @@ mutate src/core/bucket.cpp "  if (value < lo || value > hi)" "  if (value < lo -
   bucket_test "Bucket.*" "bucket bounds"
 mutate src/core/bucket.cpp "return static_cast<int64_t>(sq >= mid ? upper : lower);" \
   "return static_cast<int64_t>(upper);" bucket_test "Bucket.*" "pow2 rounding"
-mutate src/core/dispatcher.cpp "  if (std::optional<Tactic> t = op.env_override(*bucket)) {" \
+mutate src/core/dispatcher.cpp \
+  "  if (std::optional<Tactic> t = op.env_override(*bucket, options_.settings)) {" \
   "  if (std::optional<Tactic> t = std::nullopt) {" dispatcher_test \
   "DispatcherTest.EnvOverrideIsUsedVerbatim" "env override ignored"
 mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape \"" \
@@ -60,10 +61,26 @@ mutate src/core/dispatcher.cpp "    log_warn(std::string(op.name()) + \": shape 
   "out-of-bucket warning repeated"
 mutate src/core/dispatcher.cpp "  if (options_.autotune) {" "  if (true) {" dispatcher_test \
   "DispatcherTest.NoAutotuneNoCacheRunsTheDefaultBitForBit" "tuning without HONE_AUTOTUNE"
-mutate src/core/dispatcher.cpp "        r.compiled = op.compile(r.tactic);
-        r.source = Source::cache;" "        r.source = Source::cache;" dispatcher_test \
+mutate src/core/dispatcher.cpp "  if (found.usable()) {" "  if (found.entry) {" dispatcher_test \
   "DispatcherTest.CachedTacticTheOpCannotRunFallsBackWithAWarning" \
-  "cached tactic not compiled at resolution"
+  "an unusable cached entry served"
+mutate src/core/dispatcher.cpp "warned_keys_.insert(r.key).second" "true" dispatcher_test \
+  "DispatcherTest.AnUnrunnableEntryIsWarnedAboutOncePerBucket" \
+  "unrunnable entry warned about per shape"
+mutate src/core/op.cpp "      return std::nullopt;
+  return \"tactic '\" + tactic.str() + \"' is not one of" "      return std::nullopt;
+  return std::nullopt; return \"tactic '\" + tactic.str() + \"' is not one of" tuning_store_test \
+  "TuningStoreTest.AnEntryThisBuildCannotRunIsUnrunnableAndRetuned" \
+  "cached tactic outside the candidates accepted"
+mutate src/core/op.cpp "    compile(tactic);
+  } catch" "    (void)tactic;
+  } catch" tuning_store_test "TuningStoreTest.AnEntryThisBuildCannotRunIsUnrunnableAndRetuned" \
+  "cached tactic not compiled"
+mutate src/core/tuning_store.cpp "    p.save_error = e.what();" "    throw;" dispatcher_test \
+  "DispatcherTest.LazyTuneWhoseSaveFailsServesThePick" "failed save loses the lazy tune"
+mutate src/core/tune.cpp "  if (std::optional<std::string> shortfall = memory_shortfall(backend, op, shape))
+    HONE_INVALID_ARGUMENT(*shortfall);" "" tuning_store_test \
+  "TuningStoreTest.AShapeThatDoesNotFitIsRefusedBeforePreparing" "no memory check before prepare"
 mutate src/core/op.cpp "  if (!owns_kernel(t->kernel)) {" "  if (false) {" dispatcher_test \
   '*SharedOverride*' "another backend's shared override applied"
 mutate src/cpu/cpu_workload.cpp "  poison(y_);" "" cpu_workload_test \
@@ -75,6 +92,12 @@ mutate src/core/cache.cpp "    while (::flock(fd_, LOCK_EX) != 0) {" "    while 
 mutate src/core/cache.cpp "  if (::rename(path.c_str(), target.c_str()) != 0)" \
   "  if (::remove(path.c_str()) != 0)" cache_test "CacheTest.*Corrupt*:CacheTest.*Garbage*" \
   "corrupt file deleted instead of kept"
+mutate src/core/cache.cpp "      state.error = \"cannot read tuning cache \"" \
+  "      state.corrupt = true; state.reason = \"cannot read tuning cache \"" cache_test \
+  "CacheTest.UnreadableFileIsAnErrorNamingItAndStaysAsItIs" "unreadable cache file treated as corrupt"
+mutate src/cache_audit.cpp "entry_problem(e, *op, *bucket, current))" "std::optional<VerifyItem>())" \
+  c_api_test "CApiTune.AnUnrunnableCachedTacticIsReportedAndRetuned" \
+  "cache verify blind to unrunnable entries"
 mutate src/core/key.cpp "    if (a != b)" "    if (false)" cache_test \
   "CacheTest.OtherHoneVersionIsStaleAndRetuneReplacesIt" "stale metadata accepted"
 

@@ -5,7 +5,7 @@
 #include "cpu/cpu_backend.h"
 #include "hone/error.h"
 #ifdef HONE_WITH_CUDA
-#include "cuda/cuda_backend.h"
+#include "cuda/backend/cuda_backend.h"
 #endif
 
 namespace hone {
@@ -61,6 +61,14 @@ std::vector<std::string> Registry::peers(const TunableOp &op) const {
     if (p.op == &op)
       out.push_back(p.name);
   return out;
+}
+
+bool backend_compiled(std::string_view name) {
+#ifdef HONE_WITH_CUDA
+  if (name == "cuda")
+    return true;
+#endif
+  return name == "cpu";
 }
 
 std::vector<std::string> available_backends() {

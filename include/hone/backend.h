@@ -61,6 +61,9 @@ public:
   // [bytes/second] achievable streaming-read bandwidth, measured by a probe; nullopt when
   // the backend has no probe. Later reports quote fractions of this figure.
   virtual std::optional<double> measure_read_bandwidth() { return std::nullopt; }
+  // [bytes] device memory free for new allocations now (MemAvailable on cpu, cudaMemGetInfo's
+  // free on cuda); nullopt when the backend cannot tell. Checked before a workload is prepared.
+  virtual std::optional<size_t> available_memory_bytes() const { return std::nullopt; }
 };
 
 } // namespace hone

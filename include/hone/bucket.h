@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hone/shape.h"
@@ -54,6 +55,9 @@ struct BucketSpec {
   std::optional<Shape> map(const Shape &shape) const;
   // `rows=8,n=4096,k=4096` for a (bucketed) shape.
   std::string describe(const Shape &shape) const;
+  // The shape describe() wrote as `text` (every dimension, in order), of dtype `dtype`;
+  // nullopt when `text` is not of that form. Values are not bucketed or bounded.
+  std::optional<Shape> parse(std::string_view text, DType dtype) const;
   // Index of a dimension by name, -1 if absent.
   int index_of(std::string_view name) const;
 };

@@ -1,7 +1,8 @@
 // Persistent tuning cache: one JSON file of entries keyed by cache key, each with the
-// metadata it was measured under. Loading never fails: an unparseable file is reported
-// once, treated as empty, and kept aside as tuning-cache.json.corrupt-<timestamp> before
-// the next write. Saving takes a lock file, re-reads, merges, writes a temporary file,
+// metadata it was measured under. A file that was read and failed to parse is reported once,
+// treated as empty, and kept aside as tuning-cache.json.corrupt-<timestamp> before the next
+// write; a file that cannot be read at all (permissions) is an error naming its path, and is
+// never moved. Saving takes a lock file, re-reads, merges, writes a temporary file,
 // fsyncs and renames, so concurrent tuners lose nothing.
 //
 //   hone::Cache cache(hone::Cache::default_path());
@@ -18,6 +19,8 @@
 #include "hone/key.h"
 
 namespace hone {
+
+struct Settings;
 
 inline constexpr int kCacheSchema = 1;
 
@@ -43,17 +46,20 @@ struct VerifyItem {
 class Cache {
 public:
   // $HONE_CACHE_DIR, else $XDG_CACHE_HOME/hone, else $HOME/.cache/hone; plus tuning-cache.json.
+  static std::filesystem::path default_path(const Settings &settings);
+  // default_path() of the process-wide settings().
   static std::filesystem::path default_path();
-  // False when HONE_CACHE=off.
-  static bool enabled_by_env();
 
   explicit Cache(std::filesystem::path path);
   const std::filesystem::path &path() const { return path_; }
 
   // Reads the file (missing file = empty). Never throws for bad contents: warns once and
-  // marks the file corrupt so the next save keeps it aside.
+  // marks the file corrupt so the next save keeps it aside. Throws Error(runtime) naming the
+  // path when the file exists but cannot be read; the file is left as it is.
   void load();
   bool corrupt() const { return corrupt_; }
+  // Why the file is corrupt; empty when it is not.
+  const std::string &corrupt_reason() const { return corrupt_reason_; }
 
   // Entry for `key` whose metadata matches `current`; nullptr when absent or stale.
   const CacheEntry *find(const std::string &key, const Metadata &current) const;
@@ -64,8 +70,11 @@ public:
   // Records an entry to be written by the next save(); replaces any entry with its key.
   void put(CacheEntry entry);
   // Lock, re-read, merge (this object's put() entries win), write temp, fsync, rename.
-  // Throws Error(runtime) when the directory cannot be written.
+  // Throws Error(runtime) when the directory cannot be written or the file cannot be read;
+  // the put() entries then stay pending for the next save().
   void save();
+  // True when put() entries are waiting for save().
+  bool dirty() const { return !pending_.empty(); }
   // Stale entries (against `current`) and a corrupt file, with reasons.
   std::vector<VerifyItem> verify(const Metadata &current) const;
   // Removes the file (under the lock).

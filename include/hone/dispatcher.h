@@ -2,11 +2,12 @@
 // a fixed order -- environment override, then the cache, then (with HONE_AUTOTUNE=1) a
 // lazy tune, then the op's default -- and memoises the answer together with the op's parsed
 // form of it (TunableOp::compile); every later lookup is a hash of the raw shape and one
-// table probe: no allocation, no candidate filtering, no tactic parsing. A cached tactic the
-// op cannot run is ignored with a warning, like a malformed one.
+// table probe: no allocation, no candidate filtering, no tactic parsing. A cached tactic this
+// build cannot run (TunableOp::unrunnable_reason) is ignored with one warning per entry, like
+// a stale one, and resolution goes on to the lazy tune or the default.
 // A shape outside the op's buckets gets the default and one warning per (op, shape).
 //
-//   hone::Dispatcher d(backend, hone::DispatcherOptions::from_env());
+//   hone::Dispatcher d(backend, hone::DispatcherOptions::from_settings(hone::settings()));
 //   const hone::Tactic &t = d.lookup(op, hone::Shape{{8, 4096, 4096}, hone::DType::f32});
 #pragma once
 
@@ -15,25 +16,34 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
-#include "hone/cache.h"
 #include "hone/op.h"
+#include "hone/settings.h"
 #include "hone/tune.h"
 
 namespace hone {
 
 class Backend;
+class TuningStore;
 
 struct DispatcherOptions {
-  bool autotune = false;            // HONE_AUTOTUNE=1
-  bool use_cache = true;            // HONE_CACHE != off
-  std::filesystem::path cache_path; // Cache::default_path() when empty
+  bool autotune = false;            // Settings::autotune (HONE_AUTOTUNE=1)
+  bool use_cache = true;            // Settings::use_cache (HONE_CACHE != off)
+  std::filesystem::path cache_path; // Cache::default_path(settings) when empty
   TuneOptions tune;                 // for lazy tuning
+  // What the dispatcher takes from the environment: its HONE_TACTIC_* overrides, which win
+  // over the cache, and the cache location. Default-constructed: no override, and the cache
+  // in ~/.cache/hone.
+  Settings settings;
 
-  // Reads HONE_AUTOTUNE, HONE_CACHE and HONE_CACHE_DIR once.
+  // autotune and use_cache from `settings`, which are kept for the overrides.
+  static DispatcherOptions from_settings(const Settings &settings);
+  // from_settings() of a fresh read of the environment (Settings::from_env()), for a caller
+  // that has just changed it; the process-wide settings() are read once.
   static DispatcherOptions from_env();
 };
 
@@ -49,6 +59,8 @@ struct Resolution {
 
 class Dispatcher {
 public:
+  // Opens the cache (TuningStore); a cache file that cannot be read is warned about once and
+  // the dispatcher goes on without it.
   Dispatcher(Backend &backend, DispatcherOptions options);
   ~Dispatcher();
   Dispatcher(const Dispatcher &) = delete;
@@ -82,11 +94,11 @@ private:
 
   Backend &backend_;
   DispatcherOptions options_;
-  Metadata metadata_;
-  std::unique_ptr<Cache> cache_;
+  std::unique_ptr<TuningStore> store_;
   mutable std::shared_mutex mutex_;
   std::unordered_map<Key, std::unique_ptr<Resolution>, KeyHash> table_;
-  std::mutex slow_mutex_; // serialises resolution (and lazy tuning)
+  std::mutex slow_mutex_;              // serialises resolution (and lazy tuning)
+  std::set<std::string> warned_keys_;  // unrunnable cache entries warned about (slow_mutex_)
   std::atomic<uint64_t> resolutions_{0};
   std::atomic<uint64_t> tunes_{0};
 };

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define HONE_C_API_VERSION_MAJOR 1
-#define HONE_C_API_VERSION_MINOR 1
+#define HONE_C_API_VERSION_MINOR 3
 
 #if defined(__GNUC__)
 #define HONE_API __attribute__((visibility("default")))
@@ -179,6 +179,60 @@ HONE_API hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, cons
                                           const void *biases, void *y, int64_t rows, int64_t n,
                                           int64_t k, int32_t bits, int32_t group, void *stream);
 
+/* Affine-quantized GEMM for prefill (op qmm.affine), on the operands of hone_qmv_affine_bf16
+ * as they are (one weight layout for every row count): the same Y, fp32 accumulation, on
+ * Hopper tensor cores (sm_90a). Scratch (the group parameters transposed, split-K partials)
+ * comes from hone's per-stream workspace, grown on demand: run a shape once before capturing
+ * it in a CUDA graph. Enqueues its kernels and returns; never synchronises.
+ * REQUIRES: 1 <= rows <= 16384; n % 8 == 0; bits in {4, 8}; group in {32, 64, 128};
+ * k % group == 0; x, q and y 16-byte aligned.
+ * Errors: INVALID_ARGUMENT for a NULL or misaligned pointer or a bad rows, n, k, bits or group
+ * (checked first, also without a device); NO_DEVICE without a CUDA device or backend;
+ * INVALID_ARGUMENT for a library built without the qmm kernels; RUNTIME when a launch fails.
+ * Since C API 1.3. */
+HONE_API hone_status hone_qmm_affine_bf16(const void *x, const uint32_t *q, const void *scales,
+                                          const void *biases, void *y, int64_t rows, int64_t n,
+                                          int64_t k, int32_t bits, int32_t group, void *stream);
+
+/* One quantized linear layer for any row count (op quantized_linear): hone_qmv_affine_bf16 up
+ * to the crossover row count, hone_qmm_affine_bf16 above, each with its own tuned tactic, on
+ * the same one copy of the weights. The crossover: HONE_QMV_MAX_ROWS, else the tuning cache
+ * (`hone tune --model`), else the default (16 rows). Requirements and errors are
+ * hone_qmm_affine_bf16's. Since C API 1.3. */
+HONE_API hone_status hone_quantized_linear_bf16(const void *x, const uint32_t *q,
+                                                const void *scales, const void *biases, void *y,
+                                                int64_t rows, int64_t n, int64_t k, int32_t bits,
+                                                int32_t group, void *stream);
+
+/* Paged-attention decode, one step, split along the KV sequence (op decode.paged):
+ * o[b, h] = sum_t softmax_t(scale q[b, h] . k[b, t, h / G]) v[b, t, h / G], G = hq / hkv.
+ * q, o: bf16 [batch, hq, head_dim]; k_cache, v_cache: bf16 [num_pages, page_size, hkv,
+ * head_dim]; kv_indptr: int32 [batch + 1], monotone; kv_indices: int32 page numbers, request
+ * b's at kv_indptr[b] .. kv_indptr[b + 1] - 1; kv_last_page_len: int32 [batch] in
+ * 1..page_size, so len[b] = (pages - 1) * page_size + kv_last_page_len[b]; all in device
+ * memory of device 0. kv_indptr_host, kv_last_page_len_host: host copies of those two, from
+ * which the split is planned (kv_chunk: HONE_DECODE_KV_CHUNK, else the tuning cache, else a
+ * heuristic). lse: NULL, or device float [batch, hq] receiving the NATURAL log of
+ * sum_t exp(scale q . k_t). `stream` as hone_gemv_bf16. Enqueues one or two kernels and
+ * returns; never synchronises, except with HONE_CHECK_PAGES=1, which first checks every page
+ * index against num_pages on the device.
+ * REQUIRES: head_dim in {64, 128, 256}; page_size in {16, 32, 64}; hq a multiple of hkv with
+ * hq / hkv <= 8; q, k_cache, v_cache and o 16-byte aligned.
+ * Errors: INVALID_ARGUMENT for a NULL or misaligned pointer, a bad batch, hq, hkv, head_dim,
+ * page_size or num_pages, kv_indptr not monotone, a request of length 0, a kv_last_page_len
+ * out of range (checked first, also without a device), and with HONE_CHECK_PAGES=1 a page
+ * index out of range (naming its position and value); NO_DEVICE without a CUDA device or
+ * backend; RUNTIME when a launch fails. Since C API 1.2. */
+HONE_API hone_status hone_decode_paged_bf16(const void *q, const void *k_cache,
+                                            const void *v_cache, const int32_t *kv_indptr,
+                                            const int32_t *kv_indices,
+                                            const int32_t *kv_last_page_len,
+                                            const int32_t *kv_indptr_host,
+                                            const int32_t *kv_last_page_len_host, void *o,
+                                            float *lse, int64_t batch, int64_t num_pages,
+                                            int64_t hq, int64_t hkv, int64_t head_dim,
+                                            int64_t page_size, float scale, void *stream);
+
 /* ---- tuning ------------------------------------------------------------------------------- */
 
 /* hone_tune flags. */
@@ -186,8 +240,9 @@ HONE_API hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, cons
 
 /* Tunes one shape of op `op` ("gemv.f32", "qmv.affine", "gemv.bf16") like
  * `hone tune --op OP --shape ...`: validates the shape, maps it to its bucket, returns the
- * cached pick when a fresh entry exists (unless HONE_TUNE_FORCE), else measures and records
- * the pick in the cache (unless HONE_CACHE=off). `dims` holds `rank` values in the op's
+ * cached pick when a usable entry exists (unless HONE_TUNE_FORCE), else measures and records
+ * the pick in the cache (unless HONE_CACHE=off); a stale entry, or one whose tactic this build
+ * cannot run, is re-tuned. `dims` holds `rank` values in the op's
  * dimension order (gemv: rows, n, k; qmv.affine: rows, n, k, bits, group). `dtype` is NULL
  * for the op's own ("f32" for cpu ops, "bf16" for cuda ops). An op that both backends carry
  * (qmv.affine) is the CUDA op (bf16, what hone_qmv_affine_bf16 dispatches) when a CUDA device
@@ -197,7 +252,9 @@ HONE_API hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, cons
  * whole measurement.
  * Errors: INVALID_ARGUMENT for an unknown op or dtype, a NULL dims, a wrong rank or a shape
  * the op rejects; NO_DEVICE for a CUDA op without a device; RUNTIME for a failing
- * measurement or cache write; BUFFER_TOO_SMALL (the tune still happened and was recorded). */
+ * measurement or an unreadable cache file; RUNTIME also when the cache could not be written,
+ * after the pick was written to `out`; BUFFER_TOO_SMALL (the tune still happened and was
+ * recorded). */
 HONE_API hone_status hone_tune(const char *op, const int64_t *dims, int32_t rank, const char *dtype,
                                uint32_t flags, char *out, size_t capacity, size_t *length);
 
@@ -208,9 +265,12 @@ HONE_API hone_status hone_tune(const char *op, const int64_t *dims, int32_t rank
 HONE_API hone_status hone_cache_path(char *out, size_t capacity, size_t *length);
 
 /* Judges every entry against the current metadata of its own backend, like
- * `hone cache verify`. `problems` (may be NULL) receives the number of stale and corrupt
- * findings; `out` (may be NULL with capacity 0) receives one line per finding,
- * "stale  KEY  REASON\n" or "corrupt  PATH  REASON\n". HONE_OK whatever the count. */
+ * `hone cache verify`: stale (other metadata or op version), unrunnable (a tactic this build
+ * cannot run), corrupt (a file that does not parse). Entries of another device or of a backend
+ * absent here are skipped. `problems` (may be NULL) receives the number of findings; `out`
+ * (may be NULL with capacity 0) receives one line per finding, "stale  KEY  REASON\n",
+ * "unrunnable  KEY  REASON\n" or "corrupt  PATH  REASON\n". HONE_OK whatever the count;
+ * RUNTIME when the file exists but cannot be read. */
 HONE_API hone_status hone_cache_verify(int32_t *problems, char *out, size_t capacity,
                                        size_t *length);
 

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "hone/shape.h"
 
@@ -19,6 +20,17 @@ class TunableOp;
 std::string problem_key(const TunableOp &op, const Shape &bucket);
 // problem key + op identity (name@version) + device model.
 std::string cache_key(const TunableOp &op, const Shape &bucket, const std::string &device_model);
+
+// The fields of a cache key: "gemv.f32@1|rows=8,n=4096,k=4096|f32|AMD EPYC 7B13".
+struct CacheKeyParts {
+  std::string op;     // "gemv.f32"
+  int version = 0;    // 1
+  std::string bucket; // "rows=8,n=4096,k=4096"
+  std::string dtype;  // "f32"
+  std::string device; // "AMD EPYC 7B13" (may itself hold '|')
+};
+// nullopt when `key` is not of cache_key()'s form.
+std::optional<CacheKeyParts> parse_cache_key(std::string_view key);
 
 // The environment an entry was measured in. Any field that differs makes an entry stale.
 struct Metadata {

@@ -7,6 +7,7 @@
 //   if (w->check(t, Numerics::tolerance).pass) w->run(t, /*copy=*/1);
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@
 #include "hone/tactic.h"
 
 namespace hone {
+
+struct Settings;
 
 // Outcome of trying a tactic; everything but ok carries a reason and is recorded, and the
 // sweep goes on.
@@ -93,6 +96,15 @@ private:
   std::shared_ptr<const void> value_;
 };
 
+// [bytes] what TunableOp::prepare() allocates on the backend's device for a shape, known
+// before anything is allocated, so that a caller can hold it against the memory the device has.
+struct WorkloadBytes {
+  size_t per_copy = 0; // one rotation copy of the inputs (set_rotation(n) holds n of them)
+  size_t fixed = 0;    // allocated once: outputs, reference outputs, workspace
+  // [bytes] with `copies` input copies.
+  size_t total(int copies) const { return per_copy * static_cast<size_t>(copies) + fixed; }
+};
+
 class TunableOp {
 public:
   virtual ~TunableOp() = default;
@@ -109,25 +121,37 @@ public:
   // Throws Error(invalid_argument) naming the bad value (e.g. K not a multiple of group).
   virtual void validate(const Shape &shape) const = 0;
   virtual std::unique_ptr<Workload> prepare(const Shape &shape) const = 0;
+  // What prepare(shape) allocates on the device, for the memory check before it (tune, bench).
+  // nullopt: the op does not say, and the check is skipped.
+  virtual std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const {
+    (void)shape;
+    return std::nullopt;
+  }
   // The numerics an op promises by default.
   virtual Numerics default_numerics() const { return Numerics::tolerance; }
   // True when a tactic's kernel field names one of this op's implementations (default: the
   // op's own name). Ops of one name on two backends (qmv.affine on cpu and cuda) tell their
   // tactics apart by it.
   virtual bool owns_kernel(std::string_view kernel) const { return kernel == name(); }
-  // An explicit tactic from the environment, which wins over the cache:
+  // An explicit tactic from the environment `settings` holds, which wins over the cache:
   //   HONE_TACTIC_<BACKEND>_<NAME> (e.g. HONE_TACTIC_CUDA_QMV_AFFINE) for this backend's op
   //   only; a tactic there that the op does not own is an error naming the variable;
   //   else HONE_TACTIC_<NAME> (e.g. HONE_TACTIC_QMV_AFFINE), which applies to whichever op of
   //   that name owns its kernel; the op of the other backend ignores it with one warning.
-  // Parsed verbatim; a malformed value throws Error(invalid_argument) naming the variable.
-  virtual std::optional<Tactic> env_override(const Shape &shape) const;
+  // Used verbatim; a malformed value, or one compile() refuses, throws Error(invalid_argument)
+  // naming the variable. An op with settings of its own (a qmm tile) overrides this.
+  virtual std::optional<Tactic> env_override(const Shape &bucket, const Settings &settings) const;
   // The parsed form of `tactic` for the op's entry point (empty: the op parses nothing).
-  // Throws Error(invalid_argument) for a tactic the op cannot run, naming it.
+  // Throws Error(invalid_argument) for a tactic this build cannot run (not one of the op's
+  // tactics, or a configuration not compiled in), naming it.
   virtual CompiledTactic compile(const Tactic &tactic) const {
     (void)tactic;
     return {};
   }
+  // Why this build cannot serve `bucket` with `tactic`, or nullopt when it can: the tactic must
+  // compile() and be the bucket's default or one of its candidates -- what a tune of this
+  // build could have picked. A cache entry failing this is as unusable as a stale one.
+  std::optional<std::string> unrunnable_reason(const Tactic &tactic, const Shape &bucket) const;
 };
 
 // "HONE_TACTIC_GEMV_F32" for "gemv.f32".

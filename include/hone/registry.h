@@ -53,6 +53,8 @@ private:
   std::vector<PeerEntry> peers_;
 };
 
+// True when backend `name` ("cpu", "cuda") is compiled into this build, device present or not.
+bool backend_compiled(std::string_view name);
 // Backends compiled into this build, best first ("cuda" when a device is present, then
 // "cpu"). Throws Error(invalid_argument) for an unknown or unavailable name.
 std::vector<std::string> available_backends();

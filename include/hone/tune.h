@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,7 @@ namespace hone {
 
 class Backend;
 class TunableOp;
+class Workload;
 
 struct TuneOptions {
   TunerOptions tuner;
@@ -36,7 +38,26 @@ struct TuneReport {
   TuneResult result;
 };
 
-// Throws Error(invalid_argument) when the op rejects the shape (validate()).
+// Why `shape` of `op` cannot be prepared in the memory `backend` has free now, naming the
+// bytes one input copy and the outputs need and the bytes available; nullopt when it fits or
+// when the op or the backend does not say.
+std::optional<std::string> memory_shortfall(const Backend &backend, const TunableOp &op,
+                                            const Shape &shape);
+
+// A workload ready to measure: allocated after the memory check, its rotation copies set.
+struct PreparedWorkload {
+  std::unique_ptr<Workload> workload;
+  RotationPlan rotation;
+  int copies = 1; // workload->rotation()
+};
+// Checks memory first (Error(invalid_argument) with memory_shortfall()'s text, before anything
+// is allocated), prepares `shape`, then sets the rotation copies a cold measurement needs
+// within the backend's budget and the memory left (warm: one copy).
+PreparedWorkload prepare_workload(Backend &backend, const TunableOp &op, const Shape &shape,
+                                  bool cold);
+
+// Throws Error(invalid_argument) when the op rejects the shape (validate()) or when it does
+// not fit in memory (memory_shortfall()).
 TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucket,
                        const TuneOptions &options);
 

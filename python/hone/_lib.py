@@ -120,6 +120,12 @@ _SIGNATURES = {
     "hone_gemv_bf16": (_c.c_int, [_c.c_void_p] * 3 + [_c.c_int64] * 3 + [_c.c_void_p]),
     "hone_qmv_affine_bf16": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_int64] * 3 + [_c.c_int32] * 2
                              + [_c.c_void_p]),
+    "hone_decode_paged_bf16": (_c.c_int, [_c.c_void_p] * 10 + [_c.c_int64] * 6 + [_c.c_float]
+                               + [_c.c_void_p]),
+    "hone_qmm_affine_bf16": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_int64] * 3 + [_c.c_int32] * 2
+                             + [_c.c_void_p]),
+    "hone_quantized_linear_bf16": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_int64] * 3
+                                   + [_c.c_int32] * 2 + [_c.c_void_p]),
     "hone_tune": (_c.c_int, [_c.c_char_p, _c.POINTER(_c.c_int64), _c.c_int32, _c.c_char_p,
                              _c.c_uint32, _c.c_char_p, _c.c_size_t, _c.POINTER(_c.c_size_t)]),
     "hone_cache_path": (_c.c_int, [_c.c_char_p, _c.c_size_t, _c.POINTER(_c.c_size_t)]),
@@ -129,7 +135,8 @@ _SIGNATURES = {
 }
 # Functions added in a minor version: a library of an older minor version loads without them,
 # and calling one raises (see function()).
-_SINCE_MINOR = {"hone_qmv_affine_bf16": 1}
+_SINCE_MINOR = {"hone_qmv_affine_bf16": 1, "hone_decode_paged_bf16": 2,
+                "hone_qmm_affine_bf16": 3, "hone_quantized_linear_bf16": 3}
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _f = getattr(lib, _name, None)
     if _f is None and _name in _SINCE_MINOR:

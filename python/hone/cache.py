@@ -19,7 +19,8 @@ def path():
 
 
 def verify():
-    """Stale and corrupt findings, judged against each entry's own backend here."""
+    """Stale, unrunnable and corrupt findings, judged against each entry's own backend here
+    (entries of another device or an absent backend are skipped)."""
     count = ctypes.c_int32(0)
     text = call_string(lambda out, cap, length: lib.hone_cache_verify(ctypes.byref(count), out,
                                                                       cap, length))

@@ -3,6 +3,8 @@
     y = hone.ops.gemv_f32(x, w)                  # numpy float32 x [rows, k], w [n, k]
     y = hone.ops.gemv_bf16(x, w)                 # torch bf16 CUDA tensors; current stream
     y = hone.ops.qmv_affine_bf16(x, q, scales, biases, bits=4, group=64)   # torch, CUDA
+    y = hone.ops.quantized_linear_bf16(x, q, scales, biases, bits=4, group=64)  # any rows
+    o = hone.ops.decode_paged_bf16(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len)
 """
 
 import ctypes
@@ -175,6 +177,106 @@ def qmv_affine_bf16(x, packed, scales, biases, bits, group, out=None, stream=Non
     return out
 
 
+def _affine_linear_bf16(name, x, packed, scales, biases, bits, group, out, stream):
+    """qmm_affine_bf16 and quantized_linear_bf16: qmv_affine_bf16's operands, any rows."""
+    xa, pa, sa, ba, rows, n, k = _qmv_args(_CUDA, x, packed, scales, biases, bits, group)
+    out, ya = _output(_CUDA, out, x, xa, rows, n)
+    check(function(name)(xa.pointer, pa.pointer, sa.pointer, ba.pointer, ya.pointer, rows, n, k,
+                         bits, group, _stream_value(stream, x)))
+    return out
+
+
+def qmm_affine_bf16(x, packed, scales, biases, bits, group, out=None, stream=None):
+    """The prefill GEMM on Hopper tensor cores (hone_qmm_affine_bf16): qmv_affine_bf16's result
+    and operands, the same one copy of the weights, rows 1-16384; n a multiple of 8; x, packed
+    and out 16-byte aligned. Its scratch is hone's per-stream workspace."""
+    return _affine_linear_bf16("hone_qmm_affine_bf16", x, packed, scales, biases, bits, group,
+                               out, stream)
+
+
+def quantized_linear_bf16(x, packed, scales, biases, bits, group, out=None, stream=None):
+    """One quantized linear layer for any row count (hone_quantized_linear_bf16): qmv up to the
+    tuned crossover (HONE_QMV_MAX_ROWS overrides it), qmm above, each with its own tactic, on
+    the one copy of the weights. Operands and rules as qmm_affine_bf16."""
+    return _affine_linear_bf16("hone_quantized_linear_bf16", x, packed, scales, biases, bits,
+                               group, out, stream)
+
+
+def _host_table(host, device, name, length):
+    """An Array of the host copy of a page-table array: `host` when given, else a copy of the
+    device tensor `device` (torch: .cpu(), which waits for the device)."""
+    if host is None:
+        if not _arrays._is_torch(device):
+            raise _bad("%s_host is needed when %s is not a torch tensor (the plan reads the host "
+                       "copy of the page table)" % (name, name))
+        host = device.cpu()
+    a = _arrays.host_array(host, name + "_host")
+    _want(a, name + "_host", "i32")
+    if tuple(a.shape) != (length,):
+        raise _bad("%s_host has shape %s, expected (%d,)" % (name, tuple(a.shape), length))
+    return host, a
+
+
+def decode_paged_bf16(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len, scale=None,
+                      out=None, lse=None, kv_indptr_host=None, kv_last_page_len_host=None,
+                      stream=None):
+    """Paged-attention decode of one step on CUDA (hone_decode_paged_bf16): out[b, h] = softmax
+    over request b's tokens of scale q[b, h] . k, applied to v, with KV head h / (hq / hkv).
+
+    q: bf16 [batch, hq, head_dim]; k_cache, v_cache: bf16 [num_pages, page_size, hkv,
+    head_dim]; kv_indptr: int32 [batch + 1]; kv_indices: int32 [pages] (page numbers, request
+    b's at kv_indptr[b] .. kv_indptr[b + 1] - 1); kv_last_page_len: int32 [batch] (1 ..
+    page_size); all CUDA arrays. head_dim 64, 128 or 256; page_size 16, 32 or 64; hq a multiple
+    of hkv, at most 8 times it. scale: default 1 / sqrt(head_dim). out: bf16 [batch, hq,
+    head_dim], allocated with q.new_empty when None (torch). lse: None, or a float32 [batch, hq]
+    CUDA array that receives the natural-log log-sum-exp. kv_indptr_host,
+    kv_last_page_len_host: host int32 copies for the plan; when None they are copied from the
+    torch tensors (a device sync) -- a runtime passes the copies it already holds. Enqueued on
+    `stream` as gemv_bf16."""
+    qa, ka, va = _checked(_CUDA.array, (q, "q", "bf16"), (k_cache, "k_cache", "bf16"),
+                          (v_cache, "v_cache", "bf16"))
+    ia, xa, la = _checked(_CUDA.array, (kv_indptr, "kv_indptr", "i32"),
+                          (kv_indices, "kv_indices", "i32"),
+                          (kv_last_page_len, "kv_last_page_len", "i32"))
+    if len(qa.shape) != 3:
+        raise _bad("q has shape %s, expected [batch, hq, head_dim]" % (tuple(qa.shape),))
+    batch, hq, head_dim = qa.shape
+    if len(ka.shape) != 4 or ka.shape[3] != head_dim:
+        raise _bad("k_cache has shape %s, expected [num_pages, page_size, hkv, %d]" %
+                   (tuple(ka.shape), head_dim))
+    if tuple(va.shape) != tuple(ka.shape):
+        raise _bad("v_cache has shape %s, expected %s (that of k_cache)" %
+                   (tuple(va.shape), tuple(ka.shape)))
+    num_pages, page_size, hkv, _ = ka.shape
+    if tuple(ia.shape) != (batch + 1,):
+        raise _bad("kv_indptr has shape %s, expected (%d,) (batch + 1)" %
+                   (tuple(ia.shape), batch + 1))
+    if tuple(la.shape) != (batch,):
+        raise _bad("kv_last_page_len has shape %s, expected (%d,)" % (tuple(la.shape), batch))
+    if len(xa.shape) != 1:
+        raise _bad("kv_indices has shape %s, expected 1-D" % (tuple(xa.shape),))
+    indptr_host, ih = _host_table(kv_indptr_host, kv_indptr, "kv_indptr", batch + 1)
+    last_host, lh = _host_table(kv_last_page_len_host, kv_last_page_len, "kv_last_page_len",
+                                batch)
+    if out is None:
+        out = _torch_empty(q, (batch, hq, head_dim))
+    oa = _CUDA.array(out, "out")
+    _want(oa, "out", "bf16", (batch, hq, head_dim))
+    lse_pointer = 0
+    if lse is not None:
+        sa = _CUDA.array(lse, "lse")
+        _want(sa, "lse", "f32", (batch, hq))
+        lse_pointer = sa.pointer
+    if scale is None:
+        scale = head_dim ** -0.5
+    check(function("hone_decode_paged_bf16")(
+        qa.pointer, ka.pointer, va.pointer, ia.pointer, xa.pointer, la.pointer, ih.pointer,
+        lh.pointer, oa.pointer, lse_pointer, batch, num_pages, hq, hkv, head_dim, page_size,
+        float(scale), _stream_value(stream, q)))
+    del indptr_host, last_host  # the host copies lived through the call
+    return out
+
+
 def gemv_f32_raw(x, w, y, rows, n, k):
     """hone_gemv_f32 on raw host pointers (ints)."""
     check(lib.hone_gemv_f32(x, w, y, rows, n, k))
@@ -189,3 +291,14 @@ def qmv_affine_bf16_raw(x, q, scales, biases, y, rows, n, k, bits, group, stream
     """hone_qmv_affine_bf16 on raw device pointers (ints) and a cudaStream_t (int, 0: legacy)."""
     check(function("hone_qmv_affine_bf16")(x, q, scales, biases, y, rows, n, k, bits, group,
                                            stream))
+
+
+def decode_paged_bf16_raw(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                          kv_indptr_host, kv_last_page_len_host, o, lse, batch, num_pages, hq,
+                          hkv, head_dim, page_size, scale, stream=0):
+    """hone_decode_paged_bf16 on raw pointers (ints; the two *_host ones host memory, lse 0 for
+    none) and a cudaStream_t (int, 0: legacy)."""
+    check(function("hone_decode_paged_bf16")(q, k_cache, v_cache, kv_indptr, kv_indices,
+                                             kv_last_page_len, kv_indptr_host,
+                                             kv_last_page_len_host, o, lse, batch, num_pages, hq,
+                                             hkv, head_dim, page_size, float(scale), stream))

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <new>
 #include <optional>
 #include <span>
@@ -18,14 +17,15 @@
 #include "hone/backend.h"
 #include "hone/build_info.h"
 #include "hone/cache.h"
+#include "hone/cache_audit.h"
 #include "hone/dtype.h"
 #include "hone/error.h"
-#include "hone/key.h"
 #include "hone/ops/cpu.h"
 #include "hone/registry.h"
-#include "hone/tune.h"
+#include "hone/settings.h"
+#include "hone/tuning_store.h"
 #ifdef HONE_WITH_CUDA
-#include "cuda/cuda_backend.h"
+#include "cuda/kernels/decode_paged/decode_paged.h" // host validation of the page table
 #include "hone/ops/cuda.h"
 #endif
 
@@ -114,20 +114,11 @@ void copy_field(char *dst, size_t size, const std::string &src) {
   dst[n] = '\0';
 }
 
-bool cuda_compiled() {
-#ifdef HONE_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+bool cuda_compiled() { return hone::backend_compiled("cuda"); }
 
 bool cuda_present() {
-#ifdef HONE_WITH_CUDA
-  return hone::cuda::device_present();
-#else
-  return false;
-#endif
+  const std::vector<std::string> present = hone::available_backends();
+  return std::find(present.begin(), present.end(), "cuda") != present.end();
 }
 
 // Throws NO_DEVICE when the CUDA backend cannot run here; `what` names the caller.
@@ -181,24 +172,6 @@ std::string dim_names(const hone::TunableOp &op) {
   return out;
 }
 
-// The metadata an entry is judged against: that of its own backend here, or nullopt when
-// that backend is absent (as `hone cache verify`).
-const hone::Metadata *
-current_metadata_of(const hone::CacheEntry &e,
-                    std::map<std::string, std::optional<hone::Metadata>> &known) {
-  const bool cold = e.mode != "warm";
-  const std::string id = e.metadata.backend + (cold ? "+cold" : "+warm");
-  auto it = known.find(id);
-  if (it == known.end()) {
-    std::optional<hone::Metadata> m;
-    for (const std::string &name : hone::available_backends())
-      if (name == e.metadata.backend)
-        m = hone::current_metadata(hone::get_backend(name), cold);
-    it = known.emplace(id, m).first;
-  }
-  return it->second ? &*it->second : nullptr;
-}
-
 void check_affine(int64_t n, int64_t k, int32_t bits, int32_t group, const char *function) {
   if (n < 1)
     fail(HONE_ERROR_INVALID_ARGUMENT,
@@ -215,6 +188,42 @@ void check_affine(int64_t n, int64_t k, int32_t bits, int32_t group, const char 
   if (k % group != 0)
     fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": k=" + std::to_string(k) +
                                           " is not a multiple of group=" + std::to_string(group));
+}
+
+// qmm.affine and quantized_linear share their operands and rules (quantized_linear's are
+// qmm.affine's); `op` names the one dispatched.
+template <class Run>
+hone_status affine_linear_bf16(const char *function, const char *op, const void *x,
+                               const uint32_t *q, const void *scales, const void *biases, void *y,
+                               int64_t rows, int64_t n, int64_t k, int32_t bits, int32_t group,
+                               Run run) {
+  return guarded([&] {
+    require(x, function, "x");
+    require(q, function, "q");
+    require(scales, function, "scales");
+    require(biases, function, "biases");
+    require(y, function, "y");
+    // Everything is judged before the device, so bad input reads the same everywhere.
+    check_affine(n, k, bits, group, function);
+    if (rows < 1 || rows > 16384)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": rows=" + std::to_string(rows) + " outside 1..16384");
+    if (n % 8 != 0)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": n=" + std::to_string(n) + " is not a multiple of 8");
+    require_aligned(x, 16, function, "x");
+    require_aligned(q, 16, function, "q");
+    require_aligned(y, 16, function, "y");
+    const hone::TunableOp *found = hone::Registry::global().find(op, "cuda");
+    if (found)
+      found->validate(hone::Shape{{rows, n, k, bits, group}, hone::DType::bf16});
+    require_cuda(function);
+    if (!found)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": this library was built without the qmm.affine kernels "
+                                   "(no CUTLASS headers when it was configured)");
+    run();
+  });
 }
 
 } // namespace
@@ -423,6 +432,98 @@ hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, const void *s
   });
 }
 
+hone_status hone_qmm_affine_bf16(const void *x, const uint32_t *q, const void *scales,
+                                 const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                                 int32_t bits, int32_t group, void *stream) {
+  return affine_linear_bf16("hone_qmm_affine_bf16", "qmm.affine", x, q, scales, biases, y, rows, n,
+                            k, bits, group, [&] {
+#ifdef HONE_WITH_CUDA
+                              hone::ops::cuda::qmm_affine(x, q, scales, biases, y, rows, n, k,
+                                                          bits, group, stream);
+#else
+                              (void)stream;
+#endif
+                            });
+}
+
+hone_status hone_quantized_linear_bf16(const void *x, const uint32_t *q, const void *scales,
+                                       const void *biases, void *y, int64_t rows, int64_t n,
+                                       int64_t k, int32_t bits, int32_t group, void *stream) {
+  return affine_linear_bf16("hone_quantized_linear_bf16", "quantized_linear", x, q, scales,
+                            biases, y, rows, n, k, bits, group, [&] {
+#ifdef HONE_WITH_CUDA
+                              hone::ops::cuda::quantized_linear(x, q, scales, biases, y, rows, n,
+                                                                k, bits, group, stream);
+#else
+                              (void)stream;
+#endif
+                            });
+}
+
+hone_status hone_decode_paged_bf16(const void *q, const void *k_cache, const void *v_cache,
+                                   const int32_t *kv_indptr, const int32_t *kv_indices,
+                                   const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+                                   const int32_t *kv_last_page_len_host, void *o, float *lse,
+                                   int64_t batch, int64_t num_pages, int64_t hq, int64_t hkv,
+                                   int64_t head_dim, int64_t page_size, float scale,
+                                   void *stream) {
+  return guarded([&] {
+    const char *function = "hone_decode_paged_bf16";
+    require(q, function, "q");
+    require(k_cache, function, "k_cache");
+    require(v_cache, function, "v_cache");
+    require(kv_indptr, function, "kv_indptr");
+    require(kv_indices, function, "kv_indices");
+    require(kv_last_page_len, function, "kv_last_page_len");
+    require(kv_indptr_host, function, "kv_indptr_host");
+    require(kv_last_page_len_host, function, "kv_last_page_len_host");
+    require(o, function, "o");
+    // Everything the host can judge is judged before the device, so bad input reads the same
+    // everywhere (the page table from its host copy).
+    if (batch < 1)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": batch=" + std::to_string(batch) + " is below 1");
+    if (num_pages < 1)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
+    require_aligned(q, 16, function, "q");
+    require_aligned(k_cache, 16, function, "k_cache");
+    require_aligned(v_cache, 16, function, "v_cache");
+    require_aligned(o, 16, function, "o");
+#ifdef HONE_WITH_CUDA
+    hone::cuda::decode_paged_validate_heads(hq, hkv, head_dim, page_size);
+    hone::cuda::decode_paged_validate_table(
+        std::span<const int32_t>(kv_indptr_host, static_cast<size_t>(batch) + 1),
+        std::span<const int32_t>(kv_last_page_len_host, static_cast<size_t>(batch)),
+        static_cast<int>(page_size));
+#endif
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::DecodePagedTensors t;
+    t.q = q;
+    t.k_cache = k_cache;
+    t.v_cache = v_cache;
+    t.kv_indptr = kv_indptr;
+    t.kv_indices = kv_indices;
+    t.kv_last_page_len = kv_last_page_len;
+    t.kv_indptr_host = kv_indptr_host;
+    t.kv_last_page_len_host = kv_last_page_len_host;
+    t.o = o;
+    t.lse = lse;
+    t.batch = batch;
+    t.num_pages = num_pages;
+    t.hq = hq;
+    t.hkv = hkv;
+    t.head_dim = head_dim;
+    t.page_size = page_size;
+    t.scale = scale;
+    hone::ops::cuda::decode_paged(t, stream);
+#else
+    (void)lse, (void)hq, (void)hkv, (void)head_dim, (void)page_size, (void)scale, (void)stream;
+#endif
+  });
+}
+
 hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, const char *dtype,
                       uint32_t flags, char *out, size_t capacity, size_t *length) {
   return guarded([&] {
@@ -450,28 +551,14 @@ hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, co
       require_cuda("hone_tune: " + std::string(op.name()));
     hone::Backend &backend = hone::get_backend(op.backend());
 
-    const std::string key = hone::cache_key(op, *bucket, backend.info().model);
-    const hone::Metadata metadata = hone::current_metadata(backend, /*cold=*/true);
-    std::optional<hone::Cache> cache;
-    if (hone::Cache::enabled_by_env()) {
-      cache.emplace(hone::Cache::default_path());
-      cache->load();
-    }
-    std::string pick;
-    const hone::CacheEntry *hit =
-        cache && !(flags & HONE_TUNE_FORCE) ? cache->find(key, metadata) : nullptr;
-    if (hit) {
-      pick = hit->tactic;
-    } else {
-      const hone::TuneReport report = hone::tune_bucket(backend, op, *bucket, {});
-      hone::CacheEntry entry = hone::to_cache_entry(report, metadata);
-      pick = entry.tactic;
-      if (cache) {
-        cache->put(std::move(entry));
-        cache->save();
-      }
-    }
-    write_string(pick, out, capacity, length, "hone_tune");
+    hone::TuningStore store = hone::TuningStore::open(backend, hone::settings());
+    const hone::TunedPick pick =
+        store.find_or_tune(op, *bucket, hone::TuneOptions{}, (flags & HONE_TUNE_FORCE) != 0);
+    write_string(pick.tactic.str(), out, capacity, length, "hone_tune");
+    if (!pick.save_error.empty())
+      fail(HONE_ERROR_RUNTIME, "hone_tune: tuned " + pick.entry.key + " (pick " +
+                                   pick.tactic.str() + ", written to out) but could not save it: " +
+                                   pick.save_error);
   });
 }
 
@@ -485,16 +572,7 @@ hone_status hone_cache_verify(int32_t *problems, char *out, size_t capacity, siz
   return guarded([&] {
     hone::Cache cache(hone::Cache::default_path());
     cache.load();
-    std::vector<hone::VerifyItem> found;
-    if (cache.corrupt())
-      for (const hone::VerifyItem &item : cache.verify(hone::Metadata{}))
-        if (item.problem == "corrupt")
-          found.push_back(item);
-    std::map<std::string, std::optional<hone::Metadata>> known;
-    for (const auto &[key, e] : cache.entries())
-      if (const hone::Metadata *m = current_metadata_of(e, known))
-        if (std::optional<std::string> why = hone::stale_reason(e.metadata, *m))
-          found.push_back({key, "stale", *why});
+    const std::vector<hone::VerifyItem> found = hone::audit_cache(cache).problems();
     if (problems)
       *problems = static_cast<int32_t>(found.size());
     std::string text;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
+#include <span>
+#include <vector>
 
 #include "hone/error.h"
 
@@ -149,12 +152,41 @@ std::string BucketSpec::describe(const Shape &shape) const {
   for (int i = 0; i < shape.rank; ++i) {
     if (i)
       out += ',';
-    out += static_cast<size_t>(i) < dims.size() ? dims[static_cast<size_t>(i)].name
-                                                : "d" + std::to_string(i);
+    // NOTE: appended piecewise; `"d" + std::to_string(i)` here made GCC 12 warn -Wrestrict
+    // (a false positive on the inlined string insert).
+    if (static_cast<size_t>(i) < dims.size()) {
+      out += dims[static_cast<size_t>(i)].name;
+    } else {
+      out += 'd';
+      out += std::to_string(i);
+    }
     out += '=';
     out += std::to_string(shape.dims[i]);
   }
   return out;
+}
+
+std::optional<Shape> BucketSpec::parse(std::string_view text, DType dtype) const {
+  std::vector<int64_t> values;
+  for (const DimSpec &d : dims) {
+    if (!values.empty()) {
+      if (!text.starts_with(','))
+        return std::nullopt;
+      text.remove_prefix(1);
+    }
+    if (!text.starts_with(d.name) || text.substr(d.name.size(), 1) != "=")
+      return std::nullopt;
+    text.remove_prefix(d.name.size() + 1);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end == text.data())
+      return std::nullopt;
+    text.remove_prefix(static_cast<size_t>(end - text.data()));
+    values.push_back(v);
+  }
+  if (!text.empty() || values.empty() || values.size() > static_cast<size_t>(kMaxRank))
+    return std::nullopt;
+  return Shape(std::span<const int64_t>(values), dtype);
 }
 
 int BucketSpec::index_of(std::string_view name) const {

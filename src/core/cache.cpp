@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -18,6 +17,7 @@
 
 #include "hone/error.h"
 #include "hone/log.h"
+#include "hone/settings.h"
 
 namespace hone {
 
@@ -31,11 +31,6 @@ constexpr const char *kFileName = "tuning-cache.json";
 // "<what> <path>: <strerror(errno)>" for a failing system call.
 [[noreturn]] void throw_errno(const std::string &what, const fs::path &path, int err) {
   HONE_RUNTIME_ERROR(what + " " + path.string() + ": " + std::strerror(err));
-}
-
-std::string env_or_empty(const char *name) {
-  const char *v = std::getenv(name);
-  return v ? std::string(v) : std::string();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -177,22 +172,24 @@ private:
 // What is on disk at a path.
 struct DiskState {
   bool exists = false;
-  bool corrupt = false;
-  std::string reason; // why the file is corrupt
+  bool corrupt = false; // read, and not a valid cache file
+  std::string reason;   // why the file is corrupt
+  std::string error;    // why the file could not be read (permissions, a directory); not corrupt
   std::map<std::string, CacheEntry> entries;
 };
 
-// Reads and parses the cache file. Never throws: a file that cannot be read or parsed is
-// reported as corrupt with the reason.
+// Reads and parses the cache file. Never throws: a file that was read and failed to parse is
+// reported as corrupt, one that could not be read (other than a missing one) as an error.
 DiskState read_disk(const fs::path &path) {
   DiskState state;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT)
+    // ENOTDIR: a directory on the way does not exist yet either (save() says why it cannot
+    // create it).
+    if (errno == ENOENT || errno == ENOTDIR)
       return state;
     state.exists = true;
-    state.corrupt = true;
-    state.reason = std::string("cannot open: ") + std::strerror(errno);
+    state.error = "cannot open tuning cache " + path.string() + ": " + std::strerror(errno);
     return state;
   }
   Fd file(fd);
@@ -204,8 +201,7 @@ DiskState read_disk(const fs::path &path) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      state.corrupt = true;
-      state.reason = std::string("cannot read: ") + std::strerror(errno);
+      state.error = "cannot read tuning cache " + path.string() + ": " + std::strerror(errno);
       return state;
     }
     if (n == 0)
@@ -346,12 +342,14 @@ std::map<std::string, CacheEntry> cache_from_json(const std::string &text) {
   return entries;
 }
 
-fs::path Cache::default_path() {
-  if (std::string dir = env_or_empty("HONE_CACHE_DIR"); !dir.empty())
-    return fs::path(dir) / kFileName;
-  if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty())
-    return fs::path(xdg) / "hone" / kFileName;
-  std::string home = env_or_empty("HOME");
+fs::path Cache::default_path() { return default_path(settings()); }
+
+fs::path Cache::default_path(const Settings &settings) {
+  if (!settings.cache_dir.empty())
+    return fs::path(settings.cache_dir) / kFileName;
+  if (!settings.xdg_cache_home.empty())
+    return fs::path(settings.xdg_cache_home) / "hone" / kFileName;
+  std::string home = settings.home;
   if (home.empty())
     if (const passwd *pw = ::getpwuid(::getuid()); pw && pw->pw_dir)
       home = pw->pw_dir;
@@ -361,12 +359,12 @@ fs::path Cache::default_path() {
   return fs::path(home) / ".cache" / "hone" / kFileName;
 }
 
-bool Cache::enabled_by_env() { return env_or_empty("HONE_CACHE") != "off"; }
-
 Cache::Cache(fs::path path) : path_(std::move(path)) {}
 
 void Cache::load() {
   DiskState disk = read_disk(path_);
+  if (!disk.error.empty())
+    HONE_RUNTIME_ERROR(disk.error + " (left as it is)");
   entries_ = std::move(disk.entries);
   for (const auto &[key, entry] : pending_)
     entries_[key] = entry;
@@ -408,6 +406,8 @@ void Cache::save() {
   make_directories(directory_of(path_));
   FileLock lock(path_);
   DiskState disk = read_disk(path_);
+  if (!disk.error.empty())
+    HONE_RUNTIME_ERROR(disk.error + " (left as it is; nothing saved)");
   if (disk.corrupt) {
     // One warning per unusable file: load() has already warned when it saw it.
     const fs::path kept = keep_aside(path_);
@@ -446,8 +446,11 @@ void Cache::clear() {
   if (!fs::exists(dir, ec))
     return;
   FileLock lock(path_);
+  const DiskState disk = read_disk(path_);
+  if (!disk.error.empty())
+    HONE_RUNTIME_ERROR(disk.error + " (left as it is)");
   // A corrupt file is kept aside rather than deleted: its contents are never lost.
-  if (read_disk(path_).corrupt) {
+  if (disk.corrupt) {
     keep_aside(path_);
   } else if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
     throw_errno("cannot remove", path_, errno);

@@ -1,29 +1,23 @@
 #include "hone/dispatcher.h"
 
-#include <cstdlib>
-#include <string_view>
+#include <optional>
 
 #include "hone/backend.h"
 #include "hone/error.h"
-#include "hone/key.h"
 #include "hone/log.h"
+#include "hone/tuning_store.h"
 
 namespace hone {
 
-namespace {
-std::string_view env(const char *name) {
-  const char *v = std::getenv(name);
-  return v ? std::string_view(v) : std::string_view();
-}
-} // namespace
-
-DispatcherOptions DispatcherOptions::from_env() {
+DispatcherOptions DispatcherOptions::from_settings(const Settings &settings) {
   DispatcherOptions o;
-  const std::string_view autotune = env("HONE_AUTOTUNE");
-  o.autotune = autotune == "1" || autotune == "on" || autotune == "true";
-  o.use_cache = Cache::enabled_by_env();
+  o.autotune = settings.autotune;
+  o.use_cache = settings.use_cache;
+  o.settings = settings;
   return o;
 }
+
+DispatcherOptions DispatcherOptions::from_env() { return from_settings(Settings::from_env()); }
 
 const char *to_string(Source source) {
   switch (source) {
@@ -47,12 +41,20 @@ size_t Dispatcher::KeyHash::operator()(const Key &k) const noexcept {
 }
 
 Dispatcher::Dispatcher(Backend &backend, DispatcherOptions options)
-    : backend_(backend), options_(std::move(options)),
-      metadata_(current_metadata(backend, options_.tune.measure.cold)) {
-  if (options_.use_cache) {
-    cache_ = std::make_unique<Cache>(options_.cache_path.empty() ? Cache::default_path()
-                                                                 : options_.cache_path);
-    cache_->load();
+    : backend_(backend), options_(std::move(options)) {
+  const bool cold = options_.tune.measure.cold;
+  std::optional<std::filesystem::path> path;
+  if (options_.use_cache)
+    path = options_.cache_path.empty() ? Cache::default_path(options_.settings)
+                                       : options_.cache_path;
+  try {
+    store_ = std::make_unique<TuningStore>(backend_, path, cold);
+  } catch (const Error &e) {
+    if (e.kind() != ErrorKind::runtime)
+      throw;
+    // An op call must not fail because the cache file is unreadable: it runs uncached.
+    log_warn(std::string(e.what()) + "; dispatching without the tuning cache");
+    store_ = std::make_unique<TuningStore>(backend_, std::nullopt, cold);
   }
 }
 
@@ -79,11 +81,9 @@ const Resolution &Dispatcher::resolve(const TunableOp &op, const Shape &shape) {
       return *it->second;
   }
   auto resolution = std::make_unique<Resolution>(resolve_slow(op, shape));
-  // The cache branch compiles its tactic itself (one the op cannot run falls through to the
-  // next source); every other source is compiled here. An override the op cannot run throws,
-  // naming the tactic.
-  if (!resolution->compiled)
-    resolution->compiled = op.compile(resolution->tactic);
+  // A cached tactic has passed TunableOp::unrunnable_reason(), which compiles it; an override
+  // the op cannot run has thrown, naming its variable.
+  resolution->compiled = op.compile(resolution->tactic);
   ++resolutions_;
   std::unique_lock lock(mutex_);
   auto [it, inserted] = table_.emplace(key, std::move(resolution));
@@ -101,43 +101,42 @@ Resolution Dispatcher::resolve_slow(const TunableOp &op, const Shape &shape) {
              " is outside the tuned buckets; using the default tactic " + r.tactic.str());
     return r;
   }
-  r.key = cache_key(op, *bucket, backend_.info().model);
-  if (std::optional<Tactic> t = op.env_override(*bucket)) {
+  r.key = store_->key(op, *bucket);
+  if (std::optional<Tactic> t = op.env_override(*bucket, options_.settings)) {
     r.tactic = std::move(*t);
     r.source = Source::env_override;
     return r;
   }
-  if (cache_) {
-    if (const CacheEntry *e = cache_->find(r.key, metadata_)) {
+  const CacheLookup found = store_->find(op, *bucket);
+  if (found.usable()) {
+    r.tactic = found.tactic;
+    r.source = Source::cache;
+    return r;
+  }
+  if (found.status == Lookup::unrunnable && warned_keys_.insert(r.key).second)
+    log_warn("cache entry " + r.key + " has a tactic this build cannot run; ignoring it: " +
+             found.reason);
+  if (options_.autotune) {
+    if (std::optional<std::string> shortfall = memory_shortfall(backend_, op, *bucket)) {
+      log_warn(std::string(op.name()) + ": lazy tuning of " + r.key + " skipped (" + *shortfall +
+               "); using the default tactic");
+    } else {
       try {
-        r.tactic = Tactic::parse(e->tactic);
-        r.compiled = op.compile(r.tactic);
-        r.source = Source::cache;
+        TunedPick pick = store_->find_or_tune(op, *bucket, options_.tune, /*force=*/true);
+        ++tunes_;
+        if (!pick.save_error.empty())
+          log_warn(std::string(op.name()) + ": tuned " + r.key + " (pick " + pick.tactic.str() +
+                   ", used from now on in this process) but could not save it: " +
+                   pick.save_error);
+        r.tactic = std::move(pick.tactic);
+        r.source = Source::tuned;
         return r;
       } catch (const Error &err) {
-        if (err.kind() != ErrorKind::invalid_argument)
+        if (err.kind() == ErrorKind::invalid_argument)
           throw;
-        log_warn("cache entry " + r.key +
-                 " has a tactic the op cannot run; ignoring it: " + err.what());
+        log_warn(std::string(op.name()) + ": lazy tuning of " + r.key +
+                 " failed; using the default tactic: " + err.what());
       }
-    }
-  }
-  if (options_.autotune) {
-    try {
-      TuneReport report = tune_bucket(backend_, op, *bucket, options_.tune);
-      ++tunes_;
-      r.tactic = report.result.pick();
-      r.source = Source::tuned;
-      if (cache_) {
-        cache_->put(to_cache_entry(report, metadata_));
-        cache_->save();
-      }
-      return r;
-    } catch (const Error &err) {
-      if (err.kind() == ErrorKind::invalid_argument)
-        throw;
-      log_warn(std::string(op.name()) + ": lazy tuning of " + r.key +
-               " failed; using the default tactic: " + err.what());
     }
   }
   r.tactic = op.default_tactic(*bucket);

@@ -1,5 +1,6 @@
 #include "hone/key.h"
 
+#include <charconv>
 #include <string>
 
 #include "hone/backend.h"
@@ -33,6 +34,32 @@ std::string cache_key(const TunableOp &op, const Shape &bucket, const std::strin
   key += '|';
   key += device_model;
   return key;
+}
+
+std::optional<CacheKeyParts> parse_cache_key(std::string_view key) {
+  // op@version | bucket | dtype | device: the device model comes last and may hold '|'.
+  std::string_view fields[3];
+  for (std::string_view &field : fields) {
+    const size_t bar = key.find('|');
+    if (bar == std::string_view::npos)
+      return std::nullopt;
+    field = key.substr(0, bar);
+    key.remove_prefix(bar + 1);
+  }
+  const size_t at = fields[0].find('@');
+  if (at == std::string_view::npos || at == 0)
+    return std::nullopt;
+  CacheKeyParts parts;
+  parts.op = std::string(fields[0].substr(0, at));
+  const std::string_view version = fields[0].substr(at + 1);
+  const auto [end, ec] =
+      std::from_chars(version.data(), version.data() + version.size(), parts.version);
+  if (ec != std::errc() || end != version.data() + version.size())
+    return std::nullopt;
+  parts.bucket = std::string(fields[1]);
+  parts.dtype = std::string(fields[2]);
+  parts.device = std::string(key);
+  return parts;
 }
 
 Metadata current_metadata(const Backend &backend, bool cold) {

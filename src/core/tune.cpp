@@ -6,10 +6,45 @@
 
 #include "hone/backend.h"
 #include "hone/error.h"
+#include "hone/format.h"
 #include "hone/key.h"
 #include "hone/op.h"
 
 namespace hone {
+
+std::optional<std::string> memory_shortfall(const Backend &backend, const TunableOp &op,
+                                            const Shape &shape) {
+  const std::optional<WorkloadBytes> need = op.workload_bytes(shape);
+  if (!need)
+    return std::nullopt;
+  const std::optional<size_t> available = backend.available_memory_bytes();
+  if (!available || need->total(1) <= *available)
+    return std::nullopt;
+  const auto bytes = [](size_t b) {
+    return std::to_string(b) + " bytes (" + format_g(static_cast<double>(b) / (1ull << 30)) +
+           " GiB)";
+  };
+  return std::string(op.name()) + " " + op.buckets().describe(shape) + " needs " +
+         bytes(need->total(1)) + " for one input copy and its outputs; the " +
+         backend.info().backend + " device (" + backend.info().model + ") has " +
+         bytes(*available) + " available";
+}
+
+PreparedWorkload prepare_workload(Backend &backend, const TunableOp &op, const Shape &shape,
+                                  bool cold) {
+
+  PreparedWorkload p;
+  p.workload = op.prepare(shape);
+  const DeviceInfo &info = backend.info();
+  // The extra copies come out of what is left once the first is allocated.
+  size_t budget = info.memory_budget_bytes;
+  if (const std::optional<size_t> available = backend.available_memory_bytes())
+    budget = std::min(budget, *available);
+  p.rotation = plan_rotation(info.llc_bytes, p.workload->bytes_per_launch(), budget, cold);
+  p.workload->set_rotation(p.rotation.copies);
+  p.copies = p.workload->rotation();
+  return p;
+}
 
 TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucket,
                        const TuneOptions &options) {
@@ -30,12 +65,10 @@ TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucke
   else
     default_index = static_cast<size_t>(it - candidates.begin());
 
-  std::unique_ptr<Workload> workload = op.prepare(bucket);
-  const DeviceInfo &info = backend.info();
-  report.rotation = plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
-                                  info.memory_budget_bytes, options.measure.cold);
-  workload->set_rotation(report.rotation.copies);
-  const int copies = workload->rotation();
+  PreparedWorkload prepared = prepare_workload(backend, op, bucket, options.measure.cold);
+  std::unique_ptr<Workload> &workload = prepared.workload;
+  report.rotation = prepared.rotation;
+  const int copies = prepared.copies;
 
   const GateFn gate = [&](size_t i) {
     CheckResult r;

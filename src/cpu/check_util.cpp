@@ -6,15 +6,9 @@
 #include <cstring>
 #include <limits>
 
-namespace hone::cpu {
+#include "hone/format.h"
 
-namespace {
-std::string format_g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-} // namespace
+namespace hone::cpu {
 
 void fill_uniform(std::span<float> out, uint64_t seed, float lo, float hi) {
   Random rng(seed);

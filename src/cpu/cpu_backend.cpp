@@ -1,6 +1,7 @@
 #include "cpu/cpu_backend.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -118,8 +119,9 @@ std::string kernel_release() {
   return u.release;
 }
 
-// [bytes] a quarter of MemAvailable, capped; a fallback when /proc/meminfo does not say.
-size_t memory_budget() {
+// [bytes] MemAvailable of /proc/meminfo; else the free pages sysconf counts; nullopt when
+// neither says.
+std::optional<size_t> available_memory() {
   std::ifstream in("/proc/meminfo");
   std::string line;
   while (std::getline(in, line)) {
@@ -127,10 +129,21 @@ size_t memory_budget() {
       continue;
     // "MemAvailable:   24226408 kB"; the size parser reads the k suffix as KiB.
     const std::optional<size_t> available = parse_cache_size(trim(line.substr(13)));
-    if (!available || *available == 0)
-      break;
-    return std::min(*available / 4, kMaxBudgetBytes);
+    if (available && *available > 0)
+      return available;
+    break;
   }
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0)
+    return static_cast<size_t>(pages) * static_cast<size_t>(page_size);
+  return std::nullopt;
+}
+
+// [bytes] a quarter of the available memory, capped; a fallback when it is not known.
+size_t memory_budget() {
+  if (const std::optional<size_t> available = available_memory())
+    return std::min(*available / 4, kMaxBudgetBytes);
   return kFallbackBudgetBytes;
 }
 
@@ -202,6 +215,7 @@ public:
   }
 
   std::string method_id() const override { return "cpu.steady_clock.v1"; }
+  std::optional<size_t> available_memory_bytes() const override { return available_memory(); }
   std::string kernel_build_id() const override { return HONE_CPU_KERNEL_BUILD; }
 
 private:

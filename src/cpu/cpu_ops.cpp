@@ -7,6 +7,7 @@
 #include "cpu/qmv_affine.h"
 #include "cpu/qmv_affine_op.h"
 #include "hone/dispatcher.h"
+#include "hone/settings.h"
 
 namespace hone::ops::cpu {
 
@@ -24,7 +25,7 @@ const hone::cpu::QmvAffineOp &qmv_op() {
 } // namespace
 
 Dispatcher &dispatcher() {
-  static Dispatcher d(hone::cpu::backend(), DispatcherOptions::from_env());
+  static Dispatcher d(hone::cpu::backend(), DispatcherOptions::from_settings(settings()));
   return d;
 }
 

@@ -28,6 +28,12 @@ public:
   void run(const Tactic &tactic, int copy) final;
   CheckResult check(const Tactic &tactic, Numerics numerics) final;
 
+  // [bytes] what this base allocates for a [rows, n] output: the f32 output and its float64
+  // reference (TunableOp::workload_bytes of a CPU op adds its inputs to it).
+  static size_t output_bytes(int64_t rows, int64_t n) {
+    return static_cast<size_t>(rows) * static_cast<size_t>(n) * (sizeof(float) + sizeof(double));
+  }
+
 protected:
   // The output is [rows, n] f32, shared by every copy; k is the dot length the tolerance
   // bound is set by; seed is the first rotation seed (one per op, so ops never share inputs).

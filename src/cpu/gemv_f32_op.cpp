@@ -134,6 +134,14 @@ std::vector<Tactic> GemvF32Op::candidates(const Shape &bucket) const {
   return out;
 }
 
+std::optional<WorkloadBytes> GemvF32Op::workload_bytes(const Shape &shape) const {
+  const Dims d = dims_of(shape);
+  WorkloadBytes b;
+  b.per_copy = static_cast<size_t>(d.n * d.k + d.rows * d.k) * sizeof(float);
+  b.fixed = CpuWorkload::output_bytes(d.rows, d.n);
+  return b;
+}
+
 std::unique_ptr<Workload> GemvF32Op::prepare(const Shape &shape) const {
   validate(shape);
   return std::make_unique<GemvWorkload>(dims_of(shape));

@@ -23,6 +23,8 @@ public:
   Tactic default_tactic(const Shape &bucket) const override;
   void validate(const Shape &shape) const override;
   std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+  // One copy: W [n, k] and X [rows, k]; fixed: the output and its reference.
+  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
   // Tolerance: candidates with another k_unroll sum in another order and are legitimate
   // whenever bit-identity with single-row calls is not asked for; batch_invariant mode is
   // available on request (TuneOptions::numerics) and keeps only the default's k_unroll.

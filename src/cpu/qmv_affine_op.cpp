@@ -63,6 +63,13 @@ struct QmvCopy {
   std::vector<float> x; // [rows, k]
 };
 
+// [bytes] packed words, scales and biases of W [n, k].
+size_t quantized_bytes(const Dims &d) {
+  const size_t packed = static_cast<size_t>(d.n * d.k * d.bits / 8);
+  const size_t params = static_cast<size_t>(2 * d.n * (d.k / d.group)) * sizeof(uint16_t);
+  return packed + params;
+}
+
 class QmvWorkload final : public CpuWorkloadOf<QmvCopy> {
 public:
   explicit QmvWorkload(const Dims &d) : CpuWorkloadOf(d.rows, d.n, d.k, kSeed), d_(d) {
@@ -70,9 +77,7 @@ public:
   }
 
   size_t bytes_per_launch() const override {
-    const size_t packed = static_cast<size_t>(d_.n * d_.k * d_.bits / 8);
-    const size_t params = static_cast<size_t>(2 * d_.n * (d_.k / d_.group)) * sizeof(uint16_t);
-    return packed + params + static_cast<size_t>(d_.rows * d_.k + d_.rows * d_.n) * 4;
+    return quantized_bytes(d_) + static_cast<size_t>(d_.rows * d_.k + d_.rows * d_.n) * 4;
   }
 
 private:
@@ -169,6 +174,14 @@ std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
     add({def.rows_per_block, def.cols_per_block, 1, 1});
   }
   return out;
+}
+
+std::optional<WorkloadBytes> QmvAffineOp::workload_bytes(const Shape &shape) const {
+  const Dims d = dims_of(shape);
+  WorkloadBytes b;
+  b.per_copy = quantized_bytes(d) + static_cast<size_t>(d.rows * d.k) * sizeof(float);
+  b.fixed = CpuWorkload::output_bytes(d.rows, d.n) + static_cast<size_t>(d.n * d.k) * sizeof(float);
+  return b;
 }
 
 std::unique_ptr<Workload> QmvAffineOp::prepare(const Shape &shape) const {

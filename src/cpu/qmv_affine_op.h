@@ -26,6 +26,9 @@ public:
   // k not a multiple of group.
   void validate(const Shape &shape) const override;
   std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+  // One copy: the quantized W and X; fixed: the output, its reference and the dequantised W
+  // the reference is computed on.
+  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
   // Tolerance, as for gemv.f32: the CPU ops promise agreement with the float64 reference.
   // Every qmv.affine tactic happens to keep one summation order, so batch_invariant mode,
   // when asked for, admits them all; the promise is not made by default so that a future

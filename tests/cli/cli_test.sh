@@ -39,6 +39,18 @@ rejects() {
 }
 expect_file() { [ -f "$1" ] || fail "$1 was not written"; }
 expect_no_file() { [ ! -e "$1" ] || fail "$1 exists but should not"; }
+# cache_entries: the number of entries in the cache file.
+cache_entries() {
+  local n
+  n=$(grep -c '"key":' "$cache_file" 2>/dev/null)
+  echo "${n:-0}"
+}
+# set_cached_tactic TACTIC: replaces the tactic of every cache entry.
+set_cached_tactic() {
+  local escaped
+  escaped=$(printf '%s' "$1" | sed 's/[&|\\]/\\&/g')
+  sed -i -E "s|\"tactic\": *\"[^\"]*\"|\"tactic\": \"$escaped\"|" "$cache_file"
+}
 
 # check_affine ARGS...: the quantize/dequantize helper (tests/cli/affine_check.py).
 check_affine() {
@@ -62,6 +74,16 @@ JSON
 }
 
 case $case_name in
+unknown_subcommand)
+  rejects "unknown subcommand 'nosuch' \(expected one of: device, tune, bench, cache" nosuch
+  rejects "unknown subcommand 'nosuch' \(expected" --backend cpu nosuch --op x
+  rejects "unknown subcommand 'nosuch' of 'cache' \(expected one of: path, show, verify, clear\)" cache nosuch
+  rejects "A subcommand is required"
+  ;;
+model_is_a_directory)
+  mkdir -p "$tmp/model_dir"
+  rejects "model_dir: is a directory" --backend cpu tune --model "$tmp/model_dir"
+  ;;
 help)
   run --help
   expect_rc 0
@@ -144,6 +166,158 @@ cache_verify_stale_fails)
   run cache verify
   expect_rc 1
   expect_out "^stale .*gemv\.f32.*hone_version 0\.0\.0-old"
+  ;;
+cache_verify_unrunnable_fails_and_is_retuned)
+  # A tactic that parses but that no config has, one this build's tuner never offers, and
+  # garbage: each is reported by verify, ignored by bench and re-tuned by tune.
+  for tactic in "gemv.f32:rows_per_block=3,cols_per_block=4,k_unroll=8,threads=1" \
+    "gemv.f32:rows_per_block=2,cols_per_block=4,k_unroll=8,threads=4095" "%% not a tactic"; do
+    run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+    expect_rc 0
+    set_cached_tactic "$tactic"
+    grep -qF "$tactic" "$cache_file" || fail "the test did not plant '$tactic'"
+    run cache verify
+    expect_rc 1
+    expect_out "^unrunnable +gemv\.f32@[0-9]+\|rows=2,n=64,k=64\|f32\|"
+    expect_out "^1 problem in "
+    run cache show
+    expect_rc 0
+    expect_out "unrunnable: "
+    run --backend cpu bench --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+    expect_rc 0
+    expect_err "cache entry .*gemv\.f32.* this build cannot run; ignoring it"
+    grep -Eq "^cached" "$tmp/out" && fail "bench timed the unrunnable cached tactic"
+    run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+    expect_rc 0
+    expect_err "re-tuning gemv\.f32 rows=2,n=64,k=64: its cache entry has a tactic this build cannot run"
+    expect_out "^tuned 1, cached 0"
+    run cache verify
+    expect_rc 0
+    expect_out "^clean: 1 entry checked"
+  done
+  ;;
+cache_verify_skips_other_device)
+  run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+  expect_rc 0
+  sed -i -E 's/("key": *"gemv\.f32@[0-9]+\|[^|]*\|f32\|)[^"]*"/\1Some Other CPU"/' "$cache_file"
+  grep -q "Some Other CPU" "$cache_file" || fail "the test did not change the device"
+  run cache verify
+  expect_rc 0
+  expect_out "^skipped +gemv\.f32.*measured on Some Other CPU"
+  expect_out "^1 entry skipped: 1 of another device, 0 of a backend absent here"
+  expect_out "^clean: 0 entries checked"
+  ;;
+cache_unreadable_is_an_error)
+  # A cache file the user cannot read is an error naming it, and stays as it is; only a file
+  # that was read and failed to parse is corrupt. Root reads everything: run as nobody then.
+  as_user=()
+  if [ "$(id -u)" -eq 0 ]; then
+    command -v setpriv >/dev/null || { echo "SKIP: root without setpriv"; exit 0; }
+    as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  fi
+  run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+  expect_rc 0
+  chmod 755 "$tmp"
+  chmod 777 "$HONE_CACHE_DIR" # a rename would succeed: only the rule keeps the file
+  chmod 000 "$cache_file"
+  chmod 666 "$cache_file.lock" # the lock can be taken: only the rule keeps the file
+  cp --preserve=all "$cache_file" "$tmp/before"
+  run_as() {
+    "${as_user[@]}" "$HONE" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    echo "\$ hone $*  (exit $rc, as $(id -un 2>/dev/null)${as_user:+ -> nobody})"
+  }
+  run_as cache verify
+  expect_rc 1
+  expect_err "cannot open tuning cache $cache_file: Permission denied"
+  run_as --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+  expect_rc 1
+  expect_err "cannot open tuning cache $cache_file: Permission denied"
+  run_as cache clear
+  expect_rc 1
+  expect_file "$cache_file"
+  [ "$(stat -c %a "$cache_file")" = 0 ] || fail "the cache file's mode changed"
+  cmp -s "$cache_file" "$tmp/before" || fail "the cache file changed"
+  [ -z "$(find "$HONE_CACHE_DIR" -name '*.corrupt-*')" ] || fail "the unreadable file was moved aside"
+  ;;
+tune_too_large_for_memory)
+  # 2^24 x 2^24 f32 weights: a shape inside the buckets that no machine can hold.
+  rejects "gemv\.f32 rows=1,n=16777216,k=16777216 needs [0-9]+ bytes \([0-9.e+]+ GiB\) for one input copy and its outputs; the cpu device \(.*\) has [0-9]+ bytes .* available" \
+    --backend cpu tune --op gemv.f32 --shape rows=1,n=16777216,k=16777216
+  rejects "rows=1,n=16777216,k=16777216 needs [0-9]+ bytes" \
+    --backend cpu bench --op gemv.f32 --shape rows=1,n=16777216,k=16777216
+  cat >"$tmp/huge.json" <<'JSON'
+{"hidden_size": 1048576, "intermediate_size": 128, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "vocab_size": 512}
+JSON
+  rejects "needs [0-9]+ bytes .* has [0-9]+ bytes" --backend cpu tune --model "$tmp/huge.json" --rows 1 --ops gemv.f32
+  expect_no_file "$cache_file"
+  ;;
+tune_progress_lines)
+  tiny_model
+  run --backend cpu tune --model "$tmp/tiny.json" --rows 1-2 --ops gemv.f32 --samples 5
+  expect_rc 0
+  # stderr is a file here, not a terminal: one line per bucket, with the time left.
+  expect_err "^\[1/8\] tuning gemv\.f32 rows=1,n=128,k=64: [0-9.]+ [mun]?s; [0-9.]+ [mun]?s elapsed, about [0-9.]+ [mun]?s left$"
+  expect_err "^\[8/8\] tuning gemv\.f32 .*: [0-9.]+ [mun]?s; [0-9.]+ [mun]?s elapsed$"
+  [ "$(grep -c '^\[[0-9]*/8\] tuning' "$tmp/err")" -eq 8 ] || fail "expected 8 progress lines"
+  ;;
+tune_saves_as_it_goes)
+  # An interrupted tune keeps the buckets it finished: the cache is saved after each one.
+  tiny_model
+  "$HONE" --backend cpu tune --model "$tmp/tiny.json" --rows 1-16 --include-lm-head --ops gemv.f32 \
+    --samples 5 >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 600); do
+    [ "$(cache_entries)" -ge 1 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  saved=$(cache_entries)
+  echo "killed after $saved of 45 buckets were saved"
+  [ "$saved" -ge 1 ] || fail "nothing was saved before the kill"
+  [ "$saved" -lt 45 ] || fail "the tune finished before it was killed; the test proves nothing"
+  run cache verify
+  expect_rc 0
+  expect_out "^clean: $saved entr"
+  ;;
+tune_unwritable_cache_keeps_results)
+  # The cache directory cannot be created (its parent is a file): the run still prints its
+  # table and writes --json, then fails naming the cache.
+  printf 'x' >"$tmp/not_a_dir"
+  HONE_CACHE_DIR=$tmp/not_a_dir/cache run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 \
+    --samples 5 --json "$tmp/report.json"
+  expect_rc 1
+  expect_out "^gemv\.f32 +rows=2,n=64,k=64 .* tuned$"
+  expect_out "^tuned 1, cached 0"
+  expect_err "cannot create cache directory $tmp/not_a_dir/cache"
+  expect_err "the tuning cache was not saved"
+  expect_file "$tmp/report.json"
+  grep -Eq '"source": "tuned"' "$tmp/report.json" || fail "the report lacks the tuned bucket"
+  ;;
+tune_json_checked_before_tuning)
+  rejects "--json: cannot write '$tmp/no_such_dir/report.json'" \
+    --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --json "$tmp/no_such_dir/report.json"
+  expect_no_file "$cache_file" # nothing was tuned
+  expect_no_file "$tmp/no_such_dir"
+  rejects "--json: cannot write" --backend cpu bench --op gemv.f32 --shape rows=2,n=64,k=64 \
+    --json "$tmp/no_such_dir/bench.json"
+  ;;
+tactic_env_invalid_is_refused)
+  for value in "gemv.f32:rows_per_block" "gemv.f32:rows_per_block=3,cols_per_block=4,k_unroll=8,threads=1"; do
+    HONE_TACTIC_GEMV_F32=$value rejects "HONE_TACTIC_GEMV_F32" --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64
+    HONE_TACTIC_GEMV_F32=$value rejects "HONE_TACTIC_GEMV_F32" --backend cpu bench --op gemv.f32 --shape rows=2,n=64,k=64
+  done
+  expect_no_file "$cache_file"
+  good="gemv.f32:rows_per_block=1,cols_per_block=8,k_unroll=4,threads=1"
+  HONE_TACTIC_GEMV_F32=$good run --backend cpu bench --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+  expect_rc 0
+  expect_out "^env +rows_per_block=1,cols_per_block=8,k_unroll=4,threads=1 +ok"
+  HONE_TACTIC_GEMV_F32=$good run --backend cpu tune --op gemv.f32 --shape rows=2,n=64,k=64 --samples 5
+  expect_rc 0
+  expect_err "note: HONE_TACTIC_GEMV_F32 is set: dispatch of gemv.f32 runs it"
   ;;
 cache_verify_corrupt_fails)
   mkdir -p "$HONE_CACHE_DIR"

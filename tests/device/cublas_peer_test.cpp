@@ -6,10 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/cublas_gemv_bf16_peer.h"
-#include "cuda/cuda_check.h"
-#include "cuda/gemv_bf16_op.h"
-#include "cuda/gemv_bf16_reference.h"
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/peers/cublas_gemv_bf16_peer.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/ops/gemv_bf16_op.h"
+#include "cuda/ops/gemv_bf16_reference.h"
 #include "device_test.h"
 #include "hone/error.h"
 #include "hone/registry.h"
@@ -57,7 +58,7 @@ TEST_F(CublasPeerTest, MatchesTheReferenceOnEveryRotationCopy) {
         HONE_CUDA_CHECK(cudaStreamSynchronize(gw.stream()));
         const std::vector<double> ref =
             gemv_bf16_reference(gw.download_x(copy), gw.download_w(copy), rows, c.n, c.k);
-        const GemvBf16Comparison cmp = compare_gemv_bf16(gw.download_y(), ref);
+        const Bf16Comparison cmp = compare_bf16(gw.download_y(), ref);
         EXPECT_EQ(cmp.nan_count, 0u) << "rows=" << rows << " n=" << c.n << " k=" << c.k;
         EXPECT_LE(cmp.relative_l2, kGemvBf16RelativeL2Bound)
             << "rows=" << rows << " n=" << c.n << " k=" << c.k << " copy=" << copy;

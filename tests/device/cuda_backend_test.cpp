@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/cuda_backend_impl.h"
-#include "cuda/cuda_check.h"
-#include "cuda/device_buffer.h"
-#include "cuda/random_fill.h"
+#include "cuda/backend/cuda_backend_impl.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/backend/device_buffer.h"
+#include "cuda/backend/random_fill.h"
 #include "device_test.h"
 #include "hone/build_info.h"
 #include "hone/error.h"

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/cuda_backend.h"
+#include "cuda/backend/cuda_backend.h"
 
 namespace hone::cuda::testing {
 

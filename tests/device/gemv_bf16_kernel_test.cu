@@ -24,7 +24,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/bf16.h"
+#include "cuda/backend/bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "kernel_harness.cuh"
@@ -82,7 +82,7 @@ int launch(const GemvBf16Config &c, const void *x, const void *w, void *y, int r
   a.rows = rows;
   a.n = n;
   a.k = k;
-  return gemv_bf16_launch(c, a, stream);
+  return gemv_bf16_launch(c, a, stream).code();
 }
 
 bool same_order(const GemvBf16Config &a, const GemvBf16Config &b) {
@@ -209,7 +209,7 @@ struct CublasGemm {
 
 std::string short_name(const GemvBf16Config &c) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", c.path == 1 ? "mma" : "fma",
+  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", to_string(c.path),
                 c.rows_per_cta, c.warps, c.warps_k, c.outputs_per_warp, c.split_k,
                 c.async ? " a" : "");
   return buf;

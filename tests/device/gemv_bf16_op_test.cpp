@@ -9,9 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/bf16.h"
-#include "cuda/gemv_bf16_op.h"
-#include "cuda/gemv_bf16_reference.h"
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/backend/bf16.h"
+#include "cuda/ops/gemv_bf16_op.h"
+#include "cuda/ops/gemv_bf16_reference.h"
 #include "device_test.h"
 #include "hone/error.h"
 #include "op_test_helpers.h"
@@ -88,14 +89,14 @@ TEST(GemvBf16OpHostTest, ComparisonCountsPoisonAndMeasuresL2) {
   std::vector<uint16_t> y;
   for (double v : ref)
     y.push_back(float_to_bf16(static_cast<float>(v)));
-  GemvBf16Comparison c = compare_gemv_bf16(y, ref);
+  Bf16Comparison c = compare_bf16(y, ref);
   EXPECT_EQ(c.nan_count, 0u);
   EXPECT_EQ(c.relative_l2, 0.0);
   y[2] = kBf16Poison;
-  c = compare_gemv_bf16(y, ref);
+  c = compare_bf16(y, ref);
   EXPECT_EQ(c.nan_count, 1u);
   y[2] = float_to_bf16(4.5f);
-  c = compare_gemv_bf16(y, ref);
+  c = compare_bf16(y, ref);
   EXPECT_NEAR(c.relative_l2, 0.5 / std::sqrt(1 + 4 + 16 + 0.25), 1e-12);
   EXPECT_TRUE(bf16_is_nan(kBf16Poison));
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.00390625f)), 1.0f); // ties to even
@@ -136,7 +137,7 @@ TEST_F(GemvBf16OpTest, PoisonedOutputSurvivesWithoutALaunch) {
   gw.randomize_inputs();
   gw.poison_output();
   const std::vector<uint16_t> y = gw.download_y();
-  const GemvBf16Comparison c = compare_gemv_bf16(y, gw.reference());
+  const Bf16Comparison c = compare_bf16(y, gw.reference());
   EXPECT_EQ(c.nan_count, y.size());
   for (uint16_t v : y)
     ASSERT_EQ(v, kBf16Poison);

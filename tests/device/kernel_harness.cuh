@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/bf16.h"
+#include "cuda/backend/bf16.h"
 
 namespace hone::cuda::harness {
 namespace { // each harness is its own program; nothing here is shared across TUs

@@ -28,6 +28,7 @@
 #include "hone/key.h"
 #include "hone/op.h"
 #include "hone/registry.h"
+#include "hone/settings.h"
 #include "hone/tune.h"
 
 namespace hone::cuda::testing {
@@ -185,7 +186,7 @@ inline TuneReport tune_and_check(Backend &be, const TunableOp &op, const Shape &
 inline void expect_served_from_cache(Backend &be, const TunableOp &op, const Shape &shape,
                                      const TuneReport &report, const std::filesystem::path &dir) {
   {
-    Cache cache(Cache::default_path());
+    Cache cache(Cache::default_path(Settings::from_env())); // HONE_CACHE_DIR set by SetUp()
     EXPECT_EQ(cache.path().parent_path(), dir);
     cache.load();
     cache.put(to_cache_entry(report, current_metadata(be)));

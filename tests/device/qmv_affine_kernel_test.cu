@@ -27,7 +27,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/bf16.h"
+#include "cuda/backend/bf16.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "kernel_harness.cuh"
 
@@ -102,7 +102,7 @@ struct Problem {
     a.k = k;
     a.bits = bits;
     a.group = group;
-    return qmv_affine_launch(c, a, st);
+    return qmv_affine_launch(c, a, st).code();
   }
 
   // Float64 reference on the dequantised weights, [rows, n]; threads split n.

@@ -14,15 +14,16 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/affine_dequantize.h"
-#include "cuda/bf16.h"
-#include "cuda/cublas_dequant_qmv_affine_peer.h"
-#include "cuda/cuda_backend.h"
-#include "cuda/cuda_check.h"
-#include "cuda/device_buffer.h"
-#include "cuda/gemv_bf16_reference.h"
-#include "cuda/qmv_affine_op.h"
-#include "cuda/qmv_affine_reference.h"
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/ops/affine_dequantize.h"
+#include "cuda/backend/bf16.h"
+#include "cuda/peers/cublas_dequant_qmv_affine_peer.h"
+#include "cuda/backend/cuda_backend.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/backend/device_buffer.h"
+#include "cuda/ops/gemv_bf16_reference.h"
+#include "cuda/ops/qmv_affine_op.h"
+#include "cuda/ops/qmv_affine_reference.h"
 #include "device_test.h"
 #include "hone/dispatcher.h"
 #include "hone/error.h"
@@ -202,8 +203,8 @@ TEST_F(QmvAffineOpTest, GateDiscriminatesWrongWeights) {
     qw.run(def, 0);
     HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
     const std::vector<uint16_t> y = qw.download_y();
-    EXPECT_LE(compare_gemv_bf16(y, qw.reference(0)).relative_l2, kQmvAffineRelativeL2Bound);
-    EXPECT_GT(compare_gemv_bf16(y, qw.reference(1)).relative_l2, 0.5);
+    EXPECT_LE(compare_bf16(y, qw.reference(0)).relative_l2, kQmvAffineRelativeL2Bound);
+    EXPECT_GT(compare_bf16(y, qw.reference(1)).relative_l2, 0.5);
 
     const std::vector<uint16_t> x = qw.download_x(0);
     std::vector<uint32_t> q = qw.download_q(0);
@@ -220,10 +221,10 @@ TEST_F(QmvAffineOpTest, GateDiscriminatesWrongWeights) {
     }
     const QmvAffineProblem p = qw.problem();
     EXPECT_GT(
-        compare_gemv_bf16(y, qmv_affine_reference(x, reversed, scales, biases, p)).relative_l2, 0.1)
+        compare_bf16(y, qmv_affine_reference(x, reversed, scales, biases, p)).relative_l2, 0.1)
         << "bits=" << bits;
     std::rotate(scales.begin(), scales.begin() + 1, scales.end());
-    EXPECT_GT(compare_gemv_bf16(y, qmv_affine_reference(x, q, scales, biases, p)).relative_l2, 0.1)
+    EXPECT_GT(compare_bf16(y, qmv_affine_reference(x, q, scales, biases, p)).relative_l2, 0.1)
         << "bits=" << bits;
   }
 }
@@ -235,7 +236,7 @@ TEST_F(QmvAffineOpTest, PoisonedOutputSurvivesWithoutALaunch) {
   qw.randomize_inputs();
   qw.poison_output();
   const std::vector<uint16_t> y = qw.download_y();
-  EXPECT_EQ(compare_gemv_bf16(y, qw.reference()).nan_count, y.size());
+  EXPECT_EQ(compare_bf16(y, qw.reference()).nan_count, y.size());
   for (uint16_t v : y)
     ASSERT_EQ(v, kBf16Poison);
 }
@@ -436,7 +437,7 @@ TEST_F(QmvAffineOpTest, CublasDequantPeerMatchesTheReferenceOnEveryRotationCopy)
         qw.poison_output();
         peer->run(copy);
         HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
-        const GemvBf16Comparison cmp = compare_gemv_bf16(qw.download_y(), qw.reference(copy));
+        const Bf16Comparison cmp = compare_bf16(qw.download_y(), qw.reference(copy));
         EXPECT_EQ(cmp.nan_count, 0u) << describe(f) << " rows=" << rows;
         EXPECT_LE(cmp.relative_l2, kQmvAffineRelativeL2Bound)
             << describe(f) << " rows=" << rows << " copy=" << copy;
@@ -466,7 +467,7 @@ TEST_F(QmvAffineOpTest, PublicEntryPointMatchesTheReferenceAndTheDefault) {
       HONE_CUDA_CHECK(
           cudaMemcpyAsync(got.data(), y.data(), y.size(), cudaMemcpyDeviceToHost, qw.stream()));
       HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
-      const GemvBf16Comparison cmp = compare_gemv_bf16(got, qw.reference(0));
+      const Bf16Comparison cmp = compare_bf16(got, qw.reference(0));
       EXPECT_EQ(cmp.nan_count, 0u) << describe(f) << " rows=" << rows;
       EXPECT_LE(cmp.relative_l2, kQmvAffineRelativeL2Bound) << describe(f) << " rows=" << rows;
       // The dispatcher served the bucket's default: bit-identical to running it directly.

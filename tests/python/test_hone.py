@@ -230,3 +230,60 @@ def test_tune_errors_name_the_bad_value():
         hone.tune("gemv.f32", [1, 64, 64], dtype="bf16")
     with pytest.raises(hone.InvalidArgument, match="k=100"):
         hone.tune("qmv.affine", "rows=1,n=64,k=100,bits=4,group=32")
+
+
+def decode_paged_arrays(batch=2, hq=8, hkv=2, head_dim=64, num_pages=8, page_size=16):
+    return dict(q=FakeCudaArray((batch, hq, head_dim), "<u2"),
+                k_cache=FakeCudaArray((num_pages, page_size, hkv, head_dim), "<u2"),
+                v_cache=FakeCudaArray((num_pages, page_size, hkv, head_dim), "<u2"),
+                kv_indptr=FakeCudaArray((batch + 1,), "<i4"),
+                kv_indices=FakeCudaArray((num_pages,), "<i4"),
+                kv_last_page_len=FakeCudaArray((batch,), "<i4"),
+                out=FakeCudaArray((batch, hq, head_dim), "<u2"),
+                kv_indptr_host=np.array([0, 3, 5], np.int32),
+                kv_last_page_len_host=np.array([16, 2], np.int32))
+
+
+def test_decode_paged_bf16_errors_name_the_bad_value():
+    a = decode_paged_arrays()
+    with pytest.raises(hone.InvalidArgument, match="q has dtype f32, expected bf16"):
+        hone.ops.decode_paged_bf16(**dict(a, q=FakeCudaArray((2, 8, 64), "<f4")))
+    with pytest.raises(hone.InvalidArgument, match=r"v_cache has shape \(8, 16, 2, 32\)"):
+        hone.ops.decode_paged_bf16(**dict(a, v_cache=FakeCudaArray((8, 16, 2, 32), "<u2")))
+    with pytest.raises(hone.InvalidArgument, match=r"kv_indptr has shape \(2,\), expected \(3,\)"):
+        hone.ops.decode_paged_bf16(**dict(a, kv_indptr=FakeCudaArray((2,), "<i4")))
+    with pytest.raises(hone.InvalidArgument, match="kv_indptr_host is needed"):
+        hone.ops.decode_paged_bf16(**dict(a, kv_indptr_host=None))
+    with pytest.raises(hone.InvalidArgument, match=r"out has shape \(2, 8\)"):
+        hone.ops.decode_paged_bf16(**dict(a, out=FakeCudaArray((2, 8), "<u2")))
+    with pytest.raises(hone.InvalidArgument, match="lse has dtype bf16, expected f32"):
+        hone.ops.decode_paged_bf16(**dict(a, lse=FakeCudaArray((2, 8), "<u2")))
+    # The C API's own checks, on raw pointers: all before the device.
+    p = 4096
+    host = np.array([0, 3, 5], np.int32)
+    last = np.array([16, 2], np.int32)
+    ih, lh = host.ctypes.data, last.ctypes.data
+    with pytest.raises(hone.InvalidArgument, match="q is NULL"):
+        hone.ops.decode_paged_bf16_raw(0, p, p, p, p, p, ih, lh, p, 0, 2, 8, 8, 2, 64, 16, 0.125)
+    with pytest.raises(hone.InvalidArgument, match="o=.* is not 16-byte aligned"):
+        hone.ops.decode_paged_bf16_raw(p, p, p, p, p, p, ih, lh, p + 2, 0, 2, 8, 8, 2, 64, 16,
+                                       0.125)
+    if hone.op_names().get("decode.paged") != "cuda":
+        return  # built without the CUDA backend: the head and table checks live there
+    with pytest.raises(hone.InvalidArgument, match="hq=6 is not a multiple of hkv=4"):
+        hone.ops.decode_paged_bf16_raw(p, p, p, p, p, p, ih, lh, p, 0, 2, 8, 6, 4, 64, 16, 0.125)
+    with pytest.raises(hone.InvalidArgument, match="head_dim=96"):
+        hone.ops.decode_paged_bf16_raw(p, p, p, p, p, p, ih, lh, p, 0, 2, 8, 8, 2, 96, 16, 0.125)
+    with pytest.raises(hone.InvalidArgument, match="kv_last_page_len\\[1\\]=0"):
+        hone.ops.decode_paged_bf16_raw(p, p, p, p, p, p, ih, np.array([16, 0], np.int32).ctypes.data,
+                                       p, 0, 2, 8, 8, 2, 64, 16, 0.125)
+    with pytest.raises(hone.InvalidArgument, match="request 1 has length 0"):
+        hone.ops.decode_paged_bf16_raw(p, p, p, p, p, p, np.array([0, 3, 3], np.int32).ctypes.data,
+                                       lh, p, 0, 2, 8, 8, 2, 64, 16, 0.125)
+
+
+def test_decode_paged_bf16_without_a_device_raises_clearly():
+    if "cuda" in hone.backends():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(hone.NoDevice, match="CUDA"):
+        hone.ops.decode_paged_bf16(**decode_paged_arrays())

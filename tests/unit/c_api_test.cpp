@@ -385,6 +385,38 @@ TEST(CApiTune, TunesRecordsAndThenReadsTheCache) {
   EXPECT_FALSE(fs::exists(cache_dir.path() / "tuning-cache.json"));
 }
 
+// An entry whose tactic this build cannot run is reported by hone_cache_verify and re-tuned
+// by hone_tune, as a stale one is.
+TEST(CApiTune, AnUnrunnableCachedTacticIsReportedAndRetuned) {
+  const int64_t dims[] = {2, 64, 64};
+  char pick[256];
+  ASSERT_EQ(hone_tune("gemv.f32", dims, 3, nullptr, 0, pick, sizeof pick, nullptr), HONE_OK)
+      << last();
+  const fs::path file = cache_dir.path() / "tuning-cache.json";
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  std::string json = text.str();
+  const std::string planted = "gemv.f32:rows_per_block=3,cols_per_block=4,k_unroll=8,threads=1";
+  const std::string field = "\"tactic\": \"" + std::string(pick) + "\"";
+  const size_t at = json.find(field);
+  ASSERT_NE(at, std::string::npos) << json;
+  json.replace(at, field.size(), "\"tactic\": \"" + planted + "\"");
+  std::ofstream(file, std::ios::trunc) << json;
+
+  int32_t problems = 0;
+  char report[2048];
+  ASSERT_EQ(hone_cache_verify(&problems, report, sizeof report, nullptr), HONE_OK) << last();
+  EXPECT_EQ(problems, 1);
+  EXPECT_EQ(std::string(report).rfind("unrunnable  gemv.f32@", 0), 0u) << report;
+  char again[256];
+  ASSERT_EQ(hone_tune("gemv.f32", dims, 3, nullptr, 0, again, sizeof again, nullptr), HONE_OK)
+      << last();
+  EXPECT_NE(std::string(again), planted);
+  ASSERT_EQ(hone_cache_verify(&problems, nullptr, 0, nullptr), HONE_OK) << last();
+  EXPECT_EQ(problems, 0);
+  ASSERT_EQ(hone_cache_clear(), HONE_OK) << last();
+}
+
 TEST(CApiCache, PathVerifyCorruptAndClear) {
   char path[1024];
   ASSERT_EQ(hone_cache_path(path, sizeof path, nullptr), HONE_OK) << last();

@@ -23,6 +23,7 @@
 
 #include "hone/error.h"
 #include "hone/log.h"
+#include "hone/settings.h"
 
 namespace hone {
 namespace {
@@ -378,6 +379,18 @@ TEST_F(CacheTest, SaveDoesNotRewriteOthersEntriesWithAnOldView) {
   EXPECT_EQ(check.find("k", current())->tactic, "new");
 }
 
+// "p<id>-r<round>-i<i>", appended piecewise: `"p" + std::to_string(id)` makes GCC 12 warn
+// -Wrestrict (a false positive on the inlined string insert).
+std::string writer_key(int id, int round, int i) {
+  std::string key(1, 'p');
+  key += std::to_string(id);
+  key += "-r";
+  key += std::to_string(round);
+  key += "-i";
+  key += std::to_string(i);
+  return key;
+}
+
 TEST_F(CacheTest, TwoProcessesSavingAtOnceLoseNothing) {
   constexpr int kRounds = 25;
   constexpr int kPerRound = 8;
@@ -386,8 +399,7 @@ TEST_F(CacheTest, TwoProcessesSavingAtOnceLoseNothing) {
       Cache c(path_);
       for (int round = 0; round < kRounds; ++round) {
         for (int i = 0; i < kPerRound; ++i)
-          c.put(entry("p" + std::to_string(id) + "-r" + std::to_string(round) + "-i" +
-                      std::to_string(i)));
+          c.put(entry(writer_key(id, round, i)));
         c.save();
       }
       return 0;
@@ -431,8 +443,7 @@ TEST_F(CacheTest, TwoProcessesSavingAtOnceLoseNothing) {
   for (int id = 0; id < 2; ++id)
     for (int round = 0; round < kRounds; ++round)
       for (int i = 0; i < kPerRound; ++i) {
-        const std::string key =
-            "p" + std::to_string(id) + "-r" + std::to_string(round) + "-i" + std::to_string(i);
+        const std::string key = writer_key(id, round, i);
         EXPECT_NE(c.find(key, current()), nullptr) << key;
       }
   EXPECT_TRUE(files_starting("tuning-cache.json.tmp").empty());
@@ -479,6 +490,35 @@ TEST_F(CacheTest, SaveIntoAnUnwritableDirectoryThrowsNamingThePath) {
   }
 }
 
+// Only a file that was read and failed to parse is corrupt. One that cannot be read (here a
+// directory where the file should be, which read() refuses whoever runs the test; permissions
+// are tested by the CLI case cache_unreadable_is_an_error) is an error naming the path, and is
+// neither moved aside nor replaced.
+TEST_F(CacheTest, UnreadableFileIsAnErrorNamingItAndStaysAsItIs) {
+  fs::create_directories(path_ / "inside");
+  Cache c(path_);
+  const auto expect_error = [&](const char *what, const std::function<void()> &call) {
+    try {
+      call();
+      ADD_FAILURE() << what << " accepted an unreadable cache file";
+    } catch (const Error &e) {
+      EXPECT_EQ(e.kind(), ErrorKind::runtime) << what;
+      EXPECT_NE(std::string(e.what()).find("cannot read tuning cache " + path_.string()),
+                std::string::npos)
+          << what << ": " << e.what();
+    }
+  };
+  expect_error("load()", [&] { c.load(); });
+  EXPECT_FALSE(c.corrupt());
+  c.put(entry("k"));
+  expect_error("save()", [&] { c.save(); });
+  EXPECT_TRUE(c.dirty()); // still recorded for a later save
+  expect_error("clear()", [&] { c.clear(); });
+  EXPECT_TRUE(fs::is_directory(path_ / "inside"));
+  EXPECT_TRUE(files_starting("tuning-cache.json.corrupt").empty());
+  EXPECT_TRUE(warnings_.empty());
+}
+
 TEST_F(CacheTest, PutRejectsAnEntryWithoutKeyOrWithNonFiniteTimes) {
   Cache c(path_);
   EXPECT_THROW(c.put(entry("")), Error);
@@ -494,28 +534,28 @@ TEST_F(CacheTest, HoneCacheDirWinsOverXdgAndHome) {
   set_env("HONE_CACHE_DIR", "/tmp/hone-dir");
   set_env("XDG_CACHE_HOME", "/tmp/xdg");
   set_env("HOME", "/tmp/home");
-  EXPECT_EQ(Cache::default_path(), fs::path("/tmp/hone-dir/tuning-cache.json"));
+  EXPECT_EQ(Cache::default_path(Settings::from_env()), fs::path("/tmp/hone-dir/tuning-cache.json"));
 }
 
 TEST_F(CacheTest, XdgCacheHomeIsUsedWithoutHoneCacheDir) {
   set_env("HONE_CACHE_DIR", std::nullopt);
   set_env("XDG_CACHE_HOME", "/tmp/xdg");
   set_env("HOME", "/tmp/home");
-  EXPECT_EQ(Cache::default_path(), fs::path("/tmp/xdg/hone/tuning-cache.json"));
+  EXPECT_EQ(Cache::default_path(Settings::from_env()), fs::path("/tmp/xdg/hone/tuning-cache.json"));
   set_env("HONE_CACHE_DIR", ""); // empty counts as unset
-  EXPECT_EQ(Cache::default_path(), fs::path("/tmp/xdg/hone/tuning-cache.json"));
+  EXPECT_EQ(Cache::default_path(Settings::from_env()), fs::path("/tmp/xdg/hone/tuning-cache.json"));
 }
 
 TEST_F(CacheTest, HomeIsTheLastResort) {
   set_env("HONE_CACHE_DIR", std::nullopt);
   set_env("XDG_CACHE_HOME", std::nullopt);
   set_env("HOME", "/tmp/home");
-  EXPECT_EQ(Cache::default_path(), fs::path("/tmp/home/.cache/hone/tuning-cache.json"));
+  EXPECT_EQ(Cache::default_path(Settings::from_env()), fs::path("/tmp/home/.cache/hone/tuning-cache.json"));
 }
 
 TEST_F(CacheTest, DefaultPathIsWhereSaveWrites) {
   set_env("HONE_CACHE_DIR", (dir_ / "nested" / "deeper").string());
-  Cache c(Cache::default_path());
+  Cache c(Cache::default_path(Settings::from_env()));
   c.put(entry("k"));
   c.save(); // creates the directory
   EXPECT_TRUE(fs::exists(dir_ / "nested" / "deeper" / "tuning-cache.json"));
@@ -523,11 +563,11 @@ TEST_F(CacheTest, DefaultPathIsWhereSaveWrites) {
 
 TEST_F(CacheTest, HoneCacheOffDisablesTheCache) {
   set_env("HONE_CACHE", std::nullopt);
-  EXPECT_TRUE(Cache::enabled_by_env());
+  EXPECT_TRUE(Settings::from_env().use_cache);
   set_env("HONE_CACHE", "on");
-  EXPECT_TRUE(Cache::enabled_by_env());
+  EXPECT_TRUE(Settings::from_env().use_cache);
   set_env("HONE_CACHE", "off");
-  EXPECT_FALSE(Cache::enabled_by_env());
+  EXPECT_FALSE(Settings::from_env().use_cache);
 }
 
 // ---- parse errors -------------------------------------------------------------------------

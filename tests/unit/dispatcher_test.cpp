@@ -18,6 +18,9 @@
 #include "hone/log.h"
 #include "hone/ops/cpu.h"
 #include "hone/registry.h"
+#include "hone/cache.h"
+#include "hone/key.h"
+#include "hone/tune.h"
 
 namespace hone {
 namespace {
@@ -253,6 +256,105 @@ TEST_F(DispatcherTest, CachedTacticTheOpCannotRunFallsBackWithAWarning) {
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_NE(warnings_[0].find("cannot run"), std::string::npos) << warnings_[0];
   EXPECT_NE(warnings_[0].find("no_such_field"), std::string::npos) << warnings_[0];
+}
+
+// With HONE_AUTOTUNE, an entry this build cannot run is skipped for the next source, a lazy
+// tune, which replaces it; one warning names the entry.
+TEST_F(DispatcherTest, CachedTacticTheBuildCannotRunIsRetunedLazily) {
+  set("HONE_AUTOTUNE", "1");
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  opt.tune.measure.cold = false;
+  const Shape shape{{2, 32, 64}, DType::f32};
+  {
+    Dispatcher d(cpu::backend(), opt);
+    ASSERT_EQ(d.resolve(gemv(), shape).source, Source::tuned);
+  }
+  // A configuration this build never offers for the bucket: threads=4095 compiles on the CPU,
+  // but no tune of this build could have picked it.
+  Cache cache(dir_ / "tuning-cache.json");
+  cache.load();
+  ASSERT_EQ(cache.entries().size(), 1u);
+  CacheEntry e = cache.entries().begin()->second;
+  e.tactic = "gemv.f32:rows_per_block=2,cols_per_block=4,k_unroll=8,threads=4095";
+  cache.put(e);
+  cache.save();
+  warnings_.clear();
+  {
+    Dispatcher d(cpu::backend(), opt);
+    const Resolution &r = d.resolve(gemv(), shape);
+    EXPECT_EQ(r.source, Source::tuned);
+    EXPECT_EQ(d.tunes(), 1u);
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find("cannot run"), std::string::npos) << warnings_[0];
+    EXPECT_NE(warnings_[0].find("threads=4095"), std::string::npos) << warnings_[0];
+  }
+  Dispatcher again(cpu::backend(), opt);
+  EXPECT_EQ(again.resolve(gemv(), shape).source, Source::cache); // replaced on disk
+}
+
+// Shapes of one bucket share its cache entry: an unrunnable one is warned about once.
+TEST_F(DispatcherTest, AnUnrunnableEntryIsWarnedAboutOncePerBucket) {
+  const Shape bucket{{16, 32, 64}, DType::f32};
+  TuneOptions quick;
+  quick.measure.cold = false;
+  {
+    Cache cache(dir_ / "tuning-cache.json");
+    CacheEntry e = to_cache_entry(tune_bucket(cpu::backend(), gemv(), bucket, quick),
+                                  current_metadata(cpu::backend(), false));
+    e.tactic = "%% not a tactic";
+    cache.put(e);
+    cache.save();
+  }
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  opt.tune.measure.cold = false;
+  Dispatcher d(cpu::backend(), opt);
+  for (int64_t rows : {16, 17, 18}) // all in the rows=16 bucket
+    EXPECT_EQ(d.resolve(gemv(), Shape{{rows, 32, 64}, DType::f32}).source, Source::default_tactic);
+  EXPECT_EQ(warnings_.size(), 1u);
+}
+
+// A lazy tune whose save fails has still tuned: the pick is served, and the warning says the
+// save failed, not the tune.
+TEST_F(DispatcherTest, LazyTuneWhoseSaveFailsServesThePick) {
+  { std::ofstream(dir_ / "file") << "x"; } // a regular file where a directory is needed
+  set("HONE_AUTOTUNE", "1");
+  DispatcherOptions opt = DispatcherOptions::from_env();
+  opt.tune.measure.cold = false;
+  opt.cache_path = dir_ / "file" / "cache" / "tuning-cache.json";
+  Dispatcher d(cpu::backend(), opt);
+  const Resolution &r = d.resolve(gemv(), Shape{{2, 32, 64}, DType::f32});
+  EXPECT_EQ(r.source, Source::tuned);
+  EXPECT_EQ(d.tunes(), 1u);
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("could not save"), std::string::npos) << warnings_[0];
+  EXPECT_EQ(warnings_[0].find("failed"), std::string::npos) << warnings_[0];
+}
+
+// A cache file that cannot be read does not stop dispatch: one warning names it, and ops run
+// uncached.
+TEST_F(DispatcherTest, AnUnreadableCacheFileIsWarnedAboutAndDispatchGoesOn) {
+  fs::create_directories(dir_ / "tuning-cache.json"); // read() refuses a directory
+  Dispatcher d(cpu::backend(), DispatcherOptions::from_env());
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find((dir_ / "tuning-cache.json").string()), std::string::npos)
+      << warnings_[0];
+  EXPECT_EQ(d.resolve(gemv(), Shape{{2, 32, 64}, DType::f32}).source, Source::default_tactic);
+  EXPECT_TRUE(fs::is_directory(dir_ / "tuning-cache.json"));
+}
+
+// Options the caller builds are the API argument: the environment's overrides apply only
+// through Settings (from_settings / from_env), never behind the caller's back.
+TEST_F(DispatcherTest, OptionsBuiltByTheCallerIgnoreTheEnvironment) {
+  const Shape shape{{4, 64, 64}, DType::f32};
+  const Tactic other = gemv().candidates(*gemv().buckets().map(shape)).back();
+  set(tactic_env_name("gemv.f32"), other.str());
+  DispatcherOptions opt;
+  opt.use_cache = false;
+  Dispatcher d(cpu::backend(), opt);
+  EXPECT_EQ(d.resolve(gemv(), shape).source, Source::default_tactic);
+  opt.settings = Settings::from_env();
+  Dispatcher from_env(cpu::backend(), opt);
+  EXPECT_EQ(from_env.resolve(gemv(), shape).tactic, other);
 }
 
 // An override the op cannot run is refused when the shape is resolved, naming the tactic.

@@ -9,15 +9,16 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "hone/cache.h"
 #include "hone/error.h"
 #include "hone/format.h"
-#include "hone/key.h"
 #include "hone/measurement.h"
 #include "hone/registry.h"
+#include "hone/settings.h"
 #include "hone/shape_arg.h"
 #include "hone/stats.h"
 #include "hone/table.h"
+#include "hone/tune.h"
+#include "hone/tuning_store.h"
 
 namespace hone::cli {
 
@@ -97,12 +98,19 @@ int BenchCommand::run() {
   std::vector<Subject> subjects;
   // Out of bucket, the dispatcher runs the default for the raw shape; so does this.
   add_tactic(subjects, "default", op.default_tactic(bucket ? *bucket : shape));
-  if (bucket && Cache::enabled_by_env()) {
-    Cache cache(Cache::default_path());
-    cache.load();
-    const std::string key = cache_key(op, *bucket, info.model);
-    if (const CacheEntry *e = cache.find(key, current_metadata(backend, /*cold=*/true)))
-      add_tactic(subjects, "cached", Tactic::parse(e->tactic));
+  if (bucket) {
+    // What the dispatcher would run: a HONE_TACTIC_* override (a malformed one is refused
+    // here, as the C API refuses it), and the cached pick unless it is stale or this build
+    // cannot run it.
+    if (std::optional<Tactic> t = op.env_override(*bucket, settings()))
+      add_tactic(subjects, "env", std::move(*t));
+    const TuningStore store = TuningStore::open(backend, settings());
+    const CacheLookup found = store.find(op, *bucket);
+    if (found.usable())
+      add_tactic(subjects, "cached", found.tactic);
+    else if (found.status == Lookup::unrunnable)
+      std::cerr << "hone: warning: cache entry " << found.key
+                << " has a tactic this build cannot run; ignoring it: " << found.reason << '\n';
   }
   if (!options_.tactic.empty())
     add_tactic(subjects, "tactic", Tactic::parse(options_.tactic));
@@ -119,18 +127,13 @@ int BenchCommand::run() {
                             " (available: " + (known.empty() ? "none" : known) + ")");
     }
   }
-  std::ofstream json_out;
-  if (!options_.json.empty()) {
-    json_out.open(options_.json);
-    if (!json_out)
-      HONE_INVALID_ARGUMENT("--json: cannot write '" + options_.json + "'");
-  }
+  if (!options_.json.empty())
+    require_writable(options_.json, "--json");
 
-  std::unique_ptr<Workload> workload = op.prepare(shape);
-  const RotationPlan plan =
-      plan_rotation(info.llc_bytes, workload->bytes_per_launch(), info.memory_budget_bytes, cold);
-  workload->set_rotation(plan.copies);
-  const int copies = workload->rotation();
+  PreparedWorkload prepared = prepare_workload(backend, op, shape, cold);
+  std::unique_ptr<Workload> &workload = prepared.workload;
+  const RotationPlan &plan = prepared.rotation;
+  const int copies = prepared.copies;
   if (peer_factory) {
     Subject s;
     s.label = "peer";
@@ -241,7 +244,7 @@ int BenchCommand::run() {
   }
   table.print(std::cout);
 
-  if (json_out.is_open()) {
+  if (!options_.json.empty()) {
     json items = json::array();
     for (const Subject &s : subjects) {
       const double m = s.timed() ? median(s.samples) : 0;
@@ -276,6 +279,7 @@ int BenchCommand::run() {
                         {"footprint_bytes", plan.footprint}}},
                       {"stop", stop},
                       {"subjects", std::move(items)}};
+    std::ofstream json_out(options_.json);
     json_out << doc.dump(2) << '\n';
     if (!json_out)
       HONE_RUNTIME_ERROR("--json: writing '" + options_.json + "' failed");

@@ -3,7 +3,7 @@
 //
 //   hone cache path
 //   hone cache show [--json]
-//   hone cache verify        # exit 1 when an entry is stale or the file is corrupt
+//   hone cache verify        # exit 1 when an entry is stale or unrunnable, or the file corrupt
 //   hone cache clear
 #pragma once
 

@@ -32,7 +32,41 @@ Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")
 
 Cli::~Cli() = default;
 
-void Cli::parse(int argc, char **argv) { app_->parse(argc, argv); }
+namespace {
+
+// The subcommand names of `app`, comma-separated.
+std::string subcommand_names(const CLI::App &app) {
+  std::string names;
+  for (const CLI::App *sub : app.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// CLI11 reports `hone nosuch` (and `hone cache nosuch`) as "A subcommand is required": the word
+// left over is an unknown subcommand of the deepest subcommand parsed, named here.
+void throw_unknown_subcommand(const CLI::App &root) {
+  const std::vector<std::string> left = root.remaining(true);
+  const CLI::App *app = &root;
+  while (!app->get_subcommands().empty())
+    app = app->get_subcommands().front();
+  if (left.empty() || app->get_subcommands({}).empty())
+    return;
+  const std::string of = app == &root ? "" : " of '" + app->get_name() + "'";
+  throw CLI::ExtrasError("unknown subcommand '" + left.front() + "'" + of +
+                             " (expected one of: " + subcommand_names(*app) + ")",
+                         CLI::ExitCodes::ExtrasError);
+}
+
+} // namespace
+
+void Cli::parse(int argc, char **argv) {
+  try {
+    app_->parse(argc, argv);
+  } catch (const CLI::RequiredError &) {
+    throw_unknown_subcommand(*app_);
+    throw;
+  }
+}
 
 int Cli::run() {
   if (device_->app()->parsed())

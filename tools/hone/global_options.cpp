@@ -1,5 +1,10 @@
 #include "hone/global_options.h"
 
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "hone/error.h"
@@ -24,5 +29,16 @@ const TunableOp &find_op(std::string_view name, const Backend &backend) {
 }
 
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+void require_writable(const std::string &path, std::string_view option) {
+  const bool existed = ::access(path.c_str(), F_OK) == 0;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    HONE_INVALID_ARGUMENT(std::string(option) + ": cannot write '" + path +
+                          "': " + std::strerror(errno));
+  ::close(fd);
+  if (!existed)
+    ::unlink(path.c_str());
+}
 
 } // namespace hone::cli

@@ -20,5 +20,9 @@ Backend &selected_backend(const GlobalOptions &options);
 const TunableOp &find_op(std::string_view name, const Backend &backend);
 // True when progress may be drawn on stderr (it is a terminal).
 bool stderr_is_tty();
+// Checks, before any work, that output file `path` (given with `option`, e.g. "--json") can be
+// written: opens it for appending, and removes it again when it did not exist. Throws
+// Error(invalid_argument) naming the option, the path and the reason otherwise.
+void require_writable(const std::string &path, std::string_view option);
 
 } // namespace hone::cli

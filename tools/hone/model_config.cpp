@@ -3,6 +3,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,10 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string &so
 }
 
 ModelConfig load_model_config(const std::filesystem::path &path) {
+  // An ifstream opens a directory and then reads nothing, which would read as "not valid JSON".
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    HONE_INVALID_ARGUMENT("model config " + path.string() +
+                          ": is a directory; give the config.json file itself");
   std::ifstream in(path);
   if (!in)
     HONE_INVALID_ARGUMENT("model config " + path.string() + ": cannot be read (missing file?)");

@@ -4,19 +4,22 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "hone/cache.h"
 #include "hone/error.h"
 #include "hone/format.h"
 #include "hone/key.h"
 #include "hone/model_config.h"
+#include "hone/progress.h"
 #include "hone/registry.h"
+#include "hone/settings.h"
 #include "hone/shape_arg.h"
 #include "hone/table.h"
 #include "hone/tune.h"
+#include "hone/tuning_store.h"
 
 namespace hone::cli {
 
@@ -41,18 +44,22 @@ struct Outcome {
   CacheEntry entry;                 // the pick, as recorded in (or read from) the cache
 };
 
-// Validates `shape` for `op`, maps it to its bucket and appends it unless its bucket is
-// already listed (then only the layer name is added). Nothing is measured here, so a bad
-// shape anywhere in the matrix stops the run before any measurement.
+// Validates `shape` for `op`, maps it to its bucket, checks that the bucket's workload fits
+// in the device's memory and that any HONE_TACTIC_* override of the op is valid, and appends
+// it unless its bucket is already listed (then only the layer name is added). Nothing is
+// measured here, so a bad shape anywhere in the matrix stops the run before any measurement.
 void add_problem(std::vector<Problem> &problems, const TunableOp &op, const Shape &shape,
-                 const std::string &layer, const std::string &device_model) {
+                 const std::string &layer, const Backend &backend) {
   op.validate(shape);
   const std::optional<Shape> bucket = op.buckets().map(shape);
   if (!bucket)
     HONE_INVALID_ARGUMENT(std::string(op.name()) + ": shape " + op.buckets().describe(shape) +
                           " is outside the op's buckets");
   op.validate(*bucket);
-  const std::string key = cache_key(op, *bucket, device_model);
+  if (std::optional<std::string> shortfall = memory_shortfall(backend, op, *bucket))
+    HONE_INVALID_ARGUMENT(*shortfall);
+  op.env_override(*bucket, settings()); // throws naming a malformed or unrunnable variable
+  const std::string key = cache_key(op, *bucket, backend.info().model);
   for (Problem &p : problems)
     if (p.key == key) {
       if (!layer.empty() && std::find(p.layers.begin(), p.layers.end(), layer) == p.layers.end())
@@ -118,14 +125,21 @@ std::vector<Problem> model_problems(const TuneCommandOptions &o, const Backend &
   std::vector<Problem> problems;
   for (const TunableOp *op : ops) {
     const std::vector<int64_t> extras = *model_extras(*op, o);
+    const DimSpec &rows_dim = op->buckets().dims[0];
     for (const LinearLayer &layer : linear_layers(config, o.include_lm_head))
       for (int64_t r : rows) {
+        // Each op takes the row counts its buckets cover: gemv.bf16 and qmv.affine stop at 32,
+        // qmm.affine and quantized_linear run prefill up to 16384.
+        if (r < rows_dim.lo || r > rows_dim.hi)
+          continue;
         std::vector<int64_t> dims = {r, layer.n, layer.k};
         dims.insert(dims.end(), extras.begin(), extras.end());
         add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op->dtype()), layer.name,
-                    backend.info().model);
+                    backend);
       }
   }
+  if (problems.empty())
+    HONE_INVALID_ARGUMENT("--rows " + o.rows + ": no op to tune takes these row counts");
   return problems;
 }
 
@@ -178,29 +192,20 @@ json outcome_json(const Outcome &o) {
 void write_json_file(const std::string &path, const json &doc) {
   std::ofstream out(path);
   if (!out)
-    HONE_INVALID_ARGUMENT("--json: cannot write '" + path + "'");
+    HONE_RUNTIME_ERROR("--json: cannot write '" + path + "'");
   out << doc.dump(2) << '\n';
   if (!out)
     HONE_RUNTIME_ERROR("--json: writing '" + path + "' failed");
 }
 
-// One progress line on stderr, redrawn in place; only drawn on a terminal.
-class Progress {
-public:
-  explicit Progress(bool enabled) : enabled_(enabled) {}
-  ~Progress() { clear(); }
-  void show(const std::string &text) {
-    if (enabled_)
-      std::cerr << "\r\033[K" << text << std::flush;
-  }
-  void clear() {
-    if (enabled_)
-      std::cerr << "\r\033[K" << std::flush;
-  }
-
-private:
-  bool enabled_;
-};
+// The HONE_TACTIC_* variable that overrides `op`, or empty when none is set.
+std::string override_variable(const TunableOp &op) {
+  for (const std::string &name :
+       {tactic_env_name(op.backend(), op.name()), tactic_env_name(op.name())})
+    if (settings().tactic(name))
+      return name;
+  return {};
+}
 
 } // namespace
 
@@ -249,16 +254,13 @@ int TuneCommand::run() {
     problems = model_problems(options_, backend, &config);
   } else {
     const TunableOp &op = find_op(options_.op, backend);
-    add_problem(problems, op, parse_shape(op, options_.shape), "", device_model);
+    add_problem(problems, op, parse_shape(op, options_.shape), "", backend);
   }
 
-  const bool use_cache = Cache::enabled_by_env();
-  std::optional<Cache> cache;
-  if (use_cache) {
-    cache.emplace(Cache::default_path());
-    cache->load();
-  }
-  const Metadata metadata = current_metadata(backend, /*cold=*/true);
+  TuningStore store = TuningStore::open(backend, settings());
+  const Metadata &metadata = store.metadata();
+  if (!options_.json.empty())
+    require_writable(options_.json, "--json");
 
   TuneOptions tune_options;
   if (options_.samples > 0)
@@ -270,34 +272,64 @@ int TuneCommand::run() {
               << config.num_key_value_heads << " (kv), head_dim " << config.head_dim << "; "
               << problems.size() << " buckets on " << backend.info().backend << " (" << device_model
               << ")\n";
+  std::set<const TunableOp *> noted;
+  for (const Problem &p : problems)
+    if (const std::string var = override_variable(*p.op); !var.empty() && noted.insert(p.op).second)
+      std::cerr << "note: " << var << " is set: dispatch of " << p.op->name()
+                << " runs it, not the picks recorded here\n";
 
-  Progress progress(stderr_is_tty());
-  std::vector<Outcome> outcomes;
+  // What the cache holds decides what is measured; an entry this build cannot run is re-tuned
+  // like a stale one.
+  std::vector<Outcome> outcomes(problems.size());
+  std::vector<size_t> to_tune;
   int tuned = 0, cached = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
     const Problem &p = problems[i];
-    Outcome o;
-    o.problem = &p;
-    const CacheEntry *hit = cache && !options_.force ? cache->find(p.key, metadata) : nullptr;
-    if (hit) {
-      o.cached = true;
-      o.entry = *hit;
+    outcomes[i].problem = &p;
+    const CacheLookup found = store.find(*p.op, p.bucket);
+    if (found.usable() && !options_.force) {
+      outcomes[i].cached = true;
+      outcomes[i].entry = *found.entry;
       ++cached;
-    } else {
-      progress.show("[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) +
-                    "] tuning " + std::string(p.op->name()) + " " + p.bucket_text);
-      o.report = tune_bucket(backend, *p.op, p.bucket, tune_options);
-      o.entry = to_cache_entry(*o.report, metadata);
-      if (cache)
-        cache->put(o.entry);
-      ++tuned;
+      continue;
     }
-    outcomes.push_back(std::move(o));
+    if (found.status == Lookup::unrunnable)
+      std::cerr << "note: re-tuning " << p.op->name() << " " << p.bucket_text
+                << ": its cache entry has a tactic this build cannot run (" << found.reason
+                << ")\n";
+    to_tune.push_back(i);
   }
-  progress.clear();
-  // Saved once, after every bucket succeeded: a failure above leaves the cache untouched.
-  if (cache && tuned > 0)
-    cache->save();
+
+  // Saved after every bucket, under the cache's lock, so an interrupted run keeps what it
+  // measured. A failing save does not stop the run: the results are still printed and written
+  // to --json, and the error is reported last.
+  std::string save_error;
+  const auto save = [&] {
+    try {
+      store.save();
+      save_error.clear();
+    } catch (const Error &e) {
+      if (e.kind() != ErrorKind::runtime)
+        throw;
+      if (save_error.empty())
+        std::cerr << "hone: warning: " << e.what()
+                  << "; tuning goes on and its results are still printed\n";
+      save_error = e.what();
+    }
+  };
+  {
+    Progress progress(to_tune.size(), stderr_is_tty());
+    for (size_t i : to_tune) {
+      Outcome &o = outcomes[i];
+      const Problem &p = *o.problem;
+      progress.start("tuning " + std::string(p.op->name()) + " " + p.bucket_text);
+      o.report = store.tune(*p.op, p.bucket, tune_options);
+      o.entry = store.put(*o.report);
+      ++tuned;
+      save();
+      progress.finish();
+    }
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -332,10 +364,10 @@ int TuneCommand::run() {
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds);
   std::cout << "tuned " << tuned << ", cached " << cached << ", in " << elapsed << " s\n";
-  if (!use_cache)
+  if (!store.enabled())
     std::cout << "cache: off (HONE_CACHE=off); nothing recorded\n";
-  else if (tuned > 0)
-    std::cout << "cache: " << cache->path().string() << '\n';
+  else if (tuned > 0 && save_error.empty())
+    std::cout << "cache: " << store.path().string() << '\n';
 
   if (!options_.json.empty()) {
     json reports = json::array();
@@ -357,6 +389,9 @@ int TuneCommand::run() {
       doc["model"] = config.name;
     write_json_file(options_.json, doc);
   }
+  if (!save_error.empty())
+    HONE_RUNTIME_ERROR("the tuning cache was not saved (the results above were measured): " +
+                       save_error);
   return 0;
 }
 

@@ -1,6 +1,9 @@
 // `hone tune`: tune one shape of one op, or every linear layer of a model over a range of
 // row counts, and record the picks in the tuning cache. Buckets the cache already holds
-// fresh entries for are reported as cached and not measured.
+// usable entries for are reported as cached and not measured; stale ones, and ones whose
+// tactic this build cannot run, are re-tuned. The whole matrix is checked first (shapes,
+// memory, HONE_TACTIC_* overrides, the --json path); then each bucket is saved as soon as it
+// is tuned, with a progress line per bucket on stderr when it is not a terminal.
 //
 //   hone tune                                     # the built-in model (Qwen2.5-0.5B)
 //   hone tune --op gemv.f32 --shape rows=8,n=4096,k=4096

@@ -6,6 +6,7 @@
 //   hone::ops::cuda::gemv_bf16(x, w, y, rows, n, k, stream);   // x, w, y device pointers
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace hone {
@@ -41,5 +42,99 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
                 Dispatcher &d);
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream);
+
+// Affine-quantized GEMM for prefill, on the qmv_affine weights as they are (one layout for
+// every row count): Y[r, n] = sum_k X[r, k] * (q[n, k] * scale[n, k / group] + bias[n, k /
+// group]), fp32 accumulation, Hopper tensor cores (sm_90a). Same operands as qmv_affine.
+// REQUIRES: 1 <= rows <= 16384; n % 8 == 0; bits in {4, 8}; group in {32, 64, 128};
+// k % group == 0; x, q and y 16-byte aligned, scales and biases 2-byte aligned.
+// Scratch (the group parameters transposed, split-K partials) comes from hone's workspace of
+// `stream`, grown on demand: run a shape once before capturing it in a CUDA graph.
+// Throws Error(invalid_argument) naming a bad argument or a build without qmm kernels,
+// Error(runtime) when the launch fails.
+void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
+                Dispatcher &d);
+void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream);
+
+// One quantized linear layer for any row count (1..16384) on the same one copy of the weights:
+// qmv_affine up to the crossover row count, qmm_affine above, each with its own tactic. The
+// crossover is per (n, k, bits, group, rows bucket): HONE_QMV_MAX_ROWS, else the tuning cache
+// (`hone tune --model`), else the default (qmv up to 16 rows). Requirements and errors are
+// qmm_affine's (qmv runs at most 32 rows).
+void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                      void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
+                      void *stream, Dispatcher &d);
+void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                      void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
+                      void *stream);
+
+// --- decode.paged: paged-attention decode with split-KV -------------------------------------
+// o[b, h] = sum_t softmax_t(scale q[b, h] . k[b, t, h / G]) v[b, t, h / G], G = hq / hkv, over
+// the len[b] tokens of request b in a paged bf16 cache:
+//   q, o     bf16 [batch, hq, head_dim]; k_cache, v_cache bf16 [num_pages, page_size, hkv,
+//            head_dim]; kv_indptr int32 [batch + 1] (monotone), kv_indices int32 (page
+//            numbers of request b at kv_indptr[b] .. kv_indptr[b + 1] - 1), kv_last_page_len
+//            int32 [batch] (1 .. page_size): len[b] = (pages - 1) * page_size + last;
+//   lse      optional float [batch, hq]: the NATURAL log of sum_t exp(scale q . k_t).
+// head_dim 64/128/256, page_size 16/32/64, hq a multiple of hkv with hq / hkv <= 8.
+struct DecodePagedTensors {
+  const void *q = nullptr, *k_cache = nullptr, *v_cache = nullptr; // device, 16-byte aligned
+  const int32_t *kv_indptr = nullptr, *kv_indices = nullptr, *kv_last_page_len = nullptr;
+  void *o = nullptr;    // device, 16-byte aligned
+  float *lse = nullptr; // device or nullptr (not written)
+  int64_t batch = 0, num_pages = 0, hq = 0, hkv = 0, head_dim = 0, page_size = 0;
+  float scale = 0; // e.g. 1 / sqrt(head_dim)
+  // Host copies of kv_indptr and kv_last_page_len, read by the plan (equal to the device ones).
+  const int32_t *kv_indptr_host = nullptr, *kv_last_page_len_host = nullptr;
+};
+
+// The split of one decode step, computed on the host from the page table's host copy and
+// allocation-free (the dispatcher allocates only at the first step of a new bucket). Lengths
+// change every step, so a runtime plans once per step and reuses the plan for every layer of
+// that step (same lengths, heads and page size).
+struct DecodePagedPlan {
+  int64_t batch = 0, hq = 0, hkv = 0, head_dim = 0, page_size = 0;
+  int64_t total_len = 0, max_len = 0; // [tokens]
+  int kv_chunk = 0;                   // [tokens] per split; 0: no split
+  int warps = 4;                      // warps per CTA
+  int64_t chunks = 0;                 // work items (CTAs per KV head)
+  int max_chunks = 0;                 // 1: no merge kernel
+  int64_t pages_begin = 0, pages_end = 0; // kv_indptr[0], kv_indptr[batch]
+  size_t workspace_bytes = 0;         // partial states, from hone's per-stream workspace
+  // Where kv_chunk came from: "HONE_DECODE_KV_CHUNK", "env" (HONE_TACTIC_DECODE_PAGED),
+  // "cache", "tuned" or "heuristic". A static string.
+  const char *source = "";
+};
+
+// kv_chunk in this order: HONE_DECODE_KV_CHUNK; else the dispatcher's answer for the bucket
+// {batch pow2, max_len pow2, total_len pow2, hq, hkv, head_dim, page_size} when it comes from
+// HONE_TACTIC_DECODE_PAGED, the tuning cache or a lazy tune (HONE_AUTOTUNE=1); else the
+// default heuristic on the exact lengths, which balances the work over every SM.
+// Throws Error(invalid_argument) naming the bad value: hq not a multiple of hkv, a GQA ratio
+// over 8, head_dim, page_size, batch, kv_indptr not monotone, a request of length 0, a
+// kv_last_page_len outside 1..page_size, a HONE_DECODE_KV_CHUNK that is not a multiple of
+// page_size.
+DecodePagedPlan decode_paged_plan(const int32_t *kv_indptr_host,
+                                  const int32_t *kv_last_page_len_host, int64_t batch, int64_t hq,
+                                  int64_t hkv, int64_t head_dim, int64_t page_size,
+                                  Dispatcher &d);
+DecodePagedPlan decode_paged_plan(const int32_t *kv_indptr_host,
+                                  const int32_t *kv_last_page_len_host, int64_t batch, int64_t hq,
+                                  int64_t hkv, int64_t head_dim, int64_t page_size);
+
+// Enqueues the split kernel and, when a request has more than one chunk, the merge kernel on
+// `stream`; never synchronises (except with HONE_CHECK_PAGES=1, which first checks every page
+// index of the batch against num_pages on the device, waits, and throws
+// Error(invalid_argument) naming the first bad position and value; not inside a graph
+// capture). The partial states live in hone's workspace of `stream`, grown on demand: run a
+// step once before capturing it in a CUDA graph. REQUIRES: `plan` was made for t's page table
+// (batch, heads, head_dim, page_size are checked). Throws Error(invalid_argument) for a null
+// or misaligned pointer, Error(runtime) when the launch fails.
+void decode_paged(const DecodePagedTensors &t, const DecodePagedPlan &plan, void *stream);
+// Plans (from t.kv_indptr_host and t.kv_last_page_len_host), then runs.
+void decode_paged(const DecodePagedTensors &t, void *stream, Dispatcher &d);
+void decode_paged(const DecodePagedTensors &t, void *stream);
 
 } // namespace hone::ops::cuda

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -19,6 +20,10 @@
 namespace {
 
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// Nothing is recorded in the tuning cache from this program. Set before main(): the library
+// reads its settings once, at its first call.
+const bool cache_off = [] { return ::setenv("HONE_CACHE", "off", 1) == 0; }();
 
 bool device_present() {
   int count = 0;
@@ -155,7 +160,7 @@ TEST(CApiQmvAffineBf16, BadInputNamesTheValue) {
 TEST(CApiQmvAffineBf16, TuneResolvesToTheCudaOp) {
   if (!device_present())
     GTEST_SKIP() << "no CUDA device present";
-  ::setenv("HONE_CACHE", "off", 1); // nothing is recorded from a test
+  ASSERT_TRUE(cache_off);
   const int64_t dims[] = {1, 256, 512, 4, 64};
   char cuda_pick[256], cpu_pick[256];
   ASSERT_EQ(hone_tune("qmv.affine", dims, 5, nullptr, 0, cuda_pick, sizeof cuda_pick, nullptr),

@@ -25,4 +25,11 @@ Tactic config_tactic(const std::string &kernel, std::span<const char *const> fie
 std::vector<int> config_fields(const Tactic &tactic, std::span<const char *const> fields,
                                const char *optional, int *optional_value);
 
+// False, with `text` in `*reason` when reason is not null: the shape of every can_implement.
+inline bool refuse(std::string *reason, std::string text) {
+  if (reason)
+    *reason = std::move(text);
+  return false;
+}
+
 } // namespace hone::cuda

@@ -67,6 +67,33 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
 #endif
 }
 
+// Where a thread of an mma-path kernel works. The CTA grid is (n tiles, split_k, row groups);
+// the CTA's warps are warps_n x warps_k, warp_n fastest; warp (warp_n, warp_k) of cluster rank
+// y takes K slice y * warps_k + warp_k and MT m16 tiles of weight rows from m_warp.
+struct MmaWarpCoords {
+  int lane, warp;
+  int slice;     // K slice of this warp, 0 .. warps_k x split_k - 1 (summation order)
+  int g, t;      // mma fragment coordinates: lane = 4 g + t
+  int m_cta;     // first weight row of the CTA
+  int m_warp;    // first weight row of the warp
+  int row0;      // first activation row of the CTA
+};
+template <int MT, int NT, class Params>
+__device__ __forceinline__ MmaWarpCoords mma_warp_coords(const Params &p) {
+  MmaWarpCoords c;
+  c.lane = static_cast<int>(threadIdx.x) & 31;
+  c.warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warp_n = c.warp % p.warps_n;
+  const int warp_k = c.warp / p.warps_n;
+  c.slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
+  c.g = c.lane >> 2;
+  c.t = c.lane & 3;
+  c.m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
+  c.m_warp = c.m_cta + warp_n * MT * 16;
+  c.row0 = static_cast<int>(blockIdx.z) * NT * 8;
+  return c;
+}
+
 // Float offset, inside a warp's partial, of output (m_in_warp, r_local) when the warp stored
 // its m16n8 mma accumulators tile by tile (tile = m16 tile x NT + n8 tile, 32 lanes x float4):
 // accumulator i of lane (g, t) holds weight row g + 8 * (i / 2), activation row 2t + i % 2.
@@ -76,6 +103,26 @@ template <int NT> __device__ __forceinline__ int mma_partial_offset(int m_in_war
   const int tile = (m_in_warp / 16) * NT + r_local / 8;
   const int fragment_lane = (mm % 8) * 4 + nn / 2;
   return (tile * 32 + fragment_lane) * 4 + (mm / 8) * 2 + nn % 2;
+}
+
+// The mma-path epilogue: warp `warp` stores its m16n8 accumulators acc[MT][NT][4] tile by
+// tile into `partials` (this CTA's dynamic shared memory, MT x NT x 128 floats per warp), then
+// the CTA (and its cluster) reduces and stores bf16 Y through reduce_and_store.
+// NOTE: every thread of every CTA of the cluster must call it (it holds cluster barriers).
+template <int MT, int NT, class Params>
+__device__ __forceinline__ void store_mma_partials_and_reduce(const Params &p, float4 *partials,
+                                                              const float (&acc)[MT][NT][4],
+                                                              int warp, int lane, int m_cta,
+                                                              int row0) {
+  constexpr int kFloatsPerWarp = MT * NT * 128;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+  reduce_and_store(p, reinterpret_cast<const float *>(partials), kFloatsPerWarp, MT * 16, NT * 8,
+                   m_cta, row0, mma_partial_offset<NT>);
 }
 
 } // namespace hone::cuda::kernel_detail

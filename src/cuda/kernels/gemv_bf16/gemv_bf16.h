@@ -8,25 +8,24 @@
 #include <string>
 #include <vector>
 
-#include "cuda/kernels/common/split_k_launch.h" // for the launch in the .cu
+#include "cuda/kernels/common/kernel_types.h"
+#include "cuda/kernels/common/split_k_family.h"
 #include "hone/tactic.h"
 
 namespace hone::cuda {
 
 // One compiled kernel configuration of gemv.bf16. Its Tactic form is
 // `gemv.bf16.<path>:name=value,...`; the kernel-specific fields are documented in the .cu.
-struct GemvBf16Config {
-  int path = 0; // 0: CUDA-core FMA, 1: tensor core (mma.sync, rows on the n dimension)
-  int rows_per_cta = 1;
-  int warps = 4;
-  int outputs_per_warp = 1; // weight rows (N) per warp
-  int split_k = 1;          // K slices reduced deterministically (fixed order)
-  int vec = 16;             // bytes per weight load
-  int warps_k = 1;          // warps of a CTA that split K (warps / warps_k split N)
-  int async = 0;            // mma: 1 = cp.async shared-memory pipeline (same K order as 0)
+// The CTA and cluster fields (rows_per_cta, warps, warps_k, outputs_per_warp, split_k,
+// async) are the family's (SplitKCta); outputs_per_warp is 16 or 32 on the mma path, 1..4 on
+// the fma path.
+struct GemvBf16Config : SplitKCta {
+  KernelPath path = KernelPath::fma; // fma: CUDA cores; mma: mma.sync, rows on the n dimension
+  int vec = 16;                      // bytes per weight load
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.
   static GemvBf16Config from_tactic(const Tactic &tactic);
+  bool operator==(const GemvBf16Config &) const = default;
 };
 
 struct GemvBf16Args {
@@ -47,15 +46,8 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
                              std::string *reason);
 size_t gemv_bf16_workspace_bytes(const GemvBf16Config &config, int rows, int n, int k);
 // Registers per thread and local-memory bytes of the config's kernel (cudaFuncGetAttributes).
-struct KernelResources {
-  int registers = 0;
-  size_t local_bytes = 0;
-  size_t shared_bytes = 0;
-  int max_threads = 0;
-};
 KernelResources gemv_bf16_resources(const GemvBf16Config &config);
-// Enqueues one launch on `stream` (a cudaStream_t). Returns the cudaError_t as int (0 = ok);
-// never synchronises.
-int gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, void *stream);
+// Enqueues one launch on `stream` (a cudaStream_t); never synchronises.
+LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, void *stream);
 
 } // namespace hone::cuda

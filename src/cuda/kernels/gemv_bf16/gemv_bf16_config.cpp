@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cuda/kernels/common/config_tactic.h"
+#include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "hone/error.h"
@@ -35,25 +36,10 @@ int default_k_slices(int n, int k) {
   return slices;
 }
 
-bool is_compiled(const GemvBf16Config &c) {
-  for (const GemvBf16Config &x : gemv_bf16_configs())
-    if (x.path == c.path && x.rows_per_cta == c.rows_per_cta && x.warps == c.warps &&
-        x.warps_k == c.warps_k && x.outputs_per_warp == c.outputs_per_warp &&
-        x.split_k == c.split_k && x.vec == c.vec && x.async == c.async)
-      return true;
-  return false;
-}
-
-bool fail(std::string *reason, std::string text) {
-  if (reason)
-    *reason = std::move(text);
-  return false;
-}
-
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
-  return config_tactic(path == 1 ? kMmaKernel : kFmaKernel, kFieldNames,
+  return config_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, kFieldNames,
                        {{rows_per_cta, warps, warps_k, outputs_per_warp, split_k, vec}},
                        kAsyncField, async);
 }
@@ -61,9 +47,9 @@ Tactic GemvBf16Config::to_tactic() const {
 GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   GemvBf16Config c;
   if (tactic.kernel == kMmaKernel)
-    c.path = 1;
+    c.path = KernelPath::mma;
   else if (tactic.kernel == kFmaKernel)
-    c.path = 0;
+    c.path = KernelPath::fma;
   else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
                           kMmaKernel + " or " + kFmaKernel + ")");
@@ -79,7 +65,7 @@ GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
 
 GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
   GemvBf16Config c;
-  c.path = 1;
+  c.path = KernelPath::mma;
   c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
   c.vec = 16;
   const int slices = default_k_slices(n, k);
@@ -122,28 +108,28 @@ GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
 bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
                              std::string *reason) {
   if (rows < 1 || rows > 32)
-    return fail(reason, "rows=" + std::to_string(rows) + " outside 1..32");
+    return refuse(reason, "rows=" + std::to_string(rows) + " outside 1..32");
   if (n < 1)
-    return fail(reason, "n=" + std::to_string(n) + " must be positive");
+    return refuse(reason, "n=" + std::to_string(n) + " must be positive");
   if (k < 8 || k % 8 != 0)
-    return fail(reason, "k=" + std::to_string(k) +
+    return refuse(reason, "k=" + std::to_string(k) +
                             " is not a positive multiple of 8 (rows of X and W must be "
                             "16-byte aligned)");
-  if (!is_compiled(config))
-    return fail(reason, "not a compiled gemv.bf16 config");
+  if (!is_compiled(config, gemv_bf16_configs()))
+    return refuse(reason, "not a compiled gemv.bf16 config");
   const int chunks = (k + 31) / 32;
   if (gemv_bf16_k_slices(config) > chunks)
-    return fail(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) + " exceeds the " +
+    return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) + " exceeds the " +
                             std::to_string(chunks) + " 32-element K chunks (empty slices)");
   // Candidate pruning: a CTA that pads most of its activation rows, or more than two
   // row groups re-reading the weights, is dominated by another compiled config.
-  const int min_rows_per_cta = config.path == 1 ? 8 : 1;
+  const int min_rows_per_cta = config.path == KernelPath::mma ? 8 : 1;
   if (config.rows_per_cta > min_rows_per_cta && config.rows_per_cta >= 2 * rows)
-    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
                             " pads rows=" + std::to_string(rows) + " to more than twice");
   const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
   if (row_groups > 2)
-    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
                             std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
   return true;
 }

@@ -12,7 +12,7 @@ inline int gemv_bf16_k_slices(const GemvBf16Config &c) { return c.warps_k * c.sp
 // (a multiple of 4 granules), whole granules on the fma path. Depends on k and k_slices only.
 inline int gemv_bf16_slice_granules(const GemvBf16Config &c, int k) {
   const int slices = gemv_bf16_k_slices(c);
-  if (c.path == 1) {
+  if (c.path == KernelPath::mma) {
     const int chunks = (k + 31) / 32;
     return 4 * ((chunks + slices - 1) / slices);
   }

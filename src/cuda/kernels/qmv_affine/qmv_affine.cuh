@@ -128,16 +128,7 @@ template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, bool FACTORED
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   using L = Layout<BITS>;
   extern __shared__ float4 shared_partials[];
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  const int warp_n = warp % p.warps_n;
-  const int warp_k = warp / p.warps_n;
-  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
-  const int m_warp = m_cta + warp_n * MT * 16;
-  const int row0 = static_cast<int>(blockIdx.z) * NT * 8;
+  const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<MT, NT>(p);
   const int words_per_row = p.k / L::kValuesPerWord;
 
   // Rows past the end are clamped to a valid row; their results are never stored.
@@ -460,16 +451,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     multiply(c, f);
   }
 
-  constexpr int kFloatsPerWarp = MT * NT * 128;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      shared_partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
-          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
-
-  reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), kFloatsPerWarp, MT * 16,
-                   NT * 8, m_cta, row0, mma_partial_offset<NT>);
+  store_mma_partials_and_reduce<MT, NT>(p, shared_partials, acc, warp, lane, m_cta, row0);
 }
 
 } // namespace hone::cuda::qmv_affine_detail

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/kernels/common/split_k_launch.h" // for the launch in the .cu
-#include "cuda/kernels/gemv_bf16/gemv_bf16.h"   // KernelResources
+#include "cuda/kernels/common/kernel_types.h"
+#include "cuda/kernels/common/split_k_family.h"
 #include "hone/tactic.h"
 
 namespace hone::cuda {
@@ -21,14 +21,10 @@ namespace hone::cuda {
 // `qmv.affine.mma:rows_per_cta=..,warps=..,warps_k=..,outputs_per_warp=..,split_k=..`
 // plus `async=1` where set
 // (the kernel-specific fields are documented in qmv_affine.cu).
-struct QmvAffineConfig {
-  int path = 1;              // 1: tensor core (mma.sync on weights dequantised in registers)
-  int rows_per_cta = 8;      // activation rows per CTA: 8, 16, 32
-  int warps = 4;             // warps per CTA = warps_n x warps_k
-  int warps_k = 1;           // warps of a CTA that split K
-  int outputs_per_warp = 16; // weight rows (N) per warp: 16 or 32
-  int split_k = 1;           // CTAs of one thread-block cluster that split K (fixed order)
-  int async = 0;             // 1: cp.async shared-memory ring for the packed words (same order)
+// The CTA and cluster fields are the family's (SplitKCta): rows_per_cta 8, 16 or 32;
+// outputs_per_warp 16 or 32; async: the cp.async ring for the packed words (same order).
+struct QmvAffineConfig : SplitKCta {
+  KernelPath path = KernelPath::mma; // mma.sync on weights dequantised in registers
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
   static QmvAffineConfig from_tactic(const Tactic &tactic);
@@ -57,8 +53,8 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
 // give bit-identical rows for every row count.
 inline int qmv_affine_k_slices(const QmvAffineConfig &c) { return c.warps_k * c.split_k; }
 KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits);
-// Enqueues one launch on `stream` (a cudaStream_t). Returns the cudaError_t as int (0 = ok);
-// never synchronises. Needs no workspace (split-K reduces through cluster shared memory).
-int qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args, void *stream);
+// Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
+// (split-K reduces through cluster shared memory).
+LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args, void *stream);
 
 } // namespace hone::cuda

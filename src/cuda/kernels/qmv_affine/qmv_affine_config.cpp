@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cuda/kernels/common/config_tactic.h"
+#include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 #include "hone/error.h"
@@ -36,19 +37,6 @@ int default_k_slices(int n, int k, int bits) {
   return slices;
 }
 
-bool is_compiled(const QmvAffineConfig &c, int bits) {
-  for (const QmvAffineConfig &x : qmv_affine_configs(bits))
-    if (x == c)
-      return true;
-  return false;
-}
-
-bool fail(std::string *reason, std::string text) {
-  if (reason)
-    *reason = std::move(text);
-  return false;
-}
-
 } // namespace
 
 Tactic QmvAffineConfig::to_tactic() const {
@@ -63,7 +51,7 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
                           kMmaKernel + ")");
   QmvAffineConfig c;
   const std::vector<int> v = config_fields(tactic, kFieldNames, kAsyncField, &c.async);
-  c.path = 1;
+  c.path = KernelPath::mma;
   c.rows_per_cta = v[0];
   c.warps = v[1];
   c.warps_k = v[2];
@@ -74,7 +62,7 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
 
 QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int /*group*/) {
   QmvAffineConfig c;
-  c.path = 1;
+  c.path = KernelPath::mma;
   // Up to 8 rows: one 8-row tile. Past 8: 16-row CTAs with two m16 tiles per warp (X loads
   // shared by 32 weight rows) and the cp.async ring; 17-32 rows run as two row groups, the
   // second re-reading the packed weights from L2, which beat the 32-row kernel on the sweep.
@@ -111,32 +99,32 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int /*group
 bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
                               int group, std::string *reason) {
   if (rows < 1 || rows > 32)
-    return fail(reason, "rows=" + std::to_string(rows) + " outside 1..32");
+    return refuse(reason, "rows=" + std::to_string(rows) + " outside 1..32");
   if (n < 1)
-    return fail(reason, "n=" + std::to_string(n) + " must be positive");
+    return refuse(reason, "n=" + std::to_string(n) + " must be positive");
   if (bits != 4 && bits != 8)
-    return fail(reason, "bits=" + std::to_string(bits) + " is not 4 or 8");
+    return refuse(reason, "bits=" + std::to_string(bits) + " is not 4 or 8");
   if (group != 32 && group != 64 && group != 128)
-    return fail(reason, "group=" + std::to_string(group) + " is not 32, 64 or 128");
+    return refuse(reason, "group=" + std::to_string(group) + " is not 32, 64 or 128");
   if (k < group || k % group != 0)
-    return fail(reason, "k=" + std::to_string(k) + " is not a positive multiple of group=" +
+    return refuse(reason, "k=" + std::to_string(k) + " is not a positive multiple of group=" +
                             std::to_string(group));
-  if (!is_compiled(config, bits))
-    return fail(reason, "not a compiled qmv.affine config for bits=" + std::to_string(bits));
+  if (!is_compiled(config, qmv_affine_configs(bits)))
+    return refuse(reason, "not a compiled qmv.affine config for bits=" + std::to_string(bits));
   const int chunk_k = qmv_affine_chunk_k(bits);
   const int chunks = (k + chunk_k - 1) / chunk_k;
   if (qmv_affine_k_slices(config) > chunks)
-    return fail(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
+    return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
                             " exceeds the " + std::to_string(chunks) + " " +
                             std::to_string(chunk_k) + "-value K chunks (empty slices)");
   // Candidate pruning as in gemv.bf16: a CTA that pads most of its activation rows, or more
   // than two row groups re-reading the weights, is dominated by another compiled config.
   if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
-    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
                             " pads rows=" + std::to_string(rows) + " to more than twice");
   const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
   if (row_groups > 2)
-    return fail(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
                             std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
   return true;
 }

@@ -1,0 +1,190 @@
+#include "cuda/gate/cuda_workload.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "cuda/backend/cuda_backend_impl.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/gate/bf16_compare.h"
+#include "hone/error.h"
+#include "hone/format.h"
+
+namespace hone::cuda {
+
+namespace {
+
+size_t elements(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+CheckResult fail(CheckResult result, Status status, std::string reason, double error) {
+  result.status = status;
+  result.reason = std::move(reason);
+  result.error = error;
+  return result;
+}
+
+} // namespace
+
+CudaWorkload::CudaWorkload(CudaBackend &backend, int64_t out_rows, int64_t out_cols, double bound)
+    : backend_(backend), out_rows_(out_rows), out_cols_(out_cols), bound_(bound),
+      y_(elements(out_rows, out_cols) * sizeof(uint16_t)) {}
+
+cudaStream_t CudaWorkload::stream() const { return backend_.stream(); }
+
+void CudaWorkload::set_rotation(int copies) {
+  HONE_CHECK(copies >= 1, "set_rotation needs at least one copy");
+  const auto count = static_cast<size_t>(copies);
+  const size_t filled = std::min(rotation_, count);
+  resize_copies(count);
+  // Every copy holds its own random data: no two copies alike.
+  for (size_t c = filled; c < count; ++c)
+    fill_copy(c);
+  rotation_ = count;
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+Status CudaWorkload::can_run(const Tactic &tactic, std::string *reason) const {
+  const auto refuse = [&](Status status, std::string why) {
+    if (reason)
+      *reason = std::move(why);
+    return status;
+  };
+  if (std::optional<std::string> why = cannot_implement(tactic))
+    return refuse(Status::cannot_implement, std::move(*why));
+  if (std::optional<KernelResources> res = resources(tactic))
+    if (std::optional<std::string> spills = spill_reason(*res))
+      return refuse(Status::rejected, std::move(*spills));
+  return Status::ok;
+}
+
+void CudaWorkload::run(const Tactic &tactic, int copy) {
+  HONE_CHECK(copy >= 0 && copy < rotation(), "copy index outside the rotation");
+  const LaunchStatus s = launch(tactic, copy);
+  if (!s.ok())
+    HONE_RUNTIME_ERROR("launch of " + tactic.str() + ": " + s.message());
+}
+
+void CudaWorkload::poison_output() {
+  HONE_CUDA_CHECK(cudaMemsetAsync(y_.data(), 0xff, y_.size(), stream()));
+}
+
+std::vector<uint16_t> CudaWorkload::download_y() const {
+  return download<uint16_t>(y_.data(), elements(out_rows_, out_cols_), stream());
+}
+
+std::optional<SummationOrder> CudaWorkload::summation_order(const Tactic &) const {
+  return std::nullopt;
+}
+
+Tactic CudaWorkload::single_row_default() const {
+  HONE_RUNTIME_ERROR("this op has no batch-invariant mode");
+}
+
+LaunchStatus CudaWorkload::launch_single_row(int, void *) {
+  HONE_RUNTIME_ERROR("this op has no batch-invariant mode");
+}
+
+CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
+  CheckResult result;
+  result.bound = bound_;
+  result.status = can_run(tactic, &result.reason);
+  if (!result.pass())
+    return result;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (numerics == Numerics::batch_invariant) {
+    // Batch invariance is a property of the summation order, which a random input can fail to
+    // expose after bf16 rounding: the order must match before the bitwise comparison runs.
+    const std::optional<SummationOrder> order = summation_order(tactic);
+    if (!order)
+      return fail(result, Status::gate_failed, "the op has no batch-invariant mode", kInf);
+    const Tactic single = single_row_default();
+    const std::optional<SummationOrder> single_order = summation_order(single);
+    if (!(order == single_order))
+      return fail(result, Status::gate_failed,
+                  "summation order (path " + std::string(to_string(order->path)) +
+                      ", k_slices " + std::to_string(order->k_slices) +
+                      ") differs from the rows=1 default " + single.str(),
+                  kInf);
+  }
+
+  randomize_inputs();
+  poison_output();
+  const LaunchStatus s = launch(tactic, 0);
+  if (!s.ok())
+    return fail(result, Status::launch_failed, "launch: " + s.message(), result.error);
+  // A fault inside the kernel is sticky (the context is lost): that throws here.
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+
+  const std::vector<uint16_t> y = download_y();
+  Bf16Comparison cmp;
+  if (const std::vector<int64_t> rows = reference_rows(); rows.empty()) {
+    cmp = compare_bf16(y, reference());
+  } else {
+    std::vector<uint16_t> sampled;
+    sampled.reserve(elements(static_cast<int64_t>(rows.size()), out_cols_));
+    for (int64_t r : rows)
+      sampled.insert(sampled.end(), y.begin() + elements(r, out_cols_),
+                     y.begin() + elements(r + 1, out_cols_));
+    cmp = compare_bf16(sampled, reference());
+    // NaN over every output, sampled or not: bf16 NaN has all exponent bits and a mantissa.
+    cmp.nan_count = static_cast<size_t>(std::count_if(y.begin(), y.end(), [](uint16_t v) {
+      return (v & 0x7f80u) == 0x7f80u && (v & 0x007fu) != 0;
+    }));
+  }
+  result.error = cmp.relative_l2;
+  if (cmp.nan_count > 0)
+    return fail(result, Status::gate_failed,
+                std::to_string(cmp.nan_count) + " of " + std::to_string(y.size()) +
+                    " outputs NaN (unwritten or invalid)",
+                kInf);
+  if (!(cmp.relative_l2 <= result.bound))
+    return fail(result, Status::gate_failed,
+                "relative L2 error " + format_g(cmp.relative_l2) + " > bound " +
+                    format_g(result.bound),
+                cmp.relative_l2);
+  if (numerics == Numerics::tolerance)
+    return result;
+  return gate_batch_invariant(y, std::move(result));
+}
+
+CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y,
+                                               CheckResult result) {
+  // Row r must equal, bit for bit, the rows=1 default run on X[r].
+  if (y_reference_.size() != y_.size())
+    y_reference_ = DeviceBuffer(y_.size());
+  HONE_CUDA_CHECK(cudaMemsetAsync(y_reference_.data(), 0xff, y_reference_.size(), stream()));
+  for (int64_t r = 0; r < out_rows_; ++r) {
+    void *yr = static_cast<uint16_t *>(y_reference_.data()) + elements(r, out_cols_);
+    const LaunchStatus s = launch_single_row(static_cast<int>(r), yr);
+    if (!s.ok())
+      HONE_RUNTIME_ERROR("rows=1 default " + single_row_default().str() +
+                         " failed to launch: " + s.message());
+  }
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  const std::vector<uint16_t> expected = download<uint16_t>(y_reference_.data(), y.size(), stream());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < y.size(); ++i)
+    mismatches += y[i] != expected[i] ? 1 : 0;
+  result.error = static_cast<double>(mismatches);
+  result.bound = 0;
+  if (mismatches > 0)
+    return fail(result, Status::gate_failed,
+                std::to_string(mismatches) + " of " + std::to_string(y.size()) +
+                    " outputs differ bitwise from the rows=1 default " +
+                    single_row_default().str(),
+                static_cast<double>(mismatches));
+  return result;
+}
+
+std::optional<std::string> spill_reason(const KernelResources &res) {
+  if (res.local_bytes == 0)
+    return std::nullopt;
+  return "spills: " + std::to_string(res.local_bytes) + " bytes local memory, " +
+         std::to_string(res.registers) + " registers";
+}
+
+void download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+  HONE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+} // namespace hone::cuda

@@ -1,0 +1,140 @@
+// The Workload of a CUDA op whose output is one bf16 tensor [rows, cols]: it owns the rotation
+// of the op's input sets (cold-L2 copies), the output and its poison, can_run() (the op's
+// admission checks, then the spill rule), run(), and the gate: fresh random inputs in copy 0,
+// a poisoned output, one launch, NaN and relative-L2 checks against the op's float64
+// reference, and in batch-invariant mode a bitwise comparison of every row with the rows=1
+// default. An op supplies only what is its own, through the hooks below.
+//
+//   class QmvAffineWorkload final : public CudaWorkloadOf<QmvInputs> { ... };  // the hooks
+//   auto w = std::make_unique<QmvAffineWorkload>(backend, problem);           // rotation 1
+//   if (w->check(tactic, Numerics::batch_invariant).pass()) w->run(tactic, 0);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/backend/device_buffer.h"
+#include "cuda/kernels/common/kernel_types.h"
+#include "hone/op.h"
+
+namespace hone::cuda {
+
+class CudaBackend;
+
+// The K summation order of a GEMV-family config: its path and k_slices (warps_k x split_k).
+// Configs of equal order give bit-identical rows for every row count.
+struct SummationOrder {
+  KernelPath path = KernelPath::mma;
+  int k_slices = 1;
+  bool operator==(const SummationOrder &) const = default;
+};
+
+class CudaWorkload : public Workload {
+public:
+  void set_rotation(int copies) final;
+  int rotation() const final { return static_cast<int>(rotation_); }
+  // cannot_implement() first, then the spill rule on resources(); never launches.
+  Status can_run(const Tactic &tactic, std::string *reason) const final;
+  // Throws Error(runtime) naming the tactic when the launch is refused.
+  void run(const Tactic &tactic, int copy) final;
+  CheckResult check(const Tactic &tactic, Numerics numerics) final;
+
+  cudaStream_t stream() const;
+  void *y() const { return y_.data(); }
+  int64_t output_rows() const { return out_rows_; }
+  int64_t output_cols() const { return out_cols_; }
+  // Writes the bf16 NaN pattern 0xFFFF over Y; enqueued on stream().
+  void poison_output();
+  // Fresh random inputs (new seeds) in copy 0; enqueued on stream().
+  void randomize_inputs() { fill_copy(0); }
+  // Synchronous copy of Y to the host (bf16 bits).
+  std::vector<uint16_t> download_y() const;
+  // [bytes] of device memory this base allocates for a bf16 [out_rows, out_cols] output: Y and
+  // the rows=1 reference results (TunableOp::workload_bytes of a CUDA op adds its own).
+  static size_t output_bytes(int64_t out_rows, int64_t out_cols) {
+    return 2 * static_cast<size_t>(out_rows) * static_cast<size_t>(out_cols) * sizeof(uint16_t);
+  }
+
+protected:
+  // Y is bf16 [out_rows, out_cols]; `bound` is the relative L2 bound of the tolerance gate.
+  // The derived constructor calls set_rotation(1) once its own members exist.
+  CudaWorkload(CudaBackend &backend, int64_t out_rows, int64_t out_cols, double bound);
+
+  // --- hooks -------------------------------------------------------------------------------
+  // Why `tactic` cannot run this problem (not the op's, not compiled, shape), or nullopt.
+  virtual std::optional<std::string> cannot_implement(const Tactic &tactic) const = 0;
+  // The resources of `tactic`'s kernel, for the spill rule (nullopt: nothing to check).
+  // REQUIRES: cannot_implement(tactic) is nullopt.
+  virtual std::optional<KernelResources> resources(const Tactic &tactic) const = 0;
+  // Keeps the first `count` copies and appends allocated (unfilled) ones (CudaWorkloadOf).
+  virtual void resize_copies(size_t count) = 0;
+  // Enqueues fresh random fills (new seeds) of every input of copy `copy` on stream().
+  virtual void fill_copy(size_t copy) = 0;
+  // Enqueues `tactic` on copy `copy` into y(). REQUIRES: can_run(tactic) is ok.
+  virtual LaunchStatus launch(const Tactic &tactic, int copy) = 0;
+  // The float64 reference of copy 0's current inputs, [out_rows, out_cols] row-major; only
+  // the rows reference_rows() names, in its order, when it names any.
+  virtual std::vector<double> reference() const = 0;
+  // The output rows the gate holds to reference() (ascending); empty: every row. An op whose
+  // float64 reference is too costly for every row (a GEMM at thousands of rows) samples them;
+  // every output is still checked for NaN (unwritten poison).
+  virtual std::vector<int64_t> reference_rows() const { return {}; }
+
+  // Batch invariance (ops whose rows are independent, e.g. the GEMVs). An op that promises it
+  // overrides all three; the default says the op has no such mode.
+  // The summation order of `tactic` (nullopt: the op makes no batch-invariance promise).
+  virtual std::optional<SummationOrder> summation_order(const Tactic &tactic) const;
+  // The rows=1 default every row is held to.
+  virtual Tactic single_row_default() const;
+  // Enqueues the rows=1 default on activation row `row` of copy 0 into `y_row` (out_cols).
+  virtual LaunchStatus launch_single_row(int row, void *y_row);
+
+private:
+  CheckResult gate_batch_invariant(const std::vector<uint16_t> &y, CheckResult result);
+
+  CudaBackend &backend_;
+  int64_t out_rows_, out_cols_;
+  double bound_;
+  size_t rotation_ = 0;
+  DeviceBuffer y_;           // bf16 [out_rows, out_cols]
+  DeviceBuffer y_reference_; // bf16 [out_rows, out_cols]: rows=1 default results
+};
+
+// The thin typed layer: owns the rotation copies of an op's `Copy` (its input set).
+template <class Copy> class CudaWorkloadOf : public CudaWorkload {
+protected:
+  using CudaWorkload::CudaWorkload;
+
+  // An allocated copy, its inputs not yet filled.
+  virtual Copy make_copy() const = 0;
+  const Copy &copy_at(int copy) const { return copies_.at(static_cast<size_t>(copy)); }
+
+  void resize_copies(size_t count) final {
+    if (copies_.size() > count)
+      copies_.resize(count);
+    while (copies_.size() < count)
+      copies_.push_back(make_copy());
+  }
+
+  std::vector<Copy> copies_;
+};
+
+// Automatic spill rule: a config whose kernel uses local memory is refused, whatever its speed
+// today, because spills make its time depend on the L1/L2 state around it. The reason
+// ("spills: N bytes local memory, R registers") when `res` shows local memory, else nullopt.
+std::optional<std::string> spill_reason(const KernelResources &res);
+
+// Synchronous copy of `bytes` from device `src` to host `dst`, after the work on `stream`.
+void download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+template <class T> std::vector<T> download(const void *src, size_t count, cudaStream_t stream) {
+  std::vector<T> out(count);
+  download_bytes(out.data(), src, count * sizeof(T), stream);
+  return out;
+}
+
+} // namespace hone::cuda

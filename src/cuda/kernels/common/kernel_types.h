@@ -1,0 +1,53 @@
+// Types every CUDA kernel family shares, with no CUDA header needed by includers: the status a
+// launcher returns, a compiled kernel's resources, and the kernel path of the GEMV family.
+//
+//   LaunchStatus s = qmv_affine_launch(config, args, stream);
+//   if (!s.ok()) HONE_RUNTIME_ERROR("qmv.affine: " + s.message());
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace hone::cuda {
+
+// The outcome of enqueuing one kernel: a cudaError_t, kept as a number so that a header with
+// no CUDA include can return it. Launchers never synchronise, so ok() says the launch was
+// accepted, not that the kernel finished.
+class LaunchStatus {
+public:
+  LaunchStatus() = default; // ok
+  // REQUIRES: `cuda_error` is a cudaError_t value.
+  static LaunchStatus from_cuda(int cuda_error) {
+    LaunchStatus s;
+    s.code_ = cuda_error;
+    return s;
+  }
+  // cudaErrorInvalidValue: the launcher refused its arguments before any CUDA call.
+  static LaunchStatus invalid_value();
+  // cudaErrorInvalidConfiguration: the config needs more than the device gives (shared memory).
+  static LaunchStatus invalid_configuration();
+  bool ok() const { return code_ == 0; }
+  int code() const { return code_; }
+  // "cudaErrorName: description". Also clears the CUDA runtime's last error, so that the next
+  // call does not report this one again.
+  std::string message() const;
+
+private:
+  int code_ = 0;
+};
+
+// What cudaFuncGetAttributes reports of a compiled kernel, plus the dynamic shared memory a
+// config asks for.
+struct KernelResources {
+  int registers = 0;       // per thread
+  size_t local_bytes = 0;  // spills and local arrays, per thread
+  size_t shared_bytes = 0; // static + dynamic, per CTA
+  int max_threads = 0;     // per CTA
+};
+
+// The arithmetic path of a GEMV-family kernel. The numeric values are the tactic spelling's
+// (`gemv.bf16.fma` = 0, `gemv.bf16.mma` = 1) and part of the K summation order.
+enum class KernelPath { fma = 0, mma = 1 };
+const char *to_string(KernelPath path); // "fma", "mma"
+
+} // namespace hone::cuda

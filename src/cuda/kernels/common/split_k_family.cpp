@@ -1,0 +1,84 @@
+#include "cuda/kernels/common/split_k_family.h"
+
+#include <map>
+#include <mutex>
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernels/common/split_k_launch.h"
+
+namespace hone::cuda {
+
+namespace {
+
+// Largest dynamic shared memory `fn` may use: the device's opt-in limit (capped at
+// kSplitKMaxAsyncSharedBytes), set on each ring kernel once, at its first launch.
+size_t opt_in_shared_limit(const void *fn) {
+  static std::mutex mutex;
+  static std::map<const void *, size_t> limits;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = limits.find(fn); it != limits.end())
+    return it->second;
+  size_t limit = 0;
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess)
+    limit = std::min(static_cast<size_t>(optin), kSplitKMaxAsyncSharedBytes);
+  else
+    (void)cudaGetLastError();
+  limits.emplace(fn, limit);
+  return limit;
+}
+
+} // namespace
+
+size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
+  const size_t partials = static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) *
+                          sizeof(float);
+  const size_t ring =
+      async ? static_cast<size_t>(warps) * static_cast<size_t>(kernel.async_bytes_per_warp) : 0;
+  return partials + ring;
+}
+
+KernelResources split_k_resources(std::span<const void *const> fns, size_t dynamic_shared_bytes) {
+  KernelResources res;
+  size_t static_shared = 0;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, fns[i]) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return KernelResources{};
+    }
+    res.registers = std::max(res.registers, attr.numRegs);
+    res.local_bytes = std::max(res.local_bytes, attr.localSizeBytes);
+    res.max_threads =
+        i == 0 ? attr.maxThreadsPerBlock : std::min(res.max_threads, attr.maxThreadsPerBlock);
+    static_shared = std::max(static_shared, attr.sharedSizeBytes);
+  }
+  res.shared_bytes = static_shared + dynamic_shared_bytes;
+  return res;
+}
+
+LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
+                                   int rows, void *params, void *stream, const void *fn) {
+  if ((cta.async != 0 && cta.async != 1) || (cta.async && !kernel.async_fn) || cta.warps_k < 1 ||
+      cta.split_k < 1 || cta.warps < 1 || cta.warps % cta.warps_k != 0 ||
+      cta.warps * 32 > kernel.max_threads || rows < 1 || n < 1)
+    return LaunchStatus::invalid_value();
+  if (!fn)
+    fn = cta.async ? kernel.async_fn : kernel.fn;
+  const size_t smem = split_k_shared_bytes(kernel, cta.warps, cta.async != 0);
+  if (cta.async && smem > opt_in_shared_limit(fn))
+    return LaunchStatus::invalid_configuration();
+  const SplitKGrid grid{.n = n,
+                        .rows = rows,
+                        .outputs_per_cta = (cta.warps / cta.warps_k) * cta.outputs_per_warp,
+                        .rows_per_cta = cta.rows_per_cta,
+                        .split_k = cta.split_k,
+                        .threads = cta.warps * 32};
+  return LaunchStatus::from_cuda(launch_split_k(grid, smem, fn, params, stream));
+}
+
+} // namespace hone::cuda

@@ -1,0 +1,108 @@
+// The host side the split-K GEMV-family kernels (gemv.bf16, qmv.affine) share: one compiled
+// kernel's slot in an op's table, the CTA shapes every family builds its configs from, the
+// shared-memory opt-in of the cp.async ring kernels, and the launch tail (ring or register
+// pipeline, shared-memory limit, grid, cluster). No CUDA header needed by includers.
+//
+//   SplitKKernel k{fn, async_fn, 256, floats_per_warp, ring_bytes_per_warp};
+//   add_split_k_configs(k, base_config, kMmaCtaShapes, configs);
+//   return launch_split_k_kernel(k, config, n, rows, &params, stream);   // config: a SplitKCta
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "cuda/kernels/common/kernel_types.h"
+
+namespace hone::cuda {
+
+// One compiled kernel of a family: its entry points and per-warp shared memory.
+struct SplitKKernel {
+  const void *fn = nullptr;       // __global__ function (the register pipeline)
+  const void *async_fn = nullptr; // the same kernel with the cp.async ring, if compiled
+  int max_threads = 0;            // __launch_bounds__
+  int floats_per_warp = 0;        // fp32 partials one warp writes to shared memory
+  int async_bytes_per_warp = 0;   // its lane-private cp.async ring
+};
+
+// How a config spreads over a CTA and a cluster: the fields every family config has (the
+// family's configs derive from it). k_slices = warps_k x split_k fixes the K summation order.
+struct SplitKCta {
+  int rows_per_cta = 8;      // activation rows per CTA; more rows run as more CTAs along z
+  int warps = 4;             // warps per CTA = warps_n x warps_k
+  int warps_k = 1;           // warps of a CTA that take adjacent K slices
+  int outputs_per_warp = 16; // weight rows per warp
+  int split_k = 1;           // CTAs of one thread-block cluster that split K (fixed order)
+  int async = 0;             // 1: the cp.async ring kernel (bit-identical to 0)
+  bool operator==(const SplitKCta &) const = default;
+};
+
+// (warps_k, split_k, warps_n). Within a family path, shapes with equal warps_k x split_k
+// share the K summation order.
+struct CtaShape {
+  int warps_k, split_k, warps_n;
+};
+// The tensor-core shapes, grouped by k_slices 1, 2, 4, 8, 16.
+inline constexpr CtaShape kMmaCtaShapes[] = {
+    {1, 1, 4},                        // k_slices 1
+    {2, 1, 1},  {2, 1, 2},            // 2
+    {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, // 4
+    {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, // 8
+    {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
+};
+
+// [bytes] default dynamic shared-memory limit: configs above it are not built.
+inline constexpr size_t kSplitKMaxSharedBytes = 48 * 1024;
+// [bytes] ring configs: partials + ring within the opt-in limit of sm_80 (163 KB) and sm_90
+// (227 KB).
+inline constexpr size_t kSplitKMaxAsyncSharedBytes = 160 * 1024;
+
+// [bytes] dynamic shared memory of `kernel` with `warps` warps: partials, plus the ring when
+// `async`.
+size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async);
+
+// Appends to `out` every shape of `shapes` that fits `kernel`: `base` (the op's own fields and
+// the kernel's rows_per_cta and outputs_per_warp) with the shape's warps, warps_k and split_k,
+// and, where the ring fits too, its async twin.
+template <class Config>
+void add_split_k_configs(const SplitKKernel &kernel, const Config &base,
+                         std::span<const CtaShape> shapes, std::vector<Config> &out) {
+  for (const CtaShape &s : shapes) {
+    Config c = base;
+    c.warps = s.warps_k * s.warps_n;
+    c.warps_k = s.warps_k;
+    c.split_k = s.split_k;
+    c.async = 0;
+    if (c.warps * 32 > kernel.max_threads ||
+        split_k_shared_bytes(kernel, c.warps, false) > kSplitKMaxSharedBytes)
+      continue;
+    out.push_back(c);
+    if (kernel.async_fn &&
+        split_k_shared_bytes(kernel, c.warps, true) <= kSplitKMaxAsyncSharedBytes) {
+      c.async = 1;
+      out.push_back(c);
+    }
+  }
+}
+
+// True when `config` is one of `compiled` (Config has operator==).
+template <class Config>
+bool is_compiled(const Config &config, const std::vector<Config> &compiled) {
+  return std::find(compiled.begin(), compiled.end(), config) != compiled.end();
+}
+
+// What cudaFuncGetAttributes says of `fns` (the worst of them), plus the config's dynamic
+// shared memory. Empty resources when an attribute query fails.
+KernelResources split_k_resources(std::span<const void *const> fns, size_t dynamic_shared_bytes);
+
+// Enqueues `params` (the kernel's one parameter struct) on `stream` with `cta`'s grid and
+// shared memory: the ring kernel when cta.async, whose shared memory must fit the device's
+// opt-in limit (cudaErrorInvalidConfiguration otherwise). `fn` overrides kernel.fn /
+// kernel.async_fn when a family has several entry points per slot (nullptr: the slot's).
+// Refuses (invalid value) a cta the kernel cannot take. Never synchronises.
+LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
+                                   int rows, void *params, void *stream,
+                                   const void *fn = nullptr);
+
+} // namespace hone::cuda

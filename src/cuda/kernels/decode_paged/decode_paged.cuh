@@ -1,0 +1,553 @@
+// decode.paged device code: the split kernel, the merge kernel and the page check. Included
+// only by decode_paged.cu.
+//
+// Work split (the read ceiling). The grid is one-dimensional, work item x hkv + KV head, so
+// that the CTAs of one item's KV heads run together and read each page's rows side by side
+// (a page holds its tokens x hkv x head_dim contiguously). A work item is one chunk of
+// one request: chunk c of request b covers tokens [c * kv_chunk, min((c + 1) * kv_chunk,
+// len[b])) (kv_chunk = 0: the whole request), items numbered request by request, so that
+// item = (chunks of requests 0 .. b-1) + c. One CTA takes one item for one KV head and ALL
+// G = hq / hkv query heads of it, so every KV byte is read once per step. Every warp of the
+// CTA derives its item from kv_indptr alone (a warp scan of the per-request chunk counts:
+// kv_chunk is a multiple of page_size, so ceil(len / kv_chunk) = ceil(pages / chunk_pages)):
+// no host-built work list and no upload. Batch 1 at long context spreads over every SM
+// through the chunks; the host picks kv_chunk (the plan, decode_paged_config.cpp).
+//
+// Inside a CTA, warp w takes the 16-token tiles w, w + W, w + 2W, ... of the chunk (W warps).
+// Each warp streams its tiles through a private cp.async ring of S stages in shared memory
+// (K and V tiles, 16-byte copies, tokens past len zero-filled and never read from memory), so
+// S - 1 tiles are in flight while it multiplies one, with no CTA barrier in the loop. The page
+// of a tile comes from a 32-page window of kv_indices held one page per lane (plus the next
+// window, loaded 32 pages ahead) and one shuffle.
+//
+// Per tile, with tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate):
+//   S[h, t] = q[h] . k[t]    A = Q (query heads on M, rows 0-7; rows 8-15 zero), B = K tile
+//                            (ldmatrix from a XOR-swizzled row-major tile), 2 n8 tiles x
+//                            head_dim / 16 k-steps. Lane (g, t) holds S[head g][tokens 8n + 2t,
+//                            8n + 2t + 1], the layout of the B operand of the next product.
+//   online softmax per head in log2 units (x = S * scale * log2 e): m = max(m, max_t x),
+//   p = 2^(x - m) rounded once to bf16; the running sum l adds the ROUNDED p, so numerator and
+//   denominator use the same weights.
+//   O^T[d, h] += V^T[d, t] P^T[t, h]   A = V^T (ldmatrix.trans of the V tile, head_dim / 16
+//                            m16 tiles), B = P^T straight from the registers of S: no shuffle,
+//                            no shared-memory round trip. Before it, O^T[., h] *= 2^(m_old -
+//                            m_new), the factor fetched from the lanes of head h.
+//
+// Summation order, for one request and head (deterministic for a given (lengths, kv_chunk,
+// warps); independent of the other requests of the batch):
+//   1. each warp: its tiles in increasing token order, 16 tokens per step (mma k order);
+//   2. the CTA: the W warp states (m, l, O) combined in warp order 0 .. W-1, through shared
+//      memory reusing the rings: M = max m_w, L = sum l_w 2^(m_w - M), O = sum O_w 2^(m_w - M)
+//      / L. With one chunk, O goes to o as bf16 (and lse = (M + log2 L) ln 2) directly;
+//   3. else the chunk writes its partial state (O fp32 normalised, lse2 = M + log2 L in log2
+//      units) to the workspace at slot = item, and the merge kernel, one CTA per (request,
+//      query head), combines the request's chunks: warp w takes chunks w, w + 4, ... in
+//      increasing order with an online log-sum-exp, then the 4 warp states in warp order.
+// The merge is a programmatic dependent launch: its CTAs become resident while the split
+// kernel's last wave runs (griddepcontrol.launch_dependents at the split kernel's start) and
+// wait (griddepcontrol.wait) for it to complete before reading partial states.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "cuda/kernels/common/ptx.cuh"
+
+namespace hone::cuda::decode_paged_detail {
+
+using kernel_detail::bf16_hi;
+using kernel_detail::bf16_lo;
+using kernel_detail::mma_m16n8k16;
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kTile = 16;        // tokens per tile
+constexpr int kMaxWarps = 8;     // warps per CTA
+constexpr int kMergeWarps = 4;   // warps of a merge CTA
+constexpr int kMergeUnroll = 4;  // partial states in flight per merge warp
+constexpr int kMaxHeads = 8;     // query heads per KV head (rows 0-7 of the m16 tile)
+constexpr float kLn2 = 0.693147180559945309f;
+
+// Sizes of one head_dim. kStages must equal decode_paged_stages(D) (static_assert in the .cu).
+template <int D> struct Traits {
+  static constexpr int kChunks = D / 8;                  // 16-byte chunks per K or V row
+  static constexpr int kStages = D <= 64 ? 4 : D <= 128 ? 3 : 2;
+  static constexpr int kKSteps = D / 16;                 // k16 steps of q . k
+  static constexpr int kMTiles = D / 16;                 // m16 tiles of O^T
+  static constexpr int kCopies = kTile * kChunks / 32;   // 16-byte copies per lane per tile
+  static constexpr int kTileElems = kTile * D;           // bf16 of one K (or V) tile
+  static constexpr int kStageElems = 2 * kTileElems;     // K tile then V tile
+  static constexpr int kWarpRingElems = kStages * kStageElems;
+  static constexpr int kRedStride = D + 4;               // floats per head row of a warp's O
+  static constexpr int kPrefetch = D <= 64 ? 128 : 256;  // [bytes] L2 prefetch of a K/V row
+  static_assert(kCopies >= 1 && kTile * kChunks % 32 == 0, "tile copies per lane");
+  // The combine stage reuses a warp's ring for its [8 heads][D + 4] fp32 output.
+  static_assert(kMaxHeads * kRedStride * 4 <= kWarpRingElems * 2, "ring holds a warp's O");
+};
+
+struct Params {
+  const uint16_t *q;                // bf16 [batch, hq, D]
+  const uint16_t *k_cache;          // bf16 [num_pages, page_size, hkv, D]
+  const uint16_t *v_cache;          // bf16 [num_pages, page_size, hkv, D]
+  const int32_t *kv_indptr;         // [batch + 1]
+  const int32_t *kv_indices;        // [kv_indptr[batch]]
+  const int32_t *kv_last_page_len;  // [batch]
+  uint16_t *o;                      // bf16 [batch, hq, D]
+  float *lse;                       // [batch, hq] natural log, or nullptr
+  float *partial_lse;               // [items, hq] log2 units (merge only)
+  float *partial_o;                 // [items, hq, D] (merge only)
+  int batch, hq, hkv, group;        // group = hq / hkv
+  int page_size, page_shift;        // page_size = 1 << page_shift
+  int chunk_pages;                  // kv_chunk / page_size; 0: one chunk per request
+  float scale_log2;                 // softmax scale x log2(e)
+};
+
+// --- PTX ------------------------------------------------------------------------------------
+
+// 16-byte copy global -> shared, L2 only; src_bytes 0 writes zeros and reads nothing.
+template <int PREFETCH>
+__device__ __forceinline__ void copy_tile_async(void *dst, const void *src, int src_bytes) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  if constexpr (PREFETCH == 256)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Four 8x8 bf16 matrices; lanes 8i .. 8i+7 give the row addresses of matrix i.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *smem) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void *smem) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+
+// 2^x; 2^-inf = +0.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t *>(&v);
+}
+
+// --- work items -------------------------------------------------------------------------------
+
+__device__ __forceinline__ int request_chunks(int pages, int chunk_pages) {
+  return pages <= 0 ? 0 : chunk_pages > 0 ? (pages + chunk_pages - 1) / chunk_pages : 1;
+}
+
+struct Item {
+  bool valid;
+  int b;          // request
+  int chunk;      // chunk of the request
+  int chunks;     // chunks of the request
+  int page_begin; // kv_indptr[b]
+  int pages;      // pages of the request
+  int last;       // kv_last_page_len[b]
+};
+
+// The request and chunk of work item `item` (warp-uniform): a warp scan over 32 requests at a
+// time of the chunk counts from kv_indptr. valid = false past the last item.
+__device__ __forceinline__ Item locate_item(const Params &p, int item) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int before = 0; // items of the requests before `base`
+  for (int base = 0; base < p.batch; base += 32) {
+    const int r = base + lane;
+    int begin = 0, pages = 0, last = 0;
+    if (r < p.batch) {
+      begin = __ldg(p.kv_indptr + r);
+      pages = __ldg(p.kv_indptr + r + 1) - begin;
+      last = __ldg(p.kv_last_page_len + r);
+    }
+    const int chunks = request_chunks(pages, p.chunk_pages);
+    int inclusive = chunks;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(kFullMask, inclusive, d);
+      if (lane >= d)
+        inclusive += v;
+    }
+    const unsigned hit = __ballot_sync(kFullMask, chunks > 0 && before + inclusive > item);
+    if (hit != 0) {
+      const int src = __ffs(static_cast<int>(hit)) - 1;
+      Item it;
+      it.valid = true;
+      it.b = base + src;
+      it.chunks = __shfl_sync(kFullMask, chunks, src);
+      it.chunk = item - (before + __shfl_sync(kFullMask, inclusive, src) - it.chunks);
+      it.page_begin = __shfl_sync(kFullMask, begin, src);
+      it.pages = __shfl_sync(kFullMask, pages, src);
+      it.last = __shfl_sync(kFullMask, last, src);
+      return it;
+    }
+    before += __shfl_sync(kFullMask, inclusive, 31);
+  }
+  Item none{};
+  none.valid = false;
+  return none;
+}
+
+// Items of the requests before b, and of b (warp-uniform).
+__device__ __forceinline__ void request_items(const Params &p, int b, int &before, int &chunks) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  before = 0;
+  for (int base = 0; base < b; base += 32) {
+    const int r = base + lane;
+    int n = 0;
+    if (r < b)
+      n = request_chunks(__ldg(p.kv_indptr + r + 1) - __ldg(p.kv_indptr + r), p.chunk_pages);
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1)
+      n += __shfl_xor_sync(kFullMask, n, d);
+    before += n;
+  }
+  chunks = request_chunks(__ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b), p.chunk_pages);
+}
+
+// --- split kernel -----------------------------------------------------------------------------
+
+template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(const Params p) {
+  using T = Traits<D>;
+  extern __shared__ __align__(128) uint16_t rings[]; // [warps][stages][K tile, V tile]
+  __shared__ float warp_m[kMaxWarps][kMaxHeads], warp_l[kMaxWarps][kMaxHeads];
+
+  // The merge kernel (if any) may launch once every CTA of this grid has started; it waits
+  // for this grid's completion before it reads anything written here.
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int kv_head = static_cast<int>(blockIdx.x % static_cast<unsigned>(p.hkv));
+  const int item_index = static_cast<int>(blockIdx.x / static_cast<unsigned>(p.hkv));
+  const Item it = locate_item(p, item_index);
+  if (!it.valid) // the same for every warp: the whole CTA leaves
+    return;
+
+  const int len = (it.pages - 1) * p.page_size + it.last;
+  const int chunk_tokens = p.chunk_pages > 0 ? p.chunk_pages << p.page_shift : len;
+  const int t0 = it.chunk * chunk_tokens; // page aligned
+  const int n_tokens = min(chunk_tokens, len - t0);
+  const int tiles = (n_tokens + kTile - 1) / kTile;
+  const int my_tiles = warp < tiles ? (tiles - 1 - warp) / warps + 1 : 0;
+  const int chunk_pages = (n_tokens + p.page_size - 1) >> p.page_shift;
+  const int32_t *pages = p.kv_indices + it.page_begin + (t0 >> p.page_shift);
+
+  // Q as the A operand, rows g < group (rows 8-15 and g >= group are zero): a0 = q[g][16s + 2t,
+  // +1], a2 = q[g][16s + 8 + 2t, +1].
+  uint32_t qa[T::kKSteps][2];
+  {
+    const bool live = g < p.group;
+    const uint16_t *q_row =
+        p.q + (static_cast<size_t>(it.b) * p.hq + kv_head * p.group + (live ? g : 0)) * D;
+#pragma unroll
+    for (int s = 0; s < T::kKSteps; ++s) {
+      qa[s][0] = live ? __ldg(reinterpret_cast<const uint32_t *>(q_row + 16 * s + 2 * t)) : 0u;
+      qa[s][1] = live ? __ldg(reinterpret_cast<const uint32_t *>(q_row + 16 * s + 8 + 2 * t)) : 0u;
+    }
+  }
+
+  // Page window: lane i holds the page of chunk-local page win_base + i, and of the next window.
+  int win_base = 0;
+  int win = lane < chunk_pages ? __ldg(pages + lane) : 0;
+  int win_next = 32 + lane < chunk_pages ? __ldg(pages + 32 + lane) : 0;
+
+  uint16_t *ring = rings + static_cast<size_t>(warp) * T::kWarpRingElems;
+  const size_t token_stride = static_cast<size_t>(p.hkv) * D; // elements between tokens
+  const uint16_t *k_head = p.k_cache + static_cast<size_t>(kv_head) * D;
+  const uint16_t *v_head = p.v_cache + static_cast<size_t>(kv_head) * D;
+
+  // Enqueues my k-th tile (chunk tile warp + k * warps) into ring slot k % kStages.
+  const auto issue = [&](int k) {
+    const int tok = (warp + k * warps) * kTile; // chunk-local, inside one page
+    const int page_local = tok >> p.page_shift;
+    if (page_local - win_base >= 32) { // at most one window per tile: 16 x 8 / 16 = 8 pages
+      win = win_next;
+      win_base += 32;
+      win_next = win_base + 32 + lane < chunk_pages ? __ldg(pages + win_base + 32 + lane) : 0;
+    }
+    const int page = __shfl_sync(kFullMask, win, page_local - win_base);
+    const int valid = min(kTile, n_tokens - tok);
+    const size_t row0 =
+        (static_cast<size_t>(page) * p.page_size + (tok & (p.page_size - 1))) * token_stride;
+    uint16_t *k_dst = ring + (k % T::kStages) * T::kStageElems;
+    uint16_t *v_dst = k_dst + T::kTileElems;
+#pragma unroll
+    for (int i = 0; i < T::kCopies; ++i) {
+      const int c = lane + 32 * i;
+      const int row = c / T::kChunks, col = c % T::kChunks;
+      const bool live = row < valid;
+      const size_t src = row0 + static_cast<size_t>(live ? row : 0) * token_stride + col * 8;
+      const int dst = row * D + ((col ^ (row & 7)) << 3);
+      copy_tile_async<T::kPrefetch>(k_dst + dst, k_head + src, live ? 16 : 0);
+      copy_tile_async<T::kPrefetch>(v_dst + dst, v_head + src, live ? 16 : 0);
+    }
+  };
+
+  float m_run = -INFINITY; // running max of head g, log2 units
+  float l_run = 0.0f;      // running sum of the rounded p of head g (this lane's tokens)
+  float o[T::kMTiles][4];  // O^T: [m tile][d g, h 2t | d g, h 2t+1 | d g+8, h 2t | d g+8, h 2t+1]
+#pragma unroll
+  for (int m = 0; m < T::kMTiles; ++m)
+    o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+
+  // ldmatrix row addresses: matrix i = lane / 8 holds tokens 8 (i / 2) .. +7, 16-byte column
+  // 2s + i % 2 of step s (K: b0, b1 of n tiles 0, 1; V^T: a0 .. a3 of one m16 tile).
+  const int ld_token = (lane >> 4) * 8 + (lane & 7);
+  const int ld_half = (lane >> 3) & 1;
+
+#pragma unroll
+  for (int k = 0; k < T::kStages - 1; ++k) {
+    if (k < my_tiles)
+      issue(k);
+    copy_commit();
+  }
+  for (int k = 0; k < my_tiles; ++k) {
+    if (k + T::kStages - 1 < my_tiles)
+      issue(k + T::kStages - 1);
+    copy_commit();
+    copy_wait<T::kStages - 1>();
+    __syncwarp();
+
+    const uint16_t *k_tile = ring + (k % T::kStages) * T::kStageElems;
+    const uint16_t *v_tile = k_tile + T::kTileElems;
+    const int valid = min(kTile, n_tokens - (warp + k * warps) * kTile);
+
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int step = 0; step < T::kKSteps; ++step) {
+      uint32_t kb[4];
+      const int col = 2 * step + ld_half;
+      ldmatrix_x4(kb, k_tile + ld_token * D + ((col ^ (ld_token & 7)) << 3));
+      mma_m16n8k16(s[0], qa[step][0], 0u, qa[step][1], 0u, kb[0], kb[1]);
+      mma_m16n8k16(s[1], qa[step][0], 0u, qa[step][1], 0u, kb[2], kb[3]);
+    }
+    // Head g, tokens 8n + 2t + e; past `valid` (zero-filled rows) they weigh nothing.
+    float x[4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        x[2 * n + e] = 8 * n + 2 * t + e < valid ? s[n][e] * p.scale_log2 : -INFINITY;
+    float tile_max = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 2));
+    const float m_new = fmaxf(m_run, tile_max); // finite: every tile has a valid token
+    const float alpha = exp2_approx(m_run - m_new);
+    const uint32_t p0 = pack_bf16x2(exp2_approx(x[0] - m_new), exp2_approx(x[1] - m_new));
+    const uint32_t p1 = pack_bf16x2(exp2_approx(x[2] - m_new), exp2_approx(x[3] - m_new));
+    l_run = l_run * alpha + ((bf16_lo(p0) + bf16_hi(p0)) + (bf16_lo(p1) + bf16_hi(p1)));
+    m_run = m_new;
+    // O^T columns are heads 2t and 2t + 1, whose factors live in lanes 4 (2t) and 4 (2t + 1).
+    const float alpha_even = __shfl_sync(kFullMask, alpha, 8 * t);
+    const float alpha_odd = __shfl_sync(kFullMask, alpha, 8 * t + 4);
+#pragma unroll
+    for (int m = 0; m < T::kMTiles; ++m) {
+      uint32_t va[4];
+      const int col = 2 * m + ld_half;
+      ldmatrix_x4_trans(va, v_tile + ld_token * D + ((col ^ (ld_token & 7)) << 3));
+      o[m][0] *= alpha_even;
+      o[m][1] *= alpha_odd;
+      o[m][2] *= alpha_even;
+      o[m][3] *= alpha_odd;
+      mma_m16n8k16(o[m], va[0], va[1], va[2], va[3], p0, p1);
+    }
+    __syncwarp(); // every lane's ldmatrix of this slot is done before it is refilled
+  }
+  copy_wait<0>();
+  l_run += __shfl_xor_sync(kFullMask, l_run, 1);
+  l_run += __shfl_xor_sync(kFullMask, l_run, 2);
+
+  // Combine the warps: each warp leaves (m, l) per head and its O in its own ring.
+  if (t == 0) {
+    warp_m[warp][g] = m_run;
+    warp_l[warp][g] = l_run;
+  }
+  float *red = reinterpret_cast<float *>(ring); // [8 heads][kRedStride]
+#pragma unroll
+  for (int m = 0; m < T::kMTiles; ++m) {
+    const int d = 16 * m + g;
+    red[(2 * t) * T::kRedStride + d] = o[m][0];
+    red[(2 * t + 1) * T::kRedStride + d] = o[m][1];
+    red[(2 * t) * T::kRedStride + d + 8] = o[m][2];
+    red[(2 * t + 1) * T::kRedStride + d + 8] = o[m][3];
+  }
+  __syncthreads();
+
+  const bool direct = it.chunks == 1;
+  for (int e = static_cast<int>(threadIdx.x); e < p.group * (D / 4);
+       e += static_cast<int>(blockDim.x)) {
+    const int h = e / (D / 4), d = (e % (D / 4)) * 4;
+    float big = -INFINITY;
+    for (int w = 0; w < warps; ++w)
+      big = fmaxf(big, warp_m[w][h]);
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int w = 0; w < warps; ++w) { // warps without tiles: m = -inf, weight 0
+      const float wt = exp2_approx(warp_m[w][h] - big);
+      sum += warp_l[w][h] * wt;
+      const float4 v = *reinterpret_cast<const float4 *>(
+          reinterpret_cast<const float *>(rings + static_cast<size_t>(w) * T::kWarpRingElems) +
+          h * T::kRedStride + d);
+      acc.x += v.x * wt;
+      acc.y += v.y * wt;
+      acc.z += v.z * wt;
+      acc.w += v.w * wt;
+    }
+    const float inv = 1.0f / sum;
+    const int head = kv_head * p.group + h;
+    if (direct) {
+      uint2 packed;
+      packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);
+      packed.y = pack_bf16x2(acc.z * inv, acc.w * inv);
+      *reinterpret_cast<uint2 *>(p.o + (static_cast<size_t>(it.b) * p.hq + head) * D + d) = packed;
+      if (p.lse != nullptr && d == 0)
+        p.lse[static_cast<size_t>(it.b) * p.hq + head] = (big + log2f(sum)) * kLn2;
+    } else {
+      const size_t state = static_cast<size_t>(item_index) * p.hq + head;
+      *reinterpret_cast<float4 *>(p.partial_o + state * D + d) =
+          make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+      if (d == 0)
+        p.partial_lse[state] = big + log2f(sum);
+    }
+  }
+}
+
+// --- merge kernel -----------------------------------------------------------------------------
+
+// One CTA per (request, query head); requests of one chunk were written by the split kernel.
+template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kernel(const Params p) {
+  constexpr int kPer = D / 32; // floats of a state per lane: 2, 4 or 8
+  __shared__ float warp_m[kMergeWarps], warp_s[kMergeWarps];
+  __shared__ __align__(16) float warp_acc[kMergeWarps][D];
+
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int b = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
+  int before = 0, chunks = 0;
+  request_items(p, b, before, chunks);
+  if (chunks <= 1)
+    return;
+  // The split kernel's partial states are complete and visible after this (before sm_90 the
+  // merge is an ordinary launch, ordered by the stream).
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+
+  float m = -INFINITY, s = 0.0f, acc[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    acc[i] = 0.0f;
+  for (int c0 = warp; c0 < chunks; c0 += kMergeWarps * kMergeUnroll) {
+    float lse[kMergeUnroll], v[kMergeUnroll][kPer];
+#pragma unroll
+    for (int u = 0; u < kMergeUnroll; ++u) { // loads first: kMergeUnroll states in flight
+      const int c = c0 + kMergeWarps * u;
+      lse[u] = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        v[u][i] = 0.0f;
+      if (c < chunks) {
+        const size_t state = static_cast<size_t>(before + c) * p.hq + head;
+        lse[u] = p.partial_lse[state];
+        const float *src = p.partial_o + state * D + lane * kPer;
+#pragma unroll
+        for (int i = 0; i < kPer; i += 2) {
+          const float2 x = *reinterpret_cast<const float2 *>(src + i);
+          v[u][i] = x.x;
+          v[u][i + 1] = x.y;
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kMergeUnroll; ++u) {
+      if (c0 + kMergeWarps * u >= chunks)
+        break;
+      const float m_new = fmaxf(m, lse[u]);
+      const float a = exp2_approx(m - m_new), w = exp2_approx(lse[u] - m_new);
+      s = s * a + w;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        acc[i] = acc[i] * a + v[u][i] * w;
+      m = m_new;
+    }
+  }
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_s[warp] = s;
+  }
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    warp_acc[warp][lane * kPer + i] = acc[i];
+  __syncthreads();
+
+  float big = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kMergeWarps; ++w)
+    big = fmaxf(big, warp_m[w]);
+  float sum = 0.0f, wt[kMergeWarps];
+#pragma unroll
+  for (int w = 0; w < kMergeWarps; ++w) { // warps without chunks: m = -inf, weight 0
+    wt[w] = exp2_approx(warp_m[w] - big);
+    sum += warp_s[w] * wt[w];
+  }
+  const float inv = 1.0f / sum;
+  const size_t out = (static_cast<size_t>(b) * p.hq + head) * D;
+  for (int d = 4 * static_cast<int>(threadIdx.x); d < D; d += 4 * kMergeWarps * 32) {
+    float r[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int w = 0; w < kMergeWarps; ++w) {
+      const float4 x = *reinterpret_cast<const float4 *>(&warp_acc[w][d]);
+      r[0] += x.x * wt[w];
+      r[1] += x.y * wt[w];
+      r[2] += x.z * wt[w];
+      r[3] += x.w * wt[w];
+    }
+    uint2 packed;
+    packed.x = pack_bf16x2(r[0] * inv, r[1] * inv);
+    packed.y = pack_bf16x2(r[2] * inv, r[3] * inv);
+    *reinterpret_cast<uint2 *>(p.o + out + d) = packed;
+  }
+  if (p.lse != nullptr && threadIdx.x == 0)
+    p.lse[static_cast<size_t>(b) * p.hq + head] = (big + log2f(sum)) * kLn2;
+}
+
+// --- page check -----------------------------------------------------------------------------
+
+// Records in *first_bad the smallest position of kv_indices[begin, end) whose page is outside
+// [0, num_pages).
+__global__ void check_pages_kernel(const int32_t *kv_indices, int64_t begin, int64_t end,
+                                   int num_pages, int32_t *first_bad) {
+  for (int64_t i = begin + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < end;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t page = kv_indices[i];
+    if (page < 0 || page >= num_pages)
+      atomicMin(first_bad, static_cast<int32_t>(i));
+  }
+}
+
+} // namespace hone::cuda::decode_paged_detail

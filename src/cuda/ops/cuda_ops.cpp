@@ -1,0 +1,78 @@
+// Public CUDA op entry points (include/hone/ops/cuda.h).
+#include "hone/ops/cuda.h"
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/backend/cuda_backend.h"
+#include "cuda/backend/workspace.h"
+#include "cuda/ops/entry_point.h"
+#include "cuda/ops/gemv_bf16_op.h"
+#include "cuda/ops/qmv_affine_op.h"
+#include "hone/dispatcher.h"
+#include "hone/error.h"
+#include "hone/settings.h"
+
+namespace hone::ops::cuda {
+
+using hone::cuda::check_launch;
+using hone::cuda::entry_op;
+using hone::cuda::require_aligned;
+
+Dispatcher &dispatcher() {
+  static Dispatcher d(hone::cuda::backend(), DispatcherOptions::from_settings(settings()));
+  return d;
+}
+
+void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
+               void *stream, Dispatcher &d) {
+  const Resolution &r = d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, n, k}, DType::bf16});
+  require_aligned("gemv.bf16", {{"x", x}, {"w", w}});
+  require_aligned("gemv.bf16", {{"y", y}}, 2);
+  const auto &config = r.compiled.as<hone::cuda::GemvBf16Config>();
+  hone::cuda::GemvBf16Args args;
+  args.x = x;
+  args.w = w;
+  args.y = y;
+  args.rows = static_cast<int>(rows);
+  args.n = static_cast<int>(n);
+  args.k = static_cast<int>(k);
+  args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
+  if (args.workspace_bytes > 0)
+    args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);
+  check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_launch(config, args, stream));
+}
+
+void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
+               void *stream) {
+  gemv_bf16(x, w, y, rows, n, k, stream, dispatcher());
+}
+
+void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
+                Dispatcher &d) {
+  // lookup() validates the shape (rows, n, k, bits, group, k % group) before any launch.
+  const Resolution &r = d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  require_aligned("qmv.affine", {{"x", x}, {"q", q}});
+  require_aligned("qmv.affine", {{"scales", scales}, {"biases", biases}, {"y", y}}, 2);
+  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  hone::cuda::QmvAffineArgs args;
+  args.x = x;
+  args.q = q;
+  args.scales = scales;
+  args.biases = biases;
+  args.y = y;
+  args.rows = static_cast<int>(rows);
+  args.n = static_cast<int>(n);
+  args.k = static_cast<int>(k);
+  args.bits = bits;
+  args.group = group;
+  check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
+}
+
+void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream) {
+  qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, dispatcher());
+}
+
+} // namespace hone::ops::cuda

@@ -1,0 +1,196 @@
+#include "cuda/ops/gemv_bf16_op.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "cuda/backend/bf16.h"
+#include "cuda/backend/cuda_backend_impl.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
+#include "cuda/ops/gemv_bf16_reference.h"
+#include "cuda/backend/random_fill.h"
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+namespace {
+
+size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+// [bytes] the largest split-K workspace of any config that can implement the shape.
+size_t max_workspace_bytes(int rows, int n, int k) {
+  size_t workspace = gemv_bf16_workspace_bytes(gemv_bf16_default(1, n, k), 1, n, k);
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    if (std::string why; gemv_bf16_can_implement(c, rows, n, k, &why))
+      workspace = std::max(workspace, gemv_bf16_workspace_bytes(c, rows, n, k));
+  return workspace;
+}
+
+} // namespace
+
+// --- workload ---------------------------------------------------------------------------
+
+GemvBf16Workload::GemvBf16Workload(CudaBackend &backend, int rows, int n, int k)
+    : CudaWorkloadOf(backend, rows, n, kGemvBf16RelativeL2Bound), rows_(rows), n_(n), k_(k) {
+  workspace_ = DeviceBuffer(max_workspace_bytes(rows_, n_, k_));
+  set_rotation(1);
+  poison_output();
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+size_t GemvBf16Workload::bytes_per_launch() const {
+  return (elements(n_, k_) + elements(rows_, k_) + elements(rows_, n_)) * sizeof(uint16_t);
+}
+
+GemvBf16Inputs GemvBf16Workload::make_copy() const {
+  return {DeviceBuffer(elements(rows_, k_) * sizeof(uint16_t)),
+          DeviceBuffer(elements(n_, k_) * sizeof(uint16_t))};
+}
+
+void GemvBf16Workload::fill_copy(size_t copy) {
+  // Random bf16: never zeros.
+  const GemvBf16Inputs &in = copies_.at(copy);
+  fill_random_bf16(in.x.data(), elements(rows_, k_), next_random_seed(), stream());
+  fill_random_bf16(in.w.data(), elements(n_, k_), next_random_seed(), stream());
+}
+
+std::optional<std::string> GemvBf16Workload::cannot_implement(const Tactic &tactic) const {
+  GemvBf16Config config;
+  try {
+    config = GemvBf16Config::from_tactic(tactic);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  if (std::string why; !gemv_bf16_can_implement(config, rows_, n_, k_, &why))
+    return why;
+  if (gemv_bf16_workspace_bytes(config, rows_, n_, k_) > workspace_.size())
+    return "needs " + std::to_string(gemv_bf16_workspace_bytes(config, rows_, n_, k_)) +
+           " bytes of workspace, " + std::to_string(workspace_.size()) + " allocated";
+  return std::nullopt;
+}
+
+std::optional<KernelResources> GemvBf16Workload::resources(const Tactic &tactic) const {
+  return gemv_bf16_resources(GemvBf16Config::from_tactic(tactic));
+}
+
+LaunchStatus GemvBf16Workload::launch(const GemvBf16Config &config, const void *x, const void *w,
+                                      void *y, int rows) {
+  GemvBf16Args args;
+  args.x = x;
+  args.w = w;
+  args.y = y;
+  args.rows = rows;
+  args.n = n_;
+  args.k = k_;
+  args.workspace = workspace_.data();
+  args.workspace_bytes = workspace_.size();
+  return gemv_bf16_launch(config, args, stream());
+}
+
+LaunchStatus GemvBf16Workload::launch(const Tactic &tactic, int copy) {
+  return launch(last_config_.of(tactic), x(copy), w(copy), y(), rows_);
+}
+
+std::optional<SummationOrder> GemvBf16Workload::summation_order(const Tactic &tactic) const {
+  const GemvBf16Config c = GemvBf16Config::from_tactic(tactic);
+  return SummationOrder{c.path, gemv_bf16_k_slices(c)};
+}
+
+Tactic GemvBf16Workload::single_row_default() const {
+  return gemv_bf16_default(1, n_, k_).to_tactic();
+}
+
+LaunchStatus GemvBf16Workload::launch_single_row(int row, void *y_row) {
+  const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(row, k_);
+  return launch(gemv_bf16_default(1, n_, k_), xr, w(0), y_row, 1);
+}
+
+std::vector<uint16_t> GemvBf16Workload::download_x(int copy) const {
+  return download<uint16_t>(x(copy), elements(rows_, k_), stream());
+}
+std::vector<uint16_t> GemvBf16Workload::download_w(int copy) const {
+  return download<uint16_t>(w(copy), elements(n_, k_), stream());
+}
+
+std::vector<double> GemvBf16Workload::reference() const {
+  return gemv_bf16_reference(download_x(0), download_w(0), rows_, n_, k_);
+}
+
+// --- op -----------------------------------------------------------------------------------
+
+GemvBf16Op::GemvBf16Op()
+    : buckets_{{DimSpec::exact_then_pow2("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
+                DimSpec::exact("k", 8, 1 << 24)}} {}
+
+std::vector<Tactic> GemvBf16Op::candidates(const Shape &bucket) const {
+  const int rows = static_cast<int>(bucket[0]);
+  const int n = static_cast<int>(bucket[1]);
+  const int k = static_cast<int>(bucket[2]);
+  const Tactic first = gemv_bf16_default(rows, n, k).to_tactic();
+  std::vector<Tactic> out{first};
+  for (const GemvBf16Config &c : gemv_bf16_configs()) {
+    if (std::string why; !gemv_bf16_can_implement(c, rows, n, k, &why))
+      continue;
+    Tactic t = c.to_tactic();
+    if (!(t == first))
+      out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Tactic GemvBf16Op::default_tactic(const Shape &bucket) const {
+  return gemv_bf16_default(static_cast<int>(bucket[0]), static_cast<int>(bucket[1]),
+                           static_cast<int>(bucket[2]))
+      .to_tactic();
+}
+
+void GemvBf16Op::validate(const Shape &shape) const {
+  if (shape.rank != 3)
+    HONE_INVALID_ARGUMENT("gemv.bf16 takes 3 dimensions (rows, n, k), got " +
+                          std::to_string(shape.rank));
+  if (shape.dtype != DType::bf16)
+    HONE_INVALID_ARGUMENT("gemv.bf16 takes dtype bf16, got " + std::string(to_string(shape.dtype)));
+  const int64_t rows = shape[0], n = shape[1], k = shape[2];
+  if (rows < 1 || rows > 32)
+    HONE_INVALID_ARGUMENT("gemv.bf16: rows=" + std::to_string(rows) + " outside 1..32");
+  if (n < 1 || n > (int64_t{1} << 24))
+    HONE_INVALID_ARGUMENT("gemv.bf16: n=" + std::to_string(n) + " outside 1..2^24");
+  if (k < 8 || k > (int64_t{1} << 24))
+    HONE_INVALID_ARGUMENT("gemv.bf16: k=" + std::to_string(k) + " outside 8..2^24");
+  if (k % 8 != 0)
+    HONE_INVALID_ARGUMENT("gemv.bf16: k=" + std::to_string(k) +
+                          " is not a multiple of 8 (rows of X and W must be 16-byte aligned)");
+  std::string reason;
+  const GemvBf16Config def =
+      gemv_bf16_default(static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k));
+  if (!gemv_bf16_can_implement(def, static_cast<int>(rows), static_cast<int>(n),
+                               static_cast<int>(k), &reason))
+    HONE_INVALID_ARGUMENT("gemv.bf16: rows=" + std::to_string(rows) + ",n=" + std::to_string(n) +
+                          ",k=" + std::to_string(k) + " not supported by the default: " + reason);
+}
+
+CompiledTactic GemvBf16Op::compile(const Tactic &tactic) const {
+  const GemvBf16Config c = GemvBf16Config::from_tactic(tactic);
+  if (!is_compiled(c, gemv_bf16_configs()))
+    HONE_INVALID_ARGUMENT("gemv.bf16: tactic '" + tactic.str() +
+                          "' is not a config compiled into this build");
+  return CompiledTactic::of(c);
+}
+
+std::optional<WorkloadBytes> GemvBf16Op::workload_bytes(const Shape &shape) const {
+  const int rows = static_cast<int>(shape[0]), n = static_cast<int>(shape[1]),
+            k = static_cast<int>(shape[2]);
+  WorkloadBytes b;
+  b.per_copy = (elements(n, k) + elements(rows, k)) * sizeof(uint16_t);
+  b.fixed = CudaWorkload::output_bytes(rows, n) + max_workspace_bytes(rows, n, k);
+  return b;
+}
+
+std::unique_ptr<Workload> GemvBf16Op::prepare(const Shape &shape) const {
+  validate(shape);
+  return std::make_unique<GemvBf16Workload>(cuda_backend(), static_cast<int>(shape[0]),
+                                            static_cast<int>(shape[1]), static_cast<int>(shape[2]));
+}
+
+} // namespace hone::cuda

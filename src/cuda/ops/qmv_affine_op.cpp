@@ -1,0 +1,224 @@
+#include "cuda/ops/qmv_affine_op.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "cuda/backend/bf16.h"
+#include "cuda/backend/cuda_backend_impl.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/backend/random_fill.h"
+#include "cuda/kernels/common/split_k_family.h"
+#include "hone/error.h"
+
+namespace hone::cuda {
+
+namespace {
+
+constexpr int64_t kMaxRows = 32;
+constexpr int64_t kMaxDim = int64_t{1} << 24; // n and k, as for gemv.bf16
+
+size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+size_t q_words(const QmvAffineProblem &p) { return elements(p.n, p.k) * p.bits / 32; }
+size_t group_params(const QmvAffineProblem &p) { return elements(p.n, p.k / p.group); }
+// [bytes] packed q + scales + biases.
+size_t quantized_weight_bytes(const QmvAffineProblem &p) {
+  return q_words(p) * sizeof(uint32_t) + 2 * group_params(p) * sizeof(uint16_t);
+}
+
+std::string describe(const QmvAffineProblem &p) {
+  return "rows=" + std::to_string(p.rows) + ",n=" + std::to_string(p.n) +
+         ",k=" + std::to_string(p.k) + ",bits=" + std::to_string(p.bits) +
+         ",group=" + std::to_string(p.group);
+}
+
+} // namespace
+
+QmvAffineProblem qmv_affine_problem(const Shape &shape) {
+  QmvAffineProblem p;
+  p.rows = static_cast<int>(shape[0]);
+  p.n = static_cast<int>(shape[1]);
+  p.k = static_cast<int>(shape[2]);
+  p.bits = static_cast<int>(shape[3]);
+  p.group = static_cast<int>(shape[4]);
+  return p;
+}
+
+// --- workload ---------------------------------------------------------------------------
+
+QmvAffineWorkload::QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem)
+    : CudaWorkloadOf(backend, problem.rows, problem.n, kQmvAffineRelativeL2Bound), p_(problem) {
+  set_rotation(1);
+  poison_output();
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+size_t QmvAffineWorkload::weight_bytes() const { return quantized_weight_bytes(p_); }
+
+size_t QmvAffineWorkload::bytes_per_launch() const {
+  return weight_bytes() + (elements(p_.rows, p_.k) + elements(p_.rows, p_.n)) * sizeof(uint16_t);
+}
+
+QmvAffineInputs QmvAffineWorkload::make_copy() const {
+  return {DeviceBuffer(elements(p_.rows, p_.k) * sizeof(uint16_t)),
+          DeviceBuffer(q_words(p_) * sizeof(uint32_t)),
+          DeviceBuffer(group_params(p_) * sizeof(uint16_t)),
+          DeviceBuffer(group_params(p_) * sizeof(uint16_t))};
+}
+
+void QmvAffineWorkload::fill_copy(size_t copy) {
+  const QmvAffineInputs &in = copies_.at(copy);
+  fill_random_bf16(in.x.data(), elements(p_.rows, p_.k), next_random_seed(), stream());
+  fill_random_u32(in.q.data(), q_words(p_), next_random_seed(), stream());
+  fill_random_affine_params(in.scales.data(), in.biases.data(), group_params(p_), p_.bits,
+                            next_random_seed(), stream());
+}
+
+std::optional<std::string> QmvAffineWorkload::cannot_implement(const Tactic &tactic) const {
+  QmvAffineConfig config;
+  try {
+    config = QmvAffineConfig::from_tactic(tactic);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  if (std::string why;
+      !qmv_affine_can_implement(config, p_.rows, p_.n, p_.k, p_.bits, p_.group, &why))
+    return why;
+  return std::nullopt;
+}
+
+std::optional<KernelResources> QmvAffineWorkload::resources(const Tactic &tactic) const {
+  return qmv_affine_resources(QmvAffineConfig::from_tactic(tactic), p_.bits);
+}
+
+LaunchStatus QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, const void *x,
+                                       void *y, int rows) {
+  const QmvAffineInputs &in = copy_at(copy);
+  QmvAffineArgs args;
+  args.x = x;
+  args.q = in.q.as<const uint32_t>();
+  args.scales = in.scales.data();
+  args.biases = in.biases.data();
+  args.y = y;
+  args.rows = rows;
+  args.n = p_.n;
+  args.k = p_.k;
+  args.bits = p_.bits;
+  args.group = p_.group;
+  return qmv_affine_launch(config, args, stream());
+}
+
+LaunchStatus QmvAffineWorkload::launch(const Tactic &tactic, int copy) {
+  return launch(last_config_.of(tactic), copy, x(copy), y(), p_.rows);
+}
+
+std::optional<SummationOrder> QmvAffineWorkload::summation_order(const Tactic &tactic) const {
+  const QmvAffineConfig c = QmvAffineConfig::from_tactic(tactic);
+  return SummationOrder{c.path, qmv_affine_k_slices(c)};
+}
+
+Tactic QmvAffineWorkload::single_row_default() const {
+  return qmv_affine_default(1, p_.n, p_.k, p_.bits, p_.group).to_tactic();
+}
+
+LaunchStatus QmvAffineWorkload::launch_single_row(int row, void *y_row) {
+  const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(row, p_.k);
+  return launch(qmv_affine_default(1, p_.n, p_.k, p_.bits, p_.group), 0, xr, y_row, 1);
+}
+
+std::vector<uint16_t> QmvAffineWorkload::download_x(int copy) const {
+  return download<uint16_t>(x(copy), elements(p_.rows, p_.k), stream());
+}
+std::vector<uint32_t> QmvAffineWorkload::download_q(int copy) const {
+  return download<uint32_t>(q(copy), q_words(p_), stream());
+}
+std::vector<uint16_t> QmvAffineWorkload::download_scales(int copy) const {
+  return download<uint16_t>(scales(copy), group_params(p_), stream());
+}
+std::vector<uint16_t> QmvAffineWorkload::download_biases(int copy) const {
+  return download<uint16_t>(biases(copy), group_params(p_), stream());
+}
+
+std::vector<double> QmvAffineWorkload::reference(int copy) const {
+  return qmv_affine_reference(download_x(copy), download_q(copy), download_scales(copy),
+                              download_biases(copy), p_);
+}
+
+// --- op -----------------------------------------------------------------------------------
+
+QmvAffineOp::QmvAffineOp()
+    : buckets_{{DimSpec::exact_then_pow2("rows", 1, kMaxRows, 8), DimSpec::exact("n", 1, kMaxDim),
+                DimSpec::exact("k", 1, kMaxDim), DimSpec::one_of("bits", {4, 8}),
+                DimSpec::one_of("group", {32, 64, 128})}} {}
+
+std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
+  const QmvAffineProblem p = qmv_affine_problem(bucket);
+  const Tactic first = qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+  std::vector<Tactic> out{first};
+  for (const QmvAffineConfig &c : qmv_affine_configs(p.bits)) {
+    if (std::string why; !qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
+      continue;
+    Tactic t = c.to_tactic();
+    if (!(t == first))
+      out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Tactic QmvAffineOp::default_tactic(const Shape &bucket) const {
+  const QmvAffineProblem p = qmv_affine_problem(bucket);
+  return qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+}
+
+void QmvAffineOp::validate(const Shape &shape) const {
+  if (shape.rank != 5)
+    HONE_INVALID_ARGUMENT("qmv.affine takes 5 dimensions (rows, n, k, bits, group), got " +
+                          std::to_string(shape.rank));
+  if (shape.dtype != DType::bf16)
+    HONE_INVALID_ARGUMENT("qmv.affine takes dtype bf16, got " +
+                          std::string(to_string(shape.dtype)));
+  const int64_t rows = shape[0], n = shape[1], k = shape[2], bits = shape[3], group = shape[4];
+  if (rows < 1 || rows > kMaxRows)
+    HONE_INVALID_ARGUMENT("qmv.affine: rows=" + std::to_string(rows) + " outside 1..32");
+  if (n < 1 || n > kMaxDim)
+    HONE_INVALID_ARGUMENT("qmv.affine: n=" + std::to_string(n) + " outside 1..2^24");
+  if (bits != 4 && bits != 8)
+    HONE_INVALID_ARGUMENT("qmv.affine: bits=" + std::to_string(bits) + " is not 4 or 8");
+  if (group != 32 && group != 64 && group != 128)
+    HONE_INVALID_ARGUMENT("qmv.affine: group=" + std::to_string(group) + " is not 32, 64 or 128");
+  if (k < group || k > kMaxDim)
+    HONE_INVALID_ARGUMENT("qmv.affine: k=" + std::to_string(k) +
+                          " outside group=" + std::to_string(group) + "..2^24");
+  if (k % group != 0)
+    HONE_INVALID_ARGUMENT("qmv.affine: k=" + std::to_string(k) +
+                          " is not a multiple of group=" + std::to_string(group));
+  const QmvAffineProblem p = qmv_affine_problem(shape);
+  const QmvAffineConfig def = qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group);
+  if (std::string reason;
+      !qmv_affine_can_implement(def, p.rows, p.n, p.k, p.bits, p.group, &reason))
+    HONE_INVALID_ARGUMENT("qmv.affine: " + describe(p) + " not supported by the default " +
+                          def.to_tactic().str() + ": " + reason);
+}
+
+CompiledTactic QmvAffineOp::compile(const Tactic &tactic) const {
+  const QmvAffineConfig c = QmvAffineConfig::from_tactic(tactic);
+  if (!is_compiled(c, qmv_affine_configs(4)) && !is_compiled(c, qmv_affine_configs(8)))
+    HONE_INVALID_ARGUMENT("qmv.affine: tactic '" + tactic.str() +
+                          "' is not a config compiled into this build");
+  return CompiledTactic::of(c);
+}
+
+std::optional<WorkloadBytes> QmvAffineOp::workload_bytes(const Shape &shape) const {
+  const QmvAffineProblem p = qmv_affine_problem(shape);
+  WorkloadBytes b;
+  b.per_copy = quantized_weight_bytes(p) + elements(p.rows, p.k) * sizeof(uint16_t);
+  b.fixed = CudaWorkload::output_bytes(p.rows, p.n);
+  return b;
+}
+
+std::unique_ptr<Workload> QmvAffineOp::prepare(const Shape &shape) const {
+  validate(shape);
+  return std::make_unique<QmvAffineWorkload>(cuda_backend(), qmv_affine_problem(shape));
+}
+
+} // namespace hone::cuda

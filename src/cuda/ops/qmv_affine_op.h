@@ -1,0 +1,137 @@
+// The qmv.affine op (backend "cuda"): Y[rows, n] = X[rows, k] . W[n, k]^T with W
+// affine-quantized along K (int4/int8 in uint32 words, bf16 scale and bias per group of
+// 32/64/128), X and Y bf16, fp32 accumulation, rows 1..32. Its candidates are the compiled
+// qmv_affine kernel configs; its workload owns device inputs with cold-L2 rotation copies and
+// gates a candidate against a float64 host reference on the exactly dequantised weights and,
+// in batch-invariant mode, bitwise against the rows=1 default.
+//
+//   hone::cuda::QmvAffineOp op;
+//   auto w = op.prepare(hone::Shape{{8, 4096, 4096, 4, 64}, hone::DType::bf16});
+//   if (w->check(op.default_tactic(bucket), hone::Numerics::batch_invariant).pass()) ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/backend/device_buffer.h"
+#include "cuda/gate/cuda_workload.h"
+#include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/backend/last_config.h"
+#include "cuda/ops/qmv_affine_reference.h"
+#include "hone/bucket.h"
+#include "hone/op.h"
+
+namespace hone::cuda {
+
+class CudaBackend;
+
+// Relative L2 bound of the tolerance gate against the reference on exact weights. A kernel
+// that rounds each dequantised weight once to bf16 perturbs it by at most 2^-9 relative; over
+// a k-term dot product of independent terms these errors add in quadrature, so the output
+// moves by ~2^-9 / sqrt(3) (~1.1e-3) relative in L2 (worst case 2^-9 ~ 1.95e-3 when no
+// cancellation makes |y| small against sum |x w|). Rounding Y to bf16 adds at most 2^-9 more;
+// fp32 accumulation adds ~sqrt(k) x 2^-24, negligible. 8e-3, as for gemv.bf16, leaves room
+// for one more bf16 rounding of a partial sum while an indexing bug (wrong nibble, group or
+// row) gives an O(1) error and still fails.
+inline constexpr double kQmvAffineRelativeL2Bound = 8e-3;
+
+// The inputs of one rotation copy of qmv.affine.
+struct QmvAffineInputs {
+  DeviceBuffer x;      // bf16 [rows, k]
+  DeviceBuffer q;      // uint32 [n, k * bits / 32]
+  DeviceBuffer scales; // bf16 [n, k / group]
+  DeviceBuffer biases; // bf16 [n, k / group]
+};
+
+class QmvAffineWorkload final : public CudaWorkloadOf<QmvAffineInputs> {
+public:
+  // REQUIRES: QmvAffineOp::validate() accepted the problem.
+  QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem);
+
+  // [bytes] packed q + scales + biases + X + Y.
+  size_t bytes_per_launch() const override;
+  // [bytes] of the quantized weights one launch reads: packed q + scales + biases.
+  size_t weight_bytes() const;
+
+  // Problem and buffers, for peers (cuBLASLt on dequantised weights) and tests.
+  const QmvAffineProblem &problem() const { return p_; }
+  int rows() const { return p_.rows; }
+  int n() const { return p_.n; }
+  int k() const { return p_.k; }
+  int bits() const { return p_.bits; }
+  int group() const { return p_.group; }
+  const void *x(int copy) const { return copy_at(copy).x.data(); }
+  const uint32_t *q(int copy) const { return copy_at(copy).q.as<const uint32_t>(); }
+  const void *scales(int copy) const { return copy_at(copy).scales.data(); }
+  const void *biases(int copy) const { return copy_at(copy).biases.data(); }
+
+  // Synchronous copies to the host (bf16 bits, q words).
+  std::vector<uint16_t> download_x(int copy) const;
+  std::vector<uint32_t> download_q(int copy) const;
+  std::vector<uint16_t> download_scales(int copy) const;
+  std::vector<uint16_t> download_biases(int copy) const;
+  // Float64 reference of copy 0's current inputs, [rows, n] row-major.
+  std::vector<double> reference() const override { return reference(0); }
+  // Float64 reference of copy `copy`'s current inputs.
+  std::vector<double> reference(int copy) const;
+  // Enqueues `config` on copy `copy`'s weights with explicit X and Y of `rows` rows.
+  LaunchStatus launch(const QmvAffineConfig &config, int copy, const void *x, void *y, int rows);
+
+private:
+  std::optional<std::string> cannot_implement(const Tactic &tactic) const override;
+  std::optional<KernelResources> resources(const Tactic &tactic) const override;
+  QmvAffineInputs make_copy() const override;
+  void fill_copy(size_t copy) override;
+  LaunchStatus launch(const Tactic &tactic, int copy) override;
+  std::optional<SummationOrder> summation_order(const Tactic &tactic) const override;
+  Tactic single_row_default() const override;
+  LaunchStatus launch_single_row(int row, void *y_row) override;
+
+  QmvAffineProblem p_;
+  LastConfig<QmvAffineConfig> last_config_;
+};
+
+class QmvAffineOp final : public TunableOp {
+public:
+  QmvAffineOp();
+
+  std::string_view name() const override { return "qmv.affine"; }
+  // Its tactics' kernels are "qmv.affine.<path>" (mma, fma); the CPU op of the same name, if any,
+  // uses the bare name, so a shared HONE_TACTIC_* value goes to the right backend.
+  bool owns_kernel(std::string_view kernel) const override {
+    return kernel.starts_with("qmv.affine.");
+  }
+  int version() const override { return 1; }
+  std::string_view backend() const override { return "cuda"; }
+  DType dtype() const override { return DType::bf16; }
+  // rows: exact 1..8 then pow2 up to 32; n, k: exact; bits one of {4, 8}; group one of
+  // {32, 64, 128}.
+  const BucketSpec &buckets() const override { return buckets_; }
+  // qmv_affine_configs(bits) that can implement the bucket, default first.
+  std::vector<Tactic> candidates(const Shape &bucket) const override;
+  Tactic default_tactic(const Shape &bucket) const override;
+  // Shape {rows, n, k, bits, group}, dtype bf16. Throws Error(invalid_argument) naming the
+  // bad value: rank, dtype, rows outside 1..32, n or k out of range, bits, group, k not a
+  // multiple of group, or a shape the default config cannot run.
+  void validate(const Shape &shape) const override;
+  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+  Numerics default_numerics() const override { return Numerics::batch_invariant; }
+  // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config, or names one
+  // compiled into this build for neither bits (its launch would fail).
+  CompiledTactic compile(const Tactic &tactic) const override;
+  // One copy: q, scales, biases and X; fixed: the output and its reference.
+  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
+
+private:
+  BucketSpec buckets_;
+};
+
+// {rows, n, k, bits, group} of a validated shape.
+QmvAffineProblem qmv_affine_problem(const Shape &shape);
+
+} // namespace hone::cuda

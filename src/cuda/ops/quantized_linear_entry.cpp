@@ -1,0 +1,69 @@
+// Public entry points of qmm.affine and quantized_linear (include/hone/ops/cuda.h).
+#include <cstdint>
+
+#include "cuda/backend/workspace.h"
+#include "cuda/ops/entry_point.h"
+#include "cuda/ops/qmm_affine_op.h"
+#include "cuda/ops/quantized_linear_op.h"
+#include "hone/dispatcher.h"
+#include "hone/ops/cuda.h"
+
+namespace hone::ops::cuda {
+
+using hone::cuda::check_launch;
+using hone::cuda::entry_op;
+using hone::cuda::require_aligned;
+
+void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
+                Dispatcher &d) {
+  // resolve() validates the shape (rows, n, k, bits, group, k % group, built) before a launch.
+  const Resolution &r = d.resolve(entry_op<hone::cuda::QmmAffineOp>(),
+                                  Shape{{rows, n, k, bits, group}, DType::bf16});
+  // TMA reads X and q and writes Y: 16-byte aligned global addresses.
+  require_aligned("qmm.affine", {{"x", x}, {"q", q}, {"y", y}});
+  require_aligned("qmm.affine", {{"scales", scales}, {"biases", biases}}, 2);
+  const auto &config = r.compiled.as<hone::cuda::QmmAffineConfig>();
+  hone::cuda::QmmAffineArgs args;
+  args.x = x;
+  args.q = q;
+  args.scales = scales;
+  args.biases = biases;
+  args.y = y;
+  args.m = static_cast<int>(rows);
+  args.n = static_cast<int>(n);
+  args.k = static_cast<int>(k);
+  args.bits = bits;
+  args.group = group;
+  args.workspace_bytes =
+      hone::cuda::qmm_affine_workspace_bytes(config, args.m, args.n, args.k, bits, group);
+  args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);
+  check_launch("qmm.affine", r, hone::cuda::qmm_affine_launch(config, args, stream));
+}
+
+void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream) {
+  qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, dispatcher());
+}
+
+void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                      void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
+                      void *stream, Dispatcher &d) {
+  const Resolution &r = d.resolve(entry_op<hone::cuda::QuantizedLinearOp>(),
+                                  Shape{{rows, n, k, bits, group}, DType::bf16});
+  // A bucket's side holds for its representative; rows above qmv's 32 in the bucket of 32
+  // (33..45) run qmm whatever it says.
+  if (r.compiled.as<hone::cuda::QuantizedLinearSide>() == hone::cuda::QuantizedLinearSide::qmv &&
+      rows <= hone::cuda::kQmvMaxRows)
+    qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d);
+  else
+    qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d);
+}
+
+void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                      void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
+                      void *stream) {
+  quantized_linear(x, q, scales, biases, y, rows, n, k, bits, group, stream, dispatcher());
+}
+
+} // namespace hone::ops::cuda

@@ -1,0 +1,45 @@
+// Progress of a long run of steps on stderr: redrawn in place on a terminal; one line per
+// finished step otherwise (a log or a CI job), so that a long tune is never silent. Each
+// report names the step, done/total, the time elapsed and an estimate of the time left (the
+// mean time of the steps done, times the steps left).
+//
+//   Progress progress(total, stderr_is_tty());
+//   progress.start("gemv.f32 rows=8,n=4096,k=4096");   // drawn on a terminal only
+//   tune(...);
+//   progress.finish();                                   // a line when not on a terminal
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace hone::cli {
+
+class Progress {
+public:
+  Progress(size_t total, bool terminal);
+  ~Progress();
+  Progress(const Progress &) = delete;
+  Progress &operator=(const Progress &) = delete;
+
+  // Step `what` begins (redrawn on a terminal).
+  void start(std::string what);
+  // The current step is done: a line "[3/36] <what>: 0.41 s; 1.3 s elapsed, about 11 s left"
+  // when not on a terminal.
+  void finish();
+  // Erases the line drawn on a terminal, so that other output starts at column 0.
+  void clear();
+
+private:
+  std::string counts() const; // "[3/36]"
+  std::string times() const;  // "1.3 s elapsed, about 11 s left"
+
+  size_t total_;
+  size_t done_ = 0;
+  bool terminal_;
+  std::string what_;
+  std::chrono::steady_clock::time_point t0_;
+  std::chrono::steady_clock::time_point step_t0_;
+};
+
+} // namespace hone::cli
