@@ -5,11 +5,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 failures=0
+# Originals are kept outside the source tree, so that nothing else working in it (a build, a
+# commit) sees a stray copy.
+backup_dir=$(mktemp -d "${TMPDIR:-/tmp}/hone-mutation.XXXXXX")
+trap 'rm -rf "$backup_dir"' EXIT
 
 # mutate FILE OLD NEW TEST_BINARY GTEST_FILTER LABEL
 mutate() {
   local file=$1 old=$2 new=$3 binary=$4 filter=$5 label=$6
-  cp "$file" "$file.orig"
+  local original=$backup_dir/original
+  cp -p "$file" "$original"
   python3 - "$file" "$old" "$new" <<'PY'
 import sys
 path, old, new = sys.argv[1:4]
@@ -30,7 +35,7 @@ PY
     echo "BROKEN      $label (mutation did not apply or build)"
     failures=$((failures + 1))
   fi
-  mv "$file.orig" "$file"
+  cp "$original" "$file"
   # The restored file keeps its old mtime, older than the mutated object: make the next build
   # recompile it, or the build dir keeps the mutation.
   touch "$file"
@@ -81,7 +86,7 @@ mutate src/core/tuning_store.cpp "    p.save_error = e.what();" "    throw;" dis
 mutate src/core/tune.cpp "  if (std::optional<std::string> shortfall = memory_shortfall(backend, op, shape))
     HONE_INVALID_ARGUMENT(*shortfall);" "" tuning_store_test \
   "TuningStoreTest.AShapeThatDoesNotFitIsRefusedBeforePreparing" "no memory check before prepare"
-mutate src/core/op.cpp "  if (!owns_kernel(t->kernel)) {" "  if (false) {" dispatcher_test \
+mutate src/core/op.cpp "  if (!owns_kernel(t.kernel)) {" "  if (false) {" dispatcher_test \
   '*SharedOverride*' "another backend's shared override applied"
 mutate src/cpu/cpu_workload.cpp "  poison(y_);" "" cpu_workload_test \
   "CpuWorkload.OutputIsPoisonedBeforeEachCheck" "CPU gate without poisoned output"

@@ -59,7 +59,8 @@ for t in tests/unit/decode_paged_plan_test tests/device/decode_paged_op_test \
 done
 # Registers and spills of every kernel, from ptxas (0 spill bytes expected everywhere).
 echo "=== ptxas -v src/cuda/kernels/decode_paged/decode_paged.cu (sm_90)" >>"$out/tests.log"
-nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I"$root/include" \
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc" -std=c++20 -O3 -lineinfo -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I"$root/include" \
   -I"$root/src" -c "$root/src/cuda/kernels/decode_paged/decode_paged.cu" -o "$logs/ptxas.o" 2>&1 |
   grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info *: //' >>"$out/tests.log"
 grep -q "[1-9][0-9]* bytes spill" "$out/tests.log" && rc=3

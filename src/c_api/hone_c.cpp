@@ -25,7 +25,6 @@
 #include "hone/settings.h"
 #include "hone/tuning_store.h"
 #ifdef HONE_WITH_CUDA
-#include "cuda/kernels/decode_paged/decode_paged.h" // host validation of the page table
 #include "hone/ops/cuda.h"
 #endif
 
@@ -491,11 +490,8 @@ hone_status hone_decode_paged_bf16(const void *q, const void *k_cache, const voi
     require_aligned(v_cache, 16, function, "v_cache");
     require_aligned(o, 16, function, "o");
 #ifdef HONE_WITH_CUDA
-    hone::cuda::decode_paged_validate_heads(hq, hkv, head_dim, page_size);
-    hone::cuda::decode_paged_validate_table(
-        std::span<const int32_t>(kv_indptr_host, static_cast<size_t>(batch) + 1),
-        std::span<const int32_t>(kv_last_page_len_host, static_cast<size_t>(batch)),
-        static_cast<int>(page_size));
+    hone::ops::cuda::decode_paged_validate(kv_indptr_host, kv_last_page_len_host, batch, hq, hkv,
+                                           head_dim, page_size);
 #endif
     require_cuda(function);
 #ifdef HONE_WITH_CUDA

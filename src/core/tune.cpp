@@ -32,7 +32,8 @@ std::optional<std::string> memory_shortfall(const Backend &backend, const Tunabl
 
 PreparedWorkload prepare_workload(Backend &backend, const TunableOp &op, const Shape &shape,
                                   bool cold) {
-
+  if (std::optional<std::string> shortfall = memory_shortfall(backend, op, shape))
+    HONE_INVALID_ARGUMENT(*shortfall);
   PreparedWorkload p;
   p.workload = op.prepare(shape);
   const DeviceInfo &info = backend.info();

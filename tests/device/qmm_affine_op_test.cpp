@@ -63,17 +63,19 @@ struct Linear {
   int n, k;
   const char *name;
 };
-constexpr Linear kLlama8b[] = {
-    {6144, 4096, "llama qkv"}, {4096, 4096, "llama o"},
-    {28672, 4096, "llama gate_up"}, {4096, 14336, "llama down"}};
-constexpr Linear kQwen15b[] = {
-    {2048, 1536, "qwen qkv"}, {1536, 1536, "qwen o"},
-    {17920, 1536, "qwen gate_up"}, {1536, 8960, "qwen down"}};
+constexpr Linear kLlama8b[] = {{6144, 4096, "llama qkv"},
+                               {4096, 4096, "llama o"},
+                               {28672, 4096, "llama gate_up"},
+                               {4096, 14336, "llama down"}};
+constexpr Linear kQwen15b[] = {{2048, 1536, "qwen qkv"},
+                               {1536, 1536, "qwen o"},
+                               {17920, 1536, "qwen gate_up"},
+                               {1536, 8960, "qwen down"}};
 
 // The M values of the acceptance matrix (8192 runs on one shape, in its own test).
 std::vector<int> matrix_m() {
-  return reduced_shapes() ? std::vector<int>{1, 100} : std::vector<int>{1, 7, 16, 33, 64, 100,
-                                                                        512, 2048};
+  return reduced_shapes() ? std::vector<int>{1, 100}
+                          : std::vector<int>{1, 7, 16, 33, 64, 100, 512, 2048};
 }
 
 const TunableOp &qmm_op() { return testing::registered_op("qmm.affine"); }
@@ -153,8 +155,7 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
   EXPECT_EQ(QmmAffineConfig{}.to_tactic().str(),
             "qmm.affine.wgmma:tile_m=128,tile_n=128,tile_k=64,cluster_m=1,cluster_n=1,"
             "pingpong=0,split_k=1");
-  EXPECT_THROW(QmmAffineConfig::from_tactic(Tactic::parse("qmv.affine.mma:rows_per_cta=8")),
-               Error);
+  EXPECT_THROW(QmmAffineConfig::from_tactic(Tactic::parse("qmv.affine.mma:rows_per_cta=8")), Error);
 }
 
 TEST_F(QmmAffineHostTest, CompileRefusesATacticNotCompiledNamingTheTiles) {
@@ -383,8 +384,8 @@ TEST_F(QmmAffineOpTest, UnwrittenRowStaysPoisoned) {
     const Shape shape = shape_of(m, f);
     std::unique_ptr<Workload> w = op.prepare(shape);
     auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
-    const QmmAffineConfig def = QmmAffineConfig::from_tactic(
-        op.default_tactic(op.buckets().map(shape).value()));
+    const QmmAffineConfig def =
+        QmmAffineConfig::from_tactic(op.default_tactic(op.buckets().map(shape).value()));
     qw.poison_output();
     ASSERT_TRUE(qw.launch(def, 0, qw.x(0), qw.y(), m - 1).ok());
     HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
@@ -489,8 +490,8 @@ TEST_F(QmmAffineOpTest, EntryPointRunsTheResolvedTacticOnCallerBuffers) {
   // Misaligned or bad arguments are refused before any launch.
   DeviceBuffer buf(1 << 20);
   const auto *q = static_cast<const uint32_t *>(buf.data());
-  EXPECT_THROW(ops::cuda::qmm_affine(static_cast<char *>(buf.data()) + 2, q, buf.data(),
-                                     buf.data(), buf.data(), 64, 256, 256, 4, 64, nullptr, d),
+  EXPECT_THROW(ops::cuda::qmm_affine(static_cast<char *>(buf.data()) + 2, q, buf.data(), buf.data(),
+                                     buf.data(), 64, 256, 256, 4, 64, nullptr, d),
                Error);
   EXPECT_THROW(ops::cuda::qmm_affine(buf.data(), q, buf.data(), buf.data(), buf.data(), 64, 256,
                                      250, 4, 64, nullptr, d),

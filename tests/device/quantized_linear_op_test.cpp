@@ -126,18 +126,18 @@ protected:
     DeviceBuffer y(count * 2), y_qmv(count * 2), y_qmm(count * 2);
     for (const DeviceBuffer *b : {&y, &y_qmv, &y_qmm})
       HONE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0xff, b->size(), lw.stream()));
-    ops::cuda::quantized_linear(lw.x(0), lw.q(0), lw.scales(0), lw.biases(0), y.data(), rows, n,
-                                k, bits, group, lw.stream(), d);
+    ops::cuda::quantized_linear(lw.x(0), lw.q(0), lw.scales(0), lw.biases(0), y.data(), rows, n, k,
+                                bits, group, lw.stream(), d);
     if (rows <= kQmvMaxRows)
-      ops::cuda::qmv_affine(lw.x(0), lw.q(0), lw.scales(0), lw.biases(0), y_qmv.data(), rows, n,
-                            k, bits, group, lw.stream(), d);
+      ops::cuda::qmv_affine(lw.x(0), lw.q(0), lw.scales(0), lw.biases(0), y_qmv.data(), rows, n, k,
+                            bits, group, lw.stream(), d);
     ops::cuda::qmm_affine(lw.x(0), lw.q(0), lw.scales(0), lw.biases(0), y_qmm.data(), rows, n, k,
                           bits, group, lw.stream(), d);
     HONE_CUDA_CHECK(cudaStreamSynchronize(lw.stream()));
     const std::vector<uint16_t> got = download<uint16_t>(y.data(), count, lw.stream());
     EXPECT_LE(compare_bf16(got, lw.reference()).relative_l2, kAffineLinearRelativeL2Bound);
-    const bool is_qmv = rows <= kQmvMaxRows &&
-                        got == download<uint16_t>(y_qmv.data(), count, lw.stream());
+    const bool is_qmv =
+        rows <= kQmvMaxRows && got == download<uint16_t>(y_qmv.data(), count, lw.stream());
     const bool is_qmm = got == download<uint16_t>(y_qmm.data(), count, lw.stream());
     if (is_qmv && is_qmm) // identical outputs on this input: cannot tell (never seen in practice)
       ADD_FAILURE() << "rows=" << rows << ": qmv and qmm outputs are bit-identical";
@@ -156,8 +156,8 @@ TEST_F(QuantizedLinearTest, OutputIsTheQmvPathUpToTheCrossoverAndQmmAbove) {
   for (int rows : {1, 8, kDefaultQmvMaxRows, kDefaultQmvMaxRows + 1, 32, 33, 40, 64, 100}) {
     const std::optional<QuantizedLinearSide> side = side_taken(d, rows, n, k);
     ASSERT_TRUE(side.has_value()) << "rows=" << rows << " matches neither side";
-    EXPECT_EQ(*side, rows <= kDefaultQmvMaxRows ? QuantizedLinearSide::qmv
-                                                : QuantizedLinearSide::qmm)
+    EXPECT_EQ(*side,
+              rows <= kDefaultQmvMaxRows ? QuantizedLinearSide::qmv : QuantizedLinearSide::qmm)
         << "rows=" << rows;
   }
 }

@@ -8,7 +8,6 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -19,8 +18,6 @@
 #include "hone/ops/cpu.h"
 #include "hone/registry.h"
 #include "hone/cache.h"
-#include "hone/key.h"
-#include "hone/tune.h"
 
 namespace hone {
 namespace {
@@ -80,6 +77,28 @@ protected:
     const TunableOp *op = Registry::global().find("qmv.affine", "cpu");
     EXPECT_NE(op, nullptr);
     return *op;
+  }
+
+  // Tunes gemv.f32 at `shape` lazily (warm) into the test's cache, then replaces the cached
+  // pick by `tactic`, as a hand edit or another build would. Returns the options it tuned
+  // with (HONE_AUTOTUNE on) and clears the warnings.
+  DispatcherOptions tune_then_replace(const Shape &shape, const std::string &tactic) {
+    set("HONE_AUTOTUNE", "1");
+    DispatcherOptions opt = DispatcherOptions::from_env();
+    opt.tune.measure.cold = false;
+    {
+      Dispatcher d(cpu::backend(), opt);
+      EXPECT_EQ(d.resolve(gemv(), shape).source, Source::tuned);
+    }
+    Cache cache(dir_ / "tuning-cache.json");
+    cache.load();
+    EXPECT_EQ(cache.entries().size(), 1u);
+    CacheEntry e = cache.entries().begin()->second;
+    e.tactic = tactic;
+    cache.put(e);
+    cache.save();
+    warnings_.clear();
+    return opt;
   }
 
   fs::path dir_;
@@ -223,31 +242,9 @@ TEST_F(DispatcherTest, LazyTuneOnceThenServedFromTheCache) {
 // A cached tactic that parses but that the op cannot run (a hand-edited or foreign entry) is
 // ignored with a warning, like a malformed one; the call goes on with the default.
 TEST_F(DispatcherTest, CachedTacticTheOpCannotRunFallsBackWithAWarning) {
-  set("HONE_AUTOTUNE", "1");
-  DispatcherOptions opt = DispatcherOptions::from_env();
-  opt.tune.measure.cold = false;
   const Shape shape{{2, 32, 64}, DType::f32};
-  {
-    Dispatcher d(cpu::backend(), opt);
-    ASSERT_EQ(d.resolve(gemv(), shape).source, Source::tuned);
-  }
-  const fs::path file = dir_ / "tuning-cache.json";
-  std::string text;
-  {
-    std::ifstream in(file);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const std::string tactic = "\"tactic\": \"";
-  const size_t at = text.find(tactic);
-  ASSERT_NE(at, std::string::npos) << text;
-  const size_t end = text.find('"', at + tactic.size());
-  text.replace(at + tactic.size(), end - at - tactic.size(), "gemv.f32:no_such_field=3");
-  {
-    std::ofstream out(file, std::ios::trunc);
-    out << text;
-  }
+  DispatcherOptions opt = tune_then_replace(shape, "gemv.f32:no_such_field=3");
   opt.autotune = false;
-  warnings_.clear();
   Dispatcher d(cpu::backend(), opt);
   const Resolution &r = d.resolve(gemv(), shape);
   EXPECT_EQ(r.source, Source::default_tactic);
@@ -261,24 +258,11 @@ TEST_F(DispatcherTest, CachedTacticTheOpCannotRunFallsBackWithAWarning) {
 // With HONE_AUTOTUNE, an entry this build cannot run is skipped for the next source, a lazy
 // tune, which replaces it; one warning names the entry.
 TEST_F(DispatcherTest, CachedTacticTheBuildCannotRunIsRetunedLazily) {
-  set("HONE_AUTOTUNE", "1");
-  DispatcherOptions opt = DispatcherOptions::from_env();
-  opt.tune.measure.cold = false;
   const Shape shape{{2, 32, 64}, DType::f32};
-  {
-    Dispatcher d(cpu::backend(), opt);
-    ASSERT_EQ(d.resolve(gemv(), shape).source, Source::tuned);
-  }
   // A configuration this build never offers for the bucket: threads=4095 compiles on the CPU,
   // but no tune of this build could have picked it.
-  Cache cache(dir_ / "tuning-cache.json");
-  cache.load();
-  ASSERT_EQ(cache.entries().size(), 1u);
-  CacheEntry e = cache.entries().begin()->second;
-  e.tactic = "gemv.f32:rows_per_block=2,cols_per_block=4,k_unroll=8,threads=4095";
-  cache.put(e);
-  cache.save();
-  warnings_.clear();
+  const DispatcherOptions opt = tune_then_replace(
+      shape, "gemv.f32:rows_per_block=2,cols_per_block=4,k_unroll=8,threads=4095");
   {
     Dispatcher d(cpu::backend(), opt);
     const Resolution &r = d.resolve(gemv(), shape);
@@ -294,19 +278,8 @@ TEST_F(DispatcherTest, CachedTacticTheBuildCannotRunIsRetunedLazily) {
 
 // Shapes of one bucket share its cache entry: an unrunnable one is warned about once.
 TEST_F(DispatcherTest, AnUnrunnableEntryIsWarnedAboutOncePerBucket) {
-  const Shape bucket{{16, 32, 64}, DType::f32};
-  TuneOptions quick;
-  quick.measure.cold = false;
-  {
-    Cache cache(dir_ / "tuning-cache.json");
-    CacheEntry e = to_cache_entry(tune_bucket(cpu::backend(), gemv(), bucket, quick),
-                                  current_metadata(cpu::backend(), false));
-    e.tactic = "%% not a tactic";
-    cache.put(e);
-    cache.save();
-  }
-  DispatcherOptions opt = DispatcherOptions::from_env();
-  opt.tune.measure.cold = false;
+  DispatcherOptions opt = tune_then_replace(Shape{{16, 32, 64}, DType::f32}, "%% not a tactic");
+  opt.autotune = false;
   Dispatcher d(cpu::backend(), opt);
   for (int64_t rows : {16, 17, 18}) // all in the rows=16 bucket
     EXPECT_EQ(d.resolve(gemv(), Shape{{rows, 32, 64}, DType::f32}).source, Source::default_tactic);

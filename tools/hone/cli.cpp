@@ -26,7 +26,8 @@ Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")
   cache_ = std::make_unique<CacheCommand>(*app_);
   quantize_ = std::make_unique<QuantizeCommand>(*app_);
   dequantize_ = std::make_unique<DequantizeCommand>(*app_);
-  app_->footer("Environment: HONE_CACHE_DIR (cache location), HONE_CACHE=off (ignore the cache).\n"
+  app_->footer("Environment: HONE_CACHE_DIR (cache location), HONE_CACHE=off (ignore the cache),\n"
+               "HONE_TACTIC_<OP> (force a tactic); every HONE_* variable: README, Environment.\n"
                "Exit codes: 0 ok, 1 runtime failure or `cache verify` problems, 2 bad usage.");
 }
 

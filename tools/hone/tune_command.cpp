@@ -326,6 +326,7 @@ int TuneCommand::run() {
       o.report = store.tune(*p.op, p.bucket, tune_options);
       o.entry = store.put(*o.report);
       ++tuned;
+      progress.clear(); // a warning of the save starts at column 0
       save();
       progress.finish();
     }

@@ -108,6 +108,14 @@ struct DecodePagedPlan {
   const char *source = "";
 };
 
+// Judges a decode step's heads and host page table with no device, as decode_paged_plan()
+// does first: throws Error(invalid_argument) naming the bad value (hq not a multiple of hkv, a
+// GQA ratio over 8, head_dim, page_size, batch, kv_indptr not monotone, a request of length 0,
+// a kv_last_page_len outside 1..page_size). For surfaces that check input before the device.
+void decode_paged_validate(const int32_t *kv_indptr_host, const int32_t *kv_last_page_len_host,
+                           int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
+                           int64_t page_size);
+
 // kv_chunk in this order: HONE_DECODE_KV_CHUNK; else the dispatcher's answer for the bucket
 // {batch pow2, max_len pow2, total_len pow2, hq, hkv, head_dim, page_size} when it comes from
 // HONE_TACTIC_DECODE_PAGED, the tuning cache or a lazy tune (HONE_AUTOTUNE=1); else the

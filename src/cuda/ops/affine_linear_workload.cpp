@@ -16,8 +16,7 @@ size_t group_params(const QmvAffineProblem &p) { return elements(p.n, p.k / p.gr
 } // namespace
 
 AffineLinearWorkload::AffineLinearWorkload(CudaBackend &backend, const QmvAffineProblem &problem)
-    : CudaWorkloadOf(backend, problem.rows, problem.n, kAffineLinearRelativeL2Bound),
-      p_(problem) {}
+    : CudaWorkloadOf(backend, problem.rows, problem.n, kAffineLinearRelativeL2Bound), p_(problem) {}
 
 size_t AffineLinearWorkload::weight_bytes() const {
   return q_words(p_) * sizeof(uint32_t) + 2 * group_params(p_) * sizeof(uint16_t);
@@ -57,8 +56,8 @@ std::vector<uint16_t> AffineLinearWorkload::download_biases(int copy) const {
 
 int AffineLinearWorkload::reference_row_count() const {
   const double fit = kAffineLinearReferenceWork / (static_cast<double>(p_.n) * p_.k);
-  return static_cast<int>(std::clamp<double>(fit, kAffineLinearMinReferenceRows,
-                                             kAffineLinearReferenceRows));
+  return static_cast<int>(
+      std::clamp<double>(fit, kAffineLinearMinReferenceRows, kAffineLinearReferenceRows));
 }
 
 std::vector<int64_t> AffineLinearWorkload::reference_rows() const {

@@ -236,4 +236,14 @@ void decode_paged(const DecodePagedTensors &t, void *stream) {
   decode_paged(t, stream, dispatcher());
 }
 
+void decode_paged_validate(const int32_t *kv_indptr_host, const int32_t *kv_last_page_len_host,
+                           int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
+                           int64_t page_size) {
+  hone::cuda::decode_paged_validate_heads(hq, hkv, head_dim, page_size);
+  hone::cuda::decode_paged_validate_table(
+      std::span<const int32_t>(kv_indptr_host, static_cast<size_t>(batch) + 1),
+      std::span<const int32_t>(kv_last_page_len_host, static_cast<size_t>(batch)),
+      static_cast<int>(page_size));
+}
+
 } // namespace hone::ops::cuda

@@ -131,9 +131,9 @@ LaunchStatus QmmAffineWorkload::launch(const Tactic &tactic, int copy) {
 // --- op -----------------------------------------------------------------------------------
 
 QmmAffineOp::QmmAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2("rows", 1, kMaxRows, 32),
-                DimSpec::exact("n", 8, kMaxDim), DimSpec::exact("k", 32, kMaxDim),
-                DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}} {}
+    : buckets_{{DimSpec::exact_then_pow2("rows", 1, kMaxRows, 32), DimSpec::exact("n", 8, kMaxDim),
+                DimSpec::exact("k", 32, kMaxDim), DimSpec::one_of("bits", {4, 8}),
+                DimSpec::one_of("group", {32, 64, 128})}} {}
 
 std::vector<Tactic> QmmAffineOp::candidates(const Shape &bucket) const {
   const QmvAffineProblem p = affine_linear_problem(bucket);
@@ -237,11 +237,10 @@ std::optional<Tactic> QmmAffineOp::env_override(const Shape &bucket,
   if (!pick)
     HONE_INVALID_ARGUMENT(tile_env_text(settings) + ": qmm.affine has no kernel with tile " +
                           std::to_string(want.tile_m) + "x" + std::to_string(want.tile_n) + "x" +
-                          std::to_string(want.tile_k) + " (MxNxK) for bits=" +
-                          std::to_string(p.bits) + "; compiled tiles: " +
-                          qmm_affine_tile_list(p.bits));
-  if (std::string why;
-      !qmm_affine_can_implement(*pick, p.rows, p.n, p.k, p.bits, p.group, &why))
+                          std::to_string(want.tile_k) +
+                          " (MxNxK) for bits=" + std::to_string(p.bits) +
+                          "; compiled tiles: " + qmm_affine_tile_list(p.bits));
+  if (std::string why; !qmm_affine_can_implement(*pick, p.rows, p.n, p.k, p.bits, p.group, &why))
     HONE_INVALID_ARGUMENT(tile_env_text(settings) + ": " + pick->to_tactic().str() +
                           " cannot run qmm.affine " + describe(p) + ": " + why);
   return pick->to_tactic();

@@ -18,8 +18,8 @@ void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
                 Dispatcher &d) {
   // resolve() validates the shape (rows, n, k, bits, group, k % group, built) before a launch.
-  const Resolution &r = d.resolve(entry_op<hone::cuda::QmmAffineOp>(),
-                                  Shape{{rows, n, k, bits, group}, DType::bf16});
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::QmmAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
   // TMA reads X and q and writes Y: 16-byte aligned global addresses.
   require_aligned("qmm.affine", {{"x", x}, {"q", q}, {"y", y}});
   require_aligned("qmm.affine", {{"scales", scales}, {"biases", biases}}, 2);

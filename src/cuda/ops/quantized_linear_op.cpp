@@ -57,8 +57,7 @@ QuantizedLinearWorkload::QuantizedLinearWorkload(CudaBackend &backend,
     const Resolution &r = d.resolve(entry_op<QmmAffineOp>(), shape);
     qmm_tactic_ = r.tactic;
     qmm_ = r.compiled.as<QmmAffineConfig>();
-    workspace_ =
-        DeviceBuffer(qmm_affine_workspace_bytes(*qmm_, p.rows, p.n, p.k, p.bits, p.group));
+    workspace_ = DeviceBuffer(qmm_affine_workspace_bytes(*qmm_, p.rows, p.n, p.k, p.bits, p.group));
   }
   set_rotation(1);
   poison_output();

@@ -78,9 +78,9 @@ TEST(CApiQuantizedLinearBf16, MatchesTheReferenceAtEveryRowCount) {
       ASSERT_EQ(hone_affine_sizes(n, k, bits, group, &words, &groups), HONE_OK);
       std::vector<uint32_t> q(words);
       std::vector<uint16_t> scales(groups), biases(groups);
-      ASSERT_EQ(hone_quantize_affine(w.data(), n, k, bits, group, q.data(), scales.data(),
-                                     biases.data()),
-                HONE_OK);
+      ASSERT_EQ(
+          hone_quantize_affine(w.data(), n, k, bits, group, q.data(), scales.data(), biases.data()),
+          HONE_OK);
       std::vector<float> wd(n * k);
       ASSERT_EQ(hone_dequantize_affine(q.data(), scales.data(), biases.data(), n, k, bits, group,
                                        wd.data()),
@@ -128,16 +128,14 @@ TEST(CApiQuantizedLinearBf16, BadInputNamesTheValue) {
   for (Entry entry : {&hone_qmm_affine_bf16, &hone_quantized_linear_bf16}) {
     EXPECT_EQ(entry(dummy, q, dummy, dummy, dummy, 1, 64, 100, 4, 64, nullptr),
               HONE_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(hone_last_error()).find("k=100"), std::string::npos)
-        << hone_last_error();
+    EXPECT_NE(std::string(hone_last_error()).find("k=100"), std::string::npos) << hone_last_error();
     EXPECT_EQ(entry(dummy, q, dummy, dummy, dummy, 16385, 64, 128, 4, 64, nullptr),
               HONE_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(hone_last_error()).find("rows=16385"), std::string::npos)
         << hone_last_error();
     EXPECT_EQ(entry(dummy, q, dummy, dummy, dummy, 1, 60, 128, 4, 64, nullptr),
               HONE_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(hone_last_error()).find("n=60"), std::string::npos)
-        << hone_last_error();
+    EXPECT_NE(std::string(hone_last_error()).find("n=60"), std::string::npos) << hone_last_error();
     EXPECT_EQ(entry(dummy, q, dummy, dummy, dummy + 1, 1, 64, 128, 4, 64, nullptr),
               HONE_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(hone_last_error()).find("y="), std::string::npos) << hone_last_error();

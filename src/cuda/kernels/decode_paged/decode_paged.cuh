@@ -475,11 +475,19 @@ template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kerne
         const size_t state = static_cast<size_t>(before + c) * p.hq + head;
         lse[u] = p.partial_lse[state];
         const float *src = p.partial_o + state * D + lane * kPer;
+        if constexpr (kPer % 4 == 0) { // 16-byte loads at head_dim 128 and 256
 #pragma unroll
-        for (int i = 0; i < kPer; i += 2) {
-          const float2 x = *reinterpret_cast<const float2 *>(src + i);
-          v[u][i] = x.x;
-          v[u][i + 1] = x.y;
+          for (int i = 0; i < kPer; i += 4) {
+            const float4 x = *reinterpret_cast<const float4 *>(src + i);
+            v[u][i] = x.x;
+            v[u][i + 1] = x.y;
+            v[u][i + 2] = x.z;
+            v[u][i + 3] = x.w;
+          }
+        } else {
+          const float2 x = *reinterpret_cast<const float2 *>(src);
+          v[u][0] = x.x;
+          v[u][1] = x.y;
         }
       }
     }

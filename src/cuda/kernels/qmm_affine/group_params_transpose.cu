@@ -13,10 +13,11 @@ namespace {
 
 constexpr int kTile = 32;
 constexpr int kRowsPerPass = 8;
+constexpr int kThreads = kTile * kRowsPerPass;
 constexpr int kMaxGroupTiles = 65535; // gridDim.y
 
 // grid: x over n tiles, y over group tiles, z = 0 (scales) or 1 (biases).
-__global__ void __launch_bounds__(kTile *kRowsPerPass)
+__global__ void __launch_bounds__(kThreads)
     transpose_group_params_kernel(const uint16_t *__restrict__ scales,
                                   const uint16_t *__restrict__ biases,
                                   uint16_t *__restrict__ scales_t, uint16_t *__restrict__ biases_t,
@@ -41,8 +42,8 @@ __global__ void __launch_bounds__(kTile *kRowsPerPass)
 
 } // namespace
 
-int transpose_group_params(const void *scales, const void *biases, void *scales_t,
-                           void *biases_t, int n, int groups, void *stream) {
+int transpose_group_params(const void *scales, const void *biases, void *scales_t, void *biases_t,
+                           int n, int groups, void *stream) {
   if (n < 1 || groups < 1 || (groups + kTile - 1) / kTile > kMaxGroupTiles)
     return static_cast<int>(cudaErrorInvalidValue);
   const dim3 grid((n + kTile - 1) / kTile, (groups + kTile - 1) / kTile, 2);

@@ -13,7 +13,7 @@ namespace hone::cuda {
 // bit patterns, copied exactly. Enqueued on `stream` (a cudaStream_t); never synchronises.
 // Returns the cudaError_t of the launch as int (0 = ok); invalid_value for a non-positive n or
 // groups, or groups > 2^21.
-int transpose_group_params(const void *scales, const void *biases, void *scales_t,
-                           void *biases_t, int n, int groups, void *stream);
+int transpose_group_params(const void *scales, const void *biases, void *scales_t, void *biases_t,
+                           int n, int groups, void *stream);
 
 } // namespace hone::cuda

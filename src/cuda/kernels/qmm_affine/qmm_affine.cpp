@@ -43,8 +43,8 @@ namespace {
 // Run-time decompositions offered for every cooperative kernel: (split_k, stream_k).
 constexpr std::array<std::pair<int, int>, 4> kCooperativeSplits{{{1, 0}, {2, 0}, {4, 0}, {1, 1}}};
 constexpr size_t kRegionAlign = 256; // bytes: each workspace region starts TMA-aligned
-constexpr int kDenseBits = 16;        // QmmAffineKernel::bits of the dense (dequant) kernels
-constexpr int kChunkRowAlign = 256;   // dequant chunks start on a multiple of every tile N
+constexpr int kDenseBits = 16;       // QmmAffineKernel::bits of the dense (dequant) kernels
+constexpr int kChunkRowAlign = 256;  // dequant chunks start on a multiple of every tile N
 
 const std::vector<const QmmAffineKernel *> &kernels() {
   static const std::vector<const QmmAffineKernel *> all = {
@@ -107,8 +107,8 @@ size_t params_bytes(int n, int k, int group) {
 int chunk_rows(int n, int k) {
   const size_t row_bytes = static_cast<size_t>(k) * sizeof(uint16_t);
   const size_t fit = kQmmDequantChunkBytes / row_bytes / kChunkRowAlign * kChunkRowAlign;
-  return static_cast<int>(std::min<size_t>(static_cast<size_t>(n),
-                                           std::max<size_t>(fit, kChunkRowAlign)));
+  return static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(n), std::max<size_t>(fit, kChunkRowAlign)));
 }
 
 // [bytes] before the kernel's own workspace: two transposed parameter arrays (wgmma) or one
@@ -258,18 +258,17 @@ LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArg
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
       (config.path == 0 && args.group % config.tile_k != 0) || config.split_k < 1 ||
       (config.pingpong && (config.split_k != 1 || config.stream_k != 0)) || !args.workspace ||
-      args.workspace_bytes < qmm_affine_workspace_bytes(config, args.m, args.n, args.k,
-                                                        args.bits, args.group))
+      args.workspace_bytes <
+          qmm_affine_workspace_bytes(config, args.m, args.n, args.k, args.bits, args.group))
     return LaunchStatus::invalid_value();
   const QmmAffineKernelArgs ka = kernel_args(config, args, current_sm_count());
   if (config.path == 1)
     return launch_dequant(*kernel, args, ka, stream);
   if (kernel->can_implement(ka) != 0)
     return LaunchStatus::invalid_value();
-  if (const int e = transpose_group_params(args.scales, args.biases,
-                                           const_cast<void *>(ka.scales_t),
-                                           const_cast<void *>(ka.biases_t), args.n,
-                                           args.k / args.group, stream);
+  if (const int e = transpose_group_params(
+          args.scales, args.biases, const_cast<void *>(ka.scales_t),
+          const_cast<void *>(ka.biases_t), args.n, args.k / args.group, stream);
       e != 0)
     return LaunchStatus::from_cuda(e);
   return LaunchStatus::from_cuda(kernel->run(ka, stream));

@@ -87,8 +87,7 @@ QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {
     // Lower is better: the path first, then tile M distance, then the schedule, then tile K
     // nearest 64, then tile N nearest 128.
     const double score = 1000.0 * c.path + 100.0 * std::abs(std::log2(c.tile_m) - want_m) +
-                         10.0 * c.pingpong +
-                         std::abs(std::log2(c.tile_k) - 6.0) +
+                         10.0 * c.pingpong + std::abs(std::log2(c.tile_k) - 6.0) +
                          0.1 * std::abs(std::log2(c.tile_n) - 7.0);
     if (!best || score < best_score)
       best = &c, best_score = score;
@@ -129,8 +128,8 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
   if (group != 32 && group != 64 && group != 128)
     return fail(reason, "group=" + std::to_string(group) + " is not 32, 64 or 128");
   if (k < group || k % group != 0)
-    return fail(reason, "k=" + std::to_string(k) + " is not a positive multiple of group=" +
-                            std::to_string(group));
+    return fail(reason, "k=" + std::to_string(k) +
+                            " is not a positive multiple of group=" + std::to_string(group));
   if (!is_compiled(config, bits))
     return fail(reason, "not a compiled qmm.affine config for bits=" + std::to_string(bits) +
                             " (compiled tiles MxNxK: " + qmm_affine_tile_list(bits) + ")");

@@ -47,8 +47,7 @@ using Bf16 = cutlass::bfloat16_t;
 
 // The CUTLASS GEMM of one kernel description. TILE_N / CLUSTER_N run along the weights (the
 // GEMM's M), TILE_M / CLUSTER_M along the activation rows (the GEMM's N).
-template <int BITS, int TILE_N, int TILE_M, int TILE_K, int CLUSTER_N, int CLUSTER_M,
-          bool PINGPONG>
+template <int BITS, int TILE_N, int TILE_M, int TILE_K, int CLUSTER_N, int CLUSTER_M, bool PINGPONG>
 struct QmmGemm {
   static_assert(BITS == 4 || BITS == 8 || BITS == 16,
                 "qmm.affine packs 4- or 8-bit weights; 16: the dense kernel on bf16 weights");
@@ -70,9 +69,8 @@ struct QmmGemm {
                                                cutlass::epilogue::TmaWarpSpecializedCooperative>;
   // Stream-K (which also runs split-K and data-parallel, chosen per launch) exists for the
   // cooperative kernel only; ping-pong keeps the plain persistent scheduler.
-  using TileScheduler =
-      cute::conditional_t<PINGPONG, cutlass::gemm::PersistentScheduler,
-                          cutlass::gemm::StreamKScheduler>;
+  using TileScheduler = cute::conditional_t<PINGPONG, cutlass::gemm::PersistentScheduler,
+                                            cutlass::gemm::StreamKScheduler>;
 
   // Y^T is N-major: column-major in the transposed problem. No C operand (beta = 0), so the
   // epilogue reserves no shared memory and reads nothing.
@@ -83,11 +81,10 @@ struct QmmGemm {
       EpilogueSchedule>::CollectiveOp;
 
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA,
-      cutlass::layout::RowMajor, 128 / BITS, Bf16, cutlass::layout::ColumnMajor, 8, float,
-      TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<
-          static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, cutlass::layout::RowMajor,
+      128 / BITS, Bf16, cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
@@ -135,7 +132,7 @@ template <class G> typename G::Device::Arguments make_arguments(const QmmAffineK
   if constexpr (G::kStreamK) {
     using Mode = typename Kernel::TileScheduler::DecompositionMode;
     args.scheduler.splits = a.split_k;
-    args.scheduler.decomposition_mode = a.stream_k  ? Mode::StreamK
+    args.scheduler.decomposition_mode = a.stream_k      ? Mode::StreamK
                                         : a.split_k > 1 ? Mode::SplitK
                                                         : Mode::DataParallel;
   }
@@ -203,8 +200,7 @@ template <class G> int resources(KernelResources *out) {
   return 0;
 }
 
-template <int BITS, int TILE_N, int TILE_M, int TILE_K, int CLUSTER_N, int CLUSTER_M,
-          int PINGPONG>
+template <int BITS, int TILE_N, int TILE_M, int TILE_K, int CLUSTER_N, int CLUSTER_M, int PINGPONG>
 constexpr QmmAffineKernel make_kernel(const char *name) {
   using G = QmmGemm<BITS, TILE_N, TILE_M, TILE_K, CLUSTER_N, CLUSTER_M, PINGPONG != 0>;
   return {BITS,

@@ -14,17 +14,18 @@ namespace hone::cuda {
 
 // One GEMM launch, in the transposed problem the kernels compute: Y^T[n, m] = W[n, k] . X^T.
 struct QmmAffineKernelArgs {
-  const void *x = nullptr;        // bf16 [m, k]
-  const void *q = nullptr;        // packed weights [n, k * bits / 8 bytes]; bf16 [n, k] for
-                                  // a dense kernel (bits 16)
-  const void *scales_t = nullptr; // bf16 [k / group, n]: scales transposed (N fastest); unused
-  const void *biases_t = nullptr; // bf16 [k / group, n]                   by dense kernels
-  void *y = nullptr;              // bf16 [m, ldy]: columns 0..n-1 written
+  const void *x = nullptr; // bf16 [m, k]
+  // packed weights [n, k * bits / 8 bytes]; bf16 [n, k] for a dense kernel (bits 16)
+  const void *q = nullptr;
+  // bf16 [k / group, n]: the scales and biases transposed (N fastest); dense kernels read none
+  const void *scales_t = nullptr;
+  const void *biases_t = nullptr;
+  void *y = nullptr; // bf16 [m, ldy]: columns 0..n-1 written
   int m = 0, n = 0, k = 0, group = 0;
-  int ldy = 0;         // [elements] row stride of Y; 0: n
-  int split_k = 1;     // 1: one CTA per tile; > 1: split-K into that many slices
-  int stream_k = 0;    // 1: stream-K
-  int sm_count = 0;    // of the current device: bounds the persistent grid
+  int ldy = 0;               // [elements] row stride of Y; 0: n
+  int split_k = 1;           // 1: one CTA per tile; > 1: split-K into that many slices
+  int stream_k = 0;          // 1: stream-K
+  int sm_count = 0;          // of the current device: bounds the persistent grid
   void *workspace = nullptr; // REQUIRES: workspace_bytes(args) bytes, 16-byte aligned
 };
 
@@ -34,8 +35,8 @@ struct QmmAffineKernel {
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
   int pingpong;
-  int stages;            // pipeline stages the collective builder fitted in shared memory
-  const char *name;      // generated, e.g. qmm_affine_w4_t128x64x64_c1x1_coop_sm90a
+  int stages;       // pipeline stages the collective builder fitted in shared memory
+  const char *name; // generated, e.g. qmm_affine_w4_t128x64x64_c1x1_coop_sm90a
   // [bytes] of kernel workspace (partials of split-K / stream-K).
   size_t (*workspace_bytes)(const QmmAffineKernelArgs &args);
   // 0 when the kernel accepts the arguments, else the cutlass::Status value.
