@@ -21,6 +21,10 @@ namespace hone {
 enum class BucketPolicy {
   exact, // the value itself
   pow2,  // nearest power of two in log2 distance (ties round up); values <= exact_max stay exact
+  // The power of two at or above the value (at most hi); values <= exact_max stay exact. For
+  // row counts: a tactic tuned for 16 rows serves 9..16, where its tiles cover every row,
+  // whereas one tuned for 8 rows would run 9..11 as two row groups.
+  pow2_up,
   grid,  // nearest listed value in linear distance (ties round up)
 };
 
@@ -29,13 +33,16 @@ struct DimSpec {
   BucketPolicy policy = BucketPolicy::exact;
   int64_t lo = 1; // inclusive bounds on the raw value; outside them the shape is out of bucket
   int64_t hi = INT64_MAX;
-  int64_t exact_max = 0;     // pow2 only: values in [lo, exact_max] are kept exact
+  int64_t exact_max = 0;     // pow2, pow2_up: values in [lo, exact_max] are kept exact
   std::vector<int64_t> values; // grid and one_of: sorted representatives; bounds are its ends
   int64_t multiple_of = 1;   // raw value must be a multiple of this, else out of bucket
 
   static DimSpec exact(std::string name, int64_t lo, int64_t hi);
   static DimSpec pow2(std::string name, int64_t lo, int64_t hi);
   static DimSpec exact_then_pow2(std::string name, int64_t lo, int64_t hi, int64_t exact_max);
+  // Exact up to exact_max, then rounded up to a power of two (BucketPolicy::pow2_up).
+  static DimSpec exact_then_pow2_up(std::string name, int64_t lo, int64_t hi,
+                                    int64_t exact_max);
   // An exact grid: the raw value must be one of `values` (used for bits and group size).
   static DimSpec one_of(std::string name, std::vector<int64_t> values);
   // A rounding grid: bounds are [values.front(), values.back()].

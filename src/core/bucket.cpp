@@ -33,6 +33,13 @@ DimSpec DimSpec::exact_then_pow2(std::string name, int64_t lo, int64_t hi, int64
   return d;
 }
 
+DimSpec DimSpec::exact_then_pow2_up(std::string name, int64_t lo, int64_t hi,
+                                    int64_t exact_max) {
+  DimSpec d = exact_then_pow2(std::move(name), lo, hi, exact_max);
+  d.policy = BucketPolicy::pow2_up;
+  return d;
+}
+
 DimSpec DimSpec::one_of(std::string name, std::vector<int64_t> values) {
   DimSpec d = grid(std::move(name), std::move(values));
   d.policy = BucketPolicy::exact;
@@ -93,6 +100,12 @@ std::optional<int64_t> DimSpec::map(int64_t value) const {
       return value;
     return nearest_pow2(value, lo, hi);
   }
+  case BucketPolicy::pow2_up: {
+    if (value <= exact_max || value < 1)
+      return value;
+    const int64_t up = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(value)));
+    return up <= hi ? up : hi;
+  }
   case BucketPolicy::grid: {
     auto it = std::lower_bound(values.begin(), values.end(), value);
     if (it == values.end())
@@ -120,6 +133,7 @@ std::vector<int64_t> DimSpec::representatives() const {
     }
     return out;
   case BucketPolicy::pow2:
+  case BucketPolicy::pow2_up:
     for (int64_t v = lo; v <= hi && v <= exact_max; ++v)
       out.push_back(v);
     for (int64_t p = 1; p > 0 && p <= hi; p <<= 1)

@@ -85,7 +85,7 @@ private:
 } // namespace
 
 GemvF32Op::GemvF32Op()
-    : buckets_{{DimSpec::exact_then_pow2("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
+    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
                 DimSpec::exact("k", 1, 1 << 24)}} {}
 
 void GemvF32Op::validate(const Shape &shape) const {

@@ -124,7 +124,7 @@ private:
 } // namespace
 
 QmvAffineOp::QmvAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
+    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
                 DimSpec::exact("k", 1, 1 << 24), DimSpec::one_of("bits", {4, 8}),
                 DimSpec::one_of("group", {32, 64, 128})}} {}
 

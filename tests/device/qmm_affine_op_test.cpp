@@ -348,7 +348,7 @@ TEST_F(QmmAffineOpTest, GateDiscriminatesWrongWeights) {
     qw.run(def, 0);
     HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
     const std::vector<uint16_t> y = qw.download_y();
-    EXPECT_LE(compare_bf16(y, qw.reference()).relative_l2, kAffineLinearRelativeL2Bound);
+    EXPECT_LE(compare_bf16(qw.checked_rows(y), qw.reference()).relative_l2, kAffineLinearRelativeL2Bound);
     const QmvAffineProblem p = qw.problem();
     const std::vector<uint16_t> x = qw.download_x(0);
     const std::vector<uint32_t> q = qw.download_q(0);
@@ -484,7 +484,7 @@ TEST_F(QmmAffineOpTest, EntryPointRunsTheResolvedTacticOnCallerBuffers) {
     EXPECT_EQ(download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, qw.stream()),
               qw.download_y())
         << "m=" << m;
-    EXPECT_LE(compare_bf16(qw.download_y(), qw.reference()).relative_l2,
+    EXPECT_LE(compare_bf16(qw.checked_rows(qw.download_y()), qw.reference()).relative_l2,
               kAffineLinearRelativeL2Bound);
   }
   // Misaligned or bad arguments are refused before any launch.
@@ -509,7 +509,7 @@ TEST_F(QmmAffineOpTest, CublasDequantPeerMatchesTheReference) {
   qw.poison_output();
   peer->run(0);
   HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
-  EXPECT_LE(compare_bf16(qw.download_y(), qw.reference()).relative_l2,
+  EXPECT_LE(compare_bf16(qw.checked_rows(qw.download_y()), qw.reference()).relative_l2,
             kAffineLinearRelativeL2Bound);
   ForeignWorkload foreign;
   EXPECT_THROW(make_cublas_dequant_affine_linear_peer(foreign), Error);

@@ -82,3 +82,25 @@ TEST(Bucket, SpecMapsWholeShapesAndDescribesThem) {
 
 } // namespace
 } // namespace hone
+
+// Row counts round up: the tactic of bucket 16 serves 9..16 rows with tiles that cover them,
+// where the nearest power of two would hand 9..11 rows to a tactic tuned for 8.
+TEST(BucketPow2Up, RoundsUpPastTheExactRange) {
+  const hone::DimSpec d = hone::DimSpec::exact_then_pow2_up("rows", 1, 32, 8);
+  EXPECT_EQ(d.policy, hone::BucketPolicy::pow2_up);
+  for (int64_t v = 1; v <= 8; ++v)
+    EXPECT_EQ(d.map(v), v);
+  for (int64_t v = 9; v <= 16; ++v)
+    EXPECT_EQ(d.map(v), 16) << v;
+  for (int64_t v = 17; v <= 32; ++v)
+    EXPECT_EQ(d.map(v), 32) << v;
+  EXPECT_EQ(d.map(33), std::nullopt);
+  EXPECT_EQ(d.map(0), std::nullopt);
+  const std::vector<int64_t> reps{1, 2, 3, 4, 5, 6, 7, 8, 16, 32};
+  EXPECT_EQ(d.representatives(), reps);
+  // Above the exact range every value maps to a representative.
+  const hone::DimSpec wide = hone::DimSpec::exact_then_pow2_up("rows", 1, 16384, 32);
+  EXPECT_EQ(wide.map(33), 64);
+  EXPECT_EQ(wide.map(65), 128);
+  EXPECT_EQ(wide.map(8193), 16384);
+}

@@ -71,6 +71,18 @@ std::vector<uint16_t> CudaWorkload::download_y() const {
   return download<uint16_t>(y_.data(), elements(out_rows_, out_cols_), stream());
 }
 
+std::vector<uint16_t> CudaWorkload::checked_rows(const std::vector<uint16_t> &y) const {
+  const std::vector<int64_t> rows = reference_rows();
+  if (rows.empty())
+    return y;
+  std::vector<uint16_t> sampled;
+  sampled.reserve(elements(static_cast<int64_t>(rows.size()), out_cols_));
+  for (int64_t r : rows)
+    sampled.insert(sampled.end(), y.begin() + static_cast<std::ptrdiff_t>(elements(r, out_cols_)),
+                   y.begin() + static_cast<std::ptrdiff_t>(elements(r + 1, out_cols_)));
+  return sampled;
+}
+
 std::optional<SummationOrder> CudaWorkload::summation_order(const Tactic &) const {
   return std::nullopt;
 }
@@ -115,21 +127,11 @@ CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
 
   const std::vector<uint16_t> y = download_y();
-  Bf16Comparison cmp;
-  if (const std::vector<int64_t> rows = reference_rows(); rows.empty()) {
-    cmp = compare_bf16(y, reference());
-  } else {
-    std::vector<uint16_t> sampled;
-    sampled.reserve(elements(static_cast<int64_t>(rows.size()), out_cols_));
-    for (int64_t r : rows)
-      sampled.insert(sampled.end(), y.begin() + elements(r, out_cols_),
-                     y.begin() + elements(r + 1, out_cols_));
-    cmp = compare_bf16(sampled, reference());
-    // NaN over every output, sampled or not: bf16 NaN has all exponent bits and a mantissa.
-    cmp.nan_count = static_cast<size_t>(std::count_if(y.begin(), y.end(), [](uint16_t v) {
-      return (v & 0x7f80u) == 0x7f80u && (v & 0x007fu) != 0;
-    }));
-  }
+  Bf16Comparison cmp = compare_bf16(checked_rows(y), reference());
+  // NaN over every output, sampled or not: bf16 NaN has all exponent bits and a mantissa.
+  cmp.nan_count = static_cast<size_t>(std::count_if(y.begin(), y.end(), [](uint16_t v) {
+    return (v & 0x7f80u) == 0x7f80u && (v & 0x007fu) != 0;
+  }));
   result.error = cmp.relative_l2;
   if (cmp.nan_count > 0)
     return fail(result, Status::gate_failed,

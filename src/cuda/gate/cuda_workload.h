@@ -54,6 +54,9 @@ public:
   void randomize_inputs() { fill_copy(0); }
   // Synchronous copy of Y to the host (bf16 bits).
   std::vector<uint16_t> download_y() const;
+  // The rows of `y` ([out_rows, out_cols]) that reference() covers, in its order: all of `y`
+  // when the op checks every row, else the sampled rows (reference_rows()).
+  std::vector<uint16_t> checked_rows(const std::vector<uint16_t> &y) const;
   // [bytes] of device memory this base allocates for a bf16 [out_rows, out_cols] output: Y and
   // the rows=1 reference results (TunableOp::workload_bytes of a CUDA op adds its own).
   static size_t output_bytes(int64_t out_rows, int64_t out_cols) {

@@ -120,7 +120,7 @@ std::vector<double> GemvBf16Workload::reference() const {
 // --- op -----------------------------------------------------------------------------------
 
 GemvBf16Op::GemvBf16Op()
-    : buckets_{{DimSpec::exact_then_pow2("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
+    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
                 DimSpec::exact("k", 8, 1 << 24)}} {}
 
 std::vector<Tactic> GemvBf16Op::candidates(const Shape &bucket) const {

@@ -147,7 +147,7 @@ std::vector<double> QmvAffineWorkload::reference(int copy) const {
 // --- op -----------------------------------------------------------------------------------
 
 QmvAffineOp::QmvAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2("rows", 1, kMaxRows, 8), DimSpec::exact("n", 1, kMaxDim),
+    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8), DimSpec::exact("n", 1, kMaxDim),
                 DimSpec::exact("k", 1, kMaxDim), DimSpec::one_of("bits", {4, 8}),
                 DimSpec::one_of("group", {32, 64, 128})}} {}
 
