@@ -6,7 +6,7 @@
 
 #include "hone/backend.h"
 #include "hone/error.h"
-#include "hone/format.h"
+#include "hone/number_format.h"
 #include "hone/key.h"
 #include "hone/op.h"
 

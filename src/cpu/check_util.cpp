@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "hone/format.h"
+#include "hone/number_format.h"
 
 namespace hone::cpu {
 

@@ -19,7 +19,14 @@ Progress::Progress(size_t total, bool terminal)
 Progress::~Progress() { clear(); }
 
 std::string Progress::counts() const {
-  return "[" + std::to_string(done_ + 1) + "/" + std::to_string(total_) + "]";
+  // Appended piece by piece: GCC 12 at -O3 warns -Wrestrict (a false positive) on
+  // "[" + std::string&&.
+  std::string text = "[";
+  text += std::to_string(done_ + 1);
+  text += '/';
+  text += std::to_string(total_);
+  text += ']';
+  return text;
 }
 
 std::string Progress::times() const {

@@ -7,7 +7,7 @@
 #include "cuda/backend/cuda_check.h"
 #include "cuda/gate/bf16_compare.h"
 #include "hone/error.h"
-#include "hone/format.h"
+#include "hone/number_format.h"
 
 namespace hone::cuda {
 

@@ -6,10 +6,10 @@
 #include "cuda/backend/bf16.h"
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
+#include "cuda/backend/random_fill.h"
 #include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "cuda/ops/gemv_bf16_reference.h"
-#include "cuda/backend/random_fill.h"
 #include "hone/error.h"
 
 namespace hone::cuda {
@@ -120,23 +120,19 @@ std::vector<double> GemvBf16Workload::reference() const {
 // --- op -----------------------------------------------------------------------------------
 
 GemvBf16Op::GemvBf16Op()
-    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8), DimSpec::exact("n", 1, 1 << 24),
-                DimSpec::exact("k", 8, 1 << 24)}} {}
+    : CudaOp("gemv.bf16",
+             BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8),
+                         DimSpec::exact("n", 1, 1 << 24), DimSpec::exact("k", 8, 1 << 24)}}) {}
 
 std::vector<Tactic> GemvBf16Op::candidates(const Shape &bucket) const {
   const int rows = static_cast<int>(bucket[0]);
   const int n = static_cast<int>(bucket[1]);
   const int k = static_cast<int>(bucket[2]);
-  const Tactic first = gemv_bf16_default(rows, n, k).to_tactic();
-  std::vector<Tactic> out{first};
-  for (const GemvBf16Config &c : gemv_bf16_configs()) {
-    if (std::string why; !gemv_bf16_can_implement(c, rows, n, k, &why))
-      continue;
-    Tactic t = c.to_tactic();
-    if (!(t == first))
-      out.push_back(std::move(t));
-  }
-  return out;
+  return default_first(gemv_bf16_default(rows, n, k), gemv_bf16_configs(),
+                       [&](const GemvBf16Config &c) {
+                         std::string why;
+                         return gemv_bf16_can_implement(c, rows, n, k, &why);
+                       });
 }
 
 Tactic GemvBf16Op::default_tactic(const Shape &bucket) const {
@@ -171,11 +167,7 @@ void GemvBf16Op::validate(const Shape &shape) const {
 }
 
 CompiledTactic GemvBf16Op::compile(const Tactic &tactic) const {
-  const GemvBf16Config c = GemvBf16Config::from_tactic(tactic);
-  if (!is_compiled(c, gemv_bf16_configs()))
-    HONE_INVALID_ARGUMENT("gemv.bf16: tactic '" + tactic.str() +
-                          "' is not a config compiled into this build");
-  return CompiledTactic::of(c);
+  return compile_config<GemvBf16Config>(name(), tactic, {&gemv_bf16_configs()});
 }
 
 std::optional<WorkloadBytes> GemvBf16Op::workload_bytes(const Shape &shape) const {

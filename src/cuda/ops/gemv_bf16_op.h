@@ -17,9 +17,10 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/device_buffer.h"
+#include "cuda/backend/last_config.h"
 #include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
-#include "cuda/backend/last_config.h"
+#include "cuda/ops/cuda_op.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
 
@@ -79,21 +80,12 @@ private:
   LastConfig<GemvBf16Config> last_config_;
 };
 
-class GemvBf16Op final : public TunableOp {
+// Buckets: rows exact 1..8, then the power of two at or above (16, 32); n and k exact.
+class GemvBf16Op final : public CudaOp {
 public:
   GemvBf16Op();
 
-  std::string_view name() const override { return "gemv.bf16"; }
-  // Its tactics' kernels are "gemv.bf16.<path>" (mma, fma); the CPU op of the same name, if any,
-  // uses the bare name, so a shared HONE_TACTIC_* value goes to the right backend.
-  bool owns_kernel(std::string_view kernel) const override {
-    return kernel.starts_with("gemv.bf16.");
-  }
   int version() const override { return 1; }
-  std::string_view backend() const override { return "cuda"; }
-  DType dtype() const override { return DType::bf16; }
-  // rows: exact 1..8 then pow2 up to 32; n, k: exact.
-  const BucketSpec &buckets() const override { return buckets_; }
   // gemv_bf16_configs() that can implement the bucket, default first.
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   Tactic default_tactic(const Shape &bucket) const override;
@@ -106,9 +98,6 @@ public:
   // One copy: W [n, k] and X [rows, k]; fixed: the output, its reference and the split-K
   // workspace.
   std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
-
-private:
-  BucketSpec buckets_;
 };
 
 } // namespace hone::cuda

@@ -147,22 +147,20 @@ std::vector<double> QmvAffineWorkload::reference(int copy) const {
 // --- op -----------------------------------------------------------------------------------
 
 QmvAffineOp::QmvAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8), DimSpec::exact("n", 1, kMaxDim),
-                DimSpec::exact("k", 1, kMaxDim), DimSpec::one_of("bits", {4, 8}),
-                DimSpec::one_of("group", {32, 64, 128})}} {}
+    : CudaOp(
+          "qmv.affine",
+          BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8),
+                      DimSpec::exact("n", 1, kMaxDim), DimSpec::exact("k", 1, kMaxDim),
+                      DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}}) {}
 
 std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
   const QmvAffineProblem p = qmv_affine_problem(bucket);
-  const Tactic first = qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
-  std::vector<Tactic> out{first};
-  for (const QmvAffineConfig &c : qmv_affine_configs(p.bits)) {
-    if (std::string why; !qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
-      continue;
-    Tactic t = c.to_tactic();
-    if (!(t == first))
-      out.push_back(std::move(t));
-  }
-  return out;
+  return default_first(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group),
+                       qmv_affine_configs(p.bits), [&](const QmvAffineConfig &c) {
+                         std::string why;
+                         return qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group,
+                                                         &why);
+                       });
 }
 
 Tactic QmvAffineOp::default_tactic(const Shape &bucket) const {
@@ -201,11 +199,8 @@ void QmvAffineOp::validate(const Shape &shape) const {
 }
 
 CompiledTactic QmvAffineOp::compile(const Tactic &tactic) const {
-  const QmvAffineConfig c = QmvAffineConfig::from_tactic(tactic);
-  if (!is_compiled(c, qmv_affine_configs(4)) && !is_compiled(c, qmv_affine_configs(8)))
-    HONE_INVALID_ARGUMENT("qmv.affine: tactic '" + tactic.str() +
-                          "' is not a config compiled into this build");
-  return CompiledTactic::of(c);
+  return compile_config<QmvAffineConfig>(name(), tactic,
+                                         {&qmv_affine_configs(4), &qmv_affine_configs(8)});
 }
 
 std::optional<WorkloadBytes> QmvAffineOp::workload_bytes(const Shape &shape) const {

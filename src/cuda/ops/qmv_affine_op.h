@@ -19,9 +19,10 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/device_buffer.h"
+#include "cuda/backend/last_config.h"
 #include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
-#include "cuda/backend/last_config.h"
+#include "cuda/ops/cuda_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
@@ -96,22 +97,13 @@ private:
   LastConfig<QmvAffineConfig> last_config_;
 };
 
-class QmvAffineOp final : public TunableOp {
+// Buckets: rows exact 1..8, then the power of two at or above (16, 32); n and k exact; bits
+// one of {4, 8}; group one of {32, 64, 128}.
+class QmvAffineOp final : public CudaOp {
 public:
   QmvAffineOp();
 
-  std::string_view name() const override { return "qmv.affine"; }
-  // Its tactics' kernels are "qmv.affine.<path>" (mma, fma); the CPU op of the same name, if any,
-  // uses the bare name, so a shared HONE_TACTIC_* value goes to the right backend.
-  bool owns_kernel(std::string_view kernel) const override {
-    return kernel.starts_with("qmv.affine.");
-  }
   int version() const override { return 1; }
-  std::string_view backend() const override { return "cuda"; }
-  DType dtype() const override { return DType::bf16; }
-  // rows: exact 1..8 then pow2 up to 32; n, k: exact; bits one of {4, 8}; group one of
-  // {32, 64, 128}.
-  const BucketSpec &buckets() const override { return buckets_; }
   // qmv_affine_configs(bits) that can implement the bucket, default first.
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   Tactic default_tactic(const Shape &bucket) const override;
@@ -126,9 +118,6 @@ public:
   CompiledTactic compile(const Tactic &tactic) const override;
   // One copy: q, scales, biases and X; fixed: the output and its reference.
   std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
-
-private:
-  BucketSpec buckets_;
 };
 
 // {rows, n, k, bits, group} of a validated shape.

@@ -34,6 +34,25 @@ size_t opt_in_shared_limit(const void *fn) {
 
 } // namespace
 
+void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
+                     bool pair_at_16) {
+  const auto set = [&c](int warps_k, int split_k, int warps) {
+    c.warps_k = warps_k, c.split_k = split_k, c.warps = warps;
+  };
+  switch (k_slices) {
+  case 1:
+    return set(1, 1, 4);
+  case 2:
+    return set(2, 1, warps_at_2);
+  case 4:
+    return set(4, 1, 4);
+  case 8:
+    return pair_at_8 ? set(4, 2, 4) : set(8, 1, 8);
+  default:
+    return pair_at_16 ? set(8, 2, 8) : set(16, 1, 16);
+  }
+}
+
 size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
   const size_t partials = static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) *
                           sizeof(float);

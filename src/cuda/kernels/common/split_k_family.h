@@ -52,6 +52,15 @@ inline constexpr CtaShape kMmaCtaShapes[] = {
     {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
 };
 
+// The CTA of a family's static default for `k_slices` (1, 2, 4, 8 or 16; more counts as 16):
+// warps_k x split_k = k_slices, with the CTA at 4 warps where it can be. Two choices are the
+// op's: the warps at 2 slices (2: one warp per slice, 4: two warps along N), and at 8 and 16
+// slices whether a cluster pair of CTAs splits K (fewer, shorter-lived warps per CTA, e.g. for
+// ring kernels whose shared memory limits occupancy) or one CTA holds every slice.
+// Sets c.warps, c.warps_k and c.split_k.
+void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
+                     bool pair_at_16);
+
 // [bytes] default dynamic shared-memory limit: configs above it are not built.
 inline constexpr size_t kSplitKMaxSharedBytes = 48 * 1024;
 // [bytes] ring configs: partials + ring within the opt-in limit of sm_80 (163 KB) and sm_90
@@ -95,6 +104,18 @@ bool is_compiled(const Config &config, const std::vector<Config> &compiled) {
 // What cudaFuncGetAttributes says of `fns` (the worst of them), plus the config's dynamic
 // shared memory. Empty resources when an attribute query fails.
 KernelResources split_k_resources(std::span<const void *const> fns, size_t dynamic_shared_bytes);
+
+// Sets the fields every family's kernel parameters share: the problem (rows, n, k) and how the
+// CTA splits (warps_n, warps_k, split_k).
+template <class Params>
+void set_split_k_params(Params &p, const SplitKCta &cta, int rows, int n, int k) {
+  p.rows = rows;
+  p.n = n;
+  p.k = k;
+  p.warps_n = cta.warps / cta.warps_k;
+  p.warps_k = cta.warps_k;
+  p.split_k = cta.split_k;
+}
 
 // Enqueues `params` (the kernel's one parameter struct) on `stream` with `cta`'s grid and
 // shared memory: the ring kernel when cta.async, whose shared memory must fit the device's

@@ -94,6 +94,17 @@ __device__ __forceinline__ MmaWarpCoords mma_warp_coords(const Params &p) {
   return c;
 }
 
+// Sets every m16n8 accumulator to 0 (unrolled: the array stays in registers).
+template <int MT, int NT> __device__ __forceinline__ void zero_accumulators(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0.0f;
+}
+
 // Float offset, inside a warp's partial, of output (m_in_warp, r_local) when the warp stored
 // its m16n8 mma accumulators tile by tile (tile = m16 tile x NT + n8 tile, 32 lanes x float4):
 // accumulator i of lane (g, t) holds weight row g + 8 * (i / 2), activation row 2t + i % 2.

@@ -126,12 +126,7 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   p.x = static_cast<const uint16_t *>(args.x);
   p.w = static_cast<const uint16_t *>(args.w);
   p.y = static_cast<uint16_t *>(args.y);
-  p.rows = args.rows;
-  p.n = args.n;
-  p.k = args.k;
-  p.warps_n = config.warps / config.warps_k;
-  p.warps_k = config.warps_k;
-  p.split_k = config.split_k;
+  set_split_k_params(p, config, args.rows, args.n, args.k);
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream);
 }

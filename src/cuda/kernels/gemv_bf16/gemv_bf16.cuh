@@ -63,14 +63,8 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
   for (int nt = 0; nt < NT; ++nt)
     xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + 8 * t;
 
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        acc[mt][nt][i] = 0.0f;
+  float acc[MT][NT][4]; // m16n8 accumulators, fp32
+  zero_accumulators(acc);
 
   auto multiply = [&](const uint4(&w)[MT][2], const uint4(&x)[NT]) {
 #pragma unroll

@@ -78,30 +78,11 @@ GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
   // The o32 16-row kernel runs short of bytes in flight with its register double buffer
   // (146 registers); its cp.async ring (72 registers) won 6-12 % on the H200 sweep.
   c.async = c.outputs_per_warp == 32 ? 1 : 0;
-  const bool capped = rows > 8; // the 16- and 32-row kernels take at most 8 warps
-  switch (slices) {
-  case 1:
-    c.warps_k = 1, c.split_k = 1, c.warps = 4;
-    break;
-  case 2:
-    c.warps_k = 2, c.split_k = 1, c.warps = rows <= 8 ? 4 : 2;
-    break;
-  case 4:
-    c.warps_k = 4, c.split_k = 1, c.warps = 4;
-    break;
-  case 8:
-    if (c.async) // 8 warps of 12 KB rings per CTA lose occupancy; a cluster pair keeps 4
-      c.warps_k = 4, c.split_k = 2, c.warps = 4;
-    else
-      c.warps_k = 8, c.split_k = 1, c.warps = 8;
-    break;
-  default:
-    if (capped)
-      c.warps_k = 8, c.split_k = 2, c.warps = 8;
-    else
-      c.warps_k = 16, c.split_k = 1, c.warps = 16;
-    break;
-  }
+  // The 16- and 32-row kernels take at most 8 warps; 8 warps of 12 KB rings per CTA lose
+  // occupancy, where a cluster pair keeps 4.
+  const bool capped = rows > 8;
+  set_default_cta(c, slices, rows <= 8 ? 4 : 2, /*pair_at_8=*/c.async != 0,
+                  /*pair_at_16=*/capped);
   return c;
 }
 

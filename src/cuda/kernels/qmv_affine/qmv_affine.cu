@@ -120,14 +120,9 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.scales = static_cast<const uint16_t *>(args.scales);
   p.biases = static_cast<const uint16_t *>(args.biases);
   p.y = static_cast<uint16_t *>(args.y);
-  p.rows = args.rows;
-  p.n = args.n;
-  p.k = args.k;
+  set_split_k_params(p, config, args.rows, args.n, args.k);
   p.groups_per_row = args.k / args.group;
   p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
-  p.warps_n = config.warps / config.warps_k;
-  p.warps_k = config.warps_k;
-  p.split_k = config.split_k;
   p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
   p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
   const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];

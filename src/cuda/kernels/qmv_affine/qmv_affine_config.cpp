@@ -70,29 +70,9 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int /*group
   c.rows_per_cta = few ? 8 : 16;
   c.outputs_per_warp = few ? 16 : 32;
   c.async = few ? 0 : 1;
-  switch (default_k_slices(n, k, bits)) {
-  case 1:
-    c.warps_k = 1, c.split_k = 1, c.warps = 4;
-    break;
-  case 2:
-    c.warps_k = 2, c.split_k = 1, c.warps = few ? 2 : 4;
-    break;
-  case 4:
-    c.warps_k = 4, c.split_k = 1, c.warps = 4;
-    break;
-  case 8:
-    if (few)
-      c.warps_k = 8, c.split_k = 1, c.warps = 8;
-    else
-      c.warps_k = 4, c.split_k = 2, c.warps = 4;
-    break;
-  default:
-    if (few)
-      c.warps_k = 16, c.split_k = 1, c.warps = 16;
-    else
-      c.warps_k = 8, c.split_k = 2, c.warps = 8;
-    break;
-  }
+  // Past 8 rows the ring kernel's CTAs split K in cluster pairs at 8 and 16 slices.
+  set_default_cta(c, default_k_slices(n, k, bits), few ? 2 : 4, /*pair_at_8=*/!few,
+                  /*pair_at_16=*/!few);
   return c;
 }
 

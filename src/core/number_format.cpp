@@ -1,4 +1,4 @@
-#include "hone/format.h"
+#include "hone/number_format.h"
 
 #include <cstdio>
 
