@@ -28,7 +28,6 @@ speedup = t_sdpa / t_hone (above 1: hone is faster); read fraction = KV bytes th
 t / read bandwidth.
 """
 import argparse
-import datetime
 import math
 import os
 import statistics
@@ -40,8 +39,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
-from peer_timing import capture, geomean, relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_graph, time_interleaved, write_results  # noqa: E402
+from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
+from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import doc_header, measure_read_bandwidth  # noqa: E402
 
 PAGE_SIZE = 16
 ERROR_BOUND = 8e-3  # relative L2 of a bf16 output against its float64 reference
@@ -63,16 +63,6 @@ def acceptance_configs():
     out += [(name + "-hq28-hkv4", 28, 4, 128, lengths) for name, lengths in sizes if name in subset]
     out += [(name + "-d64", 32, 8, 64, lengths) for name, lengths in sizes if name in subset]
     return out
-
-
-def measure_read_bandwidth():
-    """[bytes/s] torch.sum over 2 GiB of float32 (a streaming read), CUDA-graph replays of 5
-    sums, median of 7."""
-    buf = torch.ones(512 * 1024 * 1024, device="cuda", dtype=torch.float32)
-    out = torch.empty((), device="cuda", dtype=torch.float32)
-    graph = capture(lambda c: torch.sum(buf, dim=0, out=out), 5, 1, torch.cuda.Stream())
-    t = statistics.median(time_graph(graph) / 5 for _ in range(7))
-    return buf.numel() * 4 / t
 
 
 class Problem:
@@ -282,12 +272,7 @@ def main():
         torch.cuda.empty_cache()
 
     doc = {
-        "format": "hone.peer.decode_paged_torch", "format_version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "l2_bytes": props.L2_cache_size, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "hone": hone.version(),
-        "hone_device": hone.device_info("cuda"),
-        "hone_env": {v: os.environ[v] for v in HONE_ENV if v in os.environ},
+        **doc_header("decode_paged_torch", hone, HONE_ENV),
         "hone_mode": "tuned pick per bucket (hone.tune)" if args.tune
                      else "the dispatcher's answer (cache or default heuristic)",
         "read_bandwidth": read_bandwidth, "read_bandwidth_source": source,

@@ -14,7 +14,6 @@ Writes gemv_bf16_torch.json and gemv_bf16_torch.md to --out. ratio = t_hone / t_
 (below 1: hone is faster).
 """
 import argparse
-import datetime
 import math
 import os
 import statistics
@@ -26,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hone  # noqa: E402
 from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
 from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import doc_header  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (2048, 2048)]
 ROWS = [1, 4, 8, 16]
@@ -113,11 +113,7 @@ def main():
             print("rows=%-2d n=%-5d k=%-5d hone %8.2f us  torch %8.2f us  ratio %.3f" %
                   (rows, n, k, r["hone_s"] * 1e6, r["torch_s"] * 1e6, r["ratio"]), flush=True)
     doc = {
-        "format": "hone.peer.gemv_bf16_torch", "format_version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "l2_bytes": l2_bytes, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "hone": hone.version(),
-        "hone_device": hone.device_info("cuda"),
+        **doc_header("gemv_bf16_torch", hone),
         "method": "cuda-graph replay of B launches per sample, events; interleaved hone/torch "
                   "alternating order; cold L2 by rotation of ceil(2*L2/bytes)+1 copies",
         "samples": args.samples, "read_bandwidth_gbps": args.read_bandwidth,

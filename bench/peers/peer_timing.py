@@ -11,6 +11,7 @@ One sample is one CUDA-graph replay of B launches (B sized so a sample lasts >= 
 timed with events; each launch reads input copy i % copies, so that the L2 stays cold when
 `copies` is ceil(2 x L2 / bytes per launch) + 1.
 """
+import datetime
 import json
 import math
 import os
@@ -78,6 +79,16 @@ def time_interleaved(sides, copies, samples):
     return batch, times
 
 
+def measure_read_bandwidth():
+    """[bytes/s] torch.sum over 2 GiB of float32 (a streaming read), CUDA-graph replays of 5
+    sums, median of 7."""
+    buf = torch.ones(512 * 1024 * 1024, device="cuda", dtype=torch.float32)
+    out = torch.empty((), device="cuda", dtype=torch.float32)
+    graph = capture(lambda c: torch.sum(buf, dim=0, out=out), 5, 1, torch.cuda.Stream())
+    t = statistics.median(time_graph(graph) / 5 for _ in range(7))
+    return buf.numel() * 4 / t
+
+
 def geomean(values):
     return math.exp(sum(map(math.log, values)) / len(values))
 
@@ -89,6 +100,23 @@ def require_cuda(script, hone):
     if "cuda" not in hone.backends():
         sys.exit("%s: libhone.so has no usable CUDA backend (backends: %s)" %
                  (script, ",".join(hone.backends())))
+
+
+def doc_header(stem, hone, env_names=()):
+    """The fields every peer document opens with: its format (hone.peer.`stem`), the date, the
+    device, torch's and hone's versions, and the HONE_* variables of `env_names` that are set."""
+    props = torch.cuda.get_device_properties(0)
+    doc = {
+        "format": "hone.peer." + stem, "format_version": 1,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": props.name, "l2_bytes": props.L2_cache_size, "torch": torch.__version__,
+        "cuda": torch.version.cuda, "hone": hone.version(),
+        "hone_device": hone.device_info("cuda"),
+    }
+    env = {v: os.environ[v] for v in env_names if v in os.environ}
+    if env_names:
+        doc["hone_env"] = env
+    return doc
 
 
 def write_results(out_dir, stem, doc, table):

@@ -25,7 +25,6 @@ Writes qmm_affine_torch.json and qmm_affine_torch.md to --out and prints the Mar
 speedup = t_torch / t_hone (above 1: hone is faster).
 """
 import argparse
-import datetime
 import math
 import os
 import statistics
@@ -37,6 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hone  # noqa: E402
 from peer_timing import relative_l2, require_cuda, spread  # noqa: E402
 from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import doc_header  # noqa: E402
 from qmv_affine_torch import INT4_PEER, Weights, inner_k_tiles_for  # noqa: E402
 
 MATRICES = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]
@@ -169,12 +169,8 @@ def main():
             torch.cuda.empty_cache()
 
     doc = {
-        "format": "hone.peer.qmm_affine_torch", "format_version": 1, "op": args.op,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "l2_bytes": l2_bytes, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "hone": hone.version(),
-        "hone_device": hone.device_info("cuda"),
-        "hone_env": {v: os.environ[v] for v in HONE_ENV if v in os.environ},
+        **doc_header("qmm_affine_torch", hone, HONE_ENV),
+        "op": args.op,
         "peer": INT4_PEER + " (same representation: int4, grouped scale and zero)",
         "method": "cuda-graph replay of B launches per sample, events; interleaved hone/torch "
                   "alternating order; cold L2 by rotation of ceil(2*L2/bytes)+1 copies; outputs "

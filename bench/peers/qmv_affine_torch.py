@@ -34,7 +34,6 @@ ratio = t_hone / t_torch (below 1: hone is faster); read fraction = weight bytes
 + biases) / t / read bandwidth.
 """
 import argparse
-import datetime
 import math
 import os
 import statistics
@@ -44,8 +43,9 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
-from peer_timing import capture, relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_graph, time_interleaved, write_results  # noqa: E402
+from peer_timing import relative_l2, require_cuda, spread  # noqa: E402
+from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import doc_header, measure_read_bandwidth  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (8960, 1536), (1536, 8960)]
 ROWS = [1, 2, 4, 8, 12, 16, 24, 32]
@@ -54,16 +54,6 @@ ERROR_BOUND = 8e-3  # relative L2 of a bf16 output against its float64 reference
 INT4_PEER = "torch._weight_int4pack_mm"
 INT8_PEER = "torch._weight_int8pack_mm"
 HONE_ENV = ("HONE_TACTIC_QMV_AFFINE", "HONE_CACHE", "HONE_CACHE_DIR", "HONE_AUTOTUNE")
-
-
-def measure_read_bandwidth():
-    """[bytes/s] torch.sum over 2 GiB of float32 (a streaming read), CUDA-graph replays of 5
-    sums, median of 7."""
-    buf = torch.ones(512 * 1024 * 1024, device="cuda", dtype=torch.float32)
-    out = torch.empty((), device="cuda", dtype=torch.float32)
-    graph = capture(lambda c: torch.sum(buf, dim=0, out=out), 5, 1, torch.cuda.Stream())
-    t = statistics.median(time_graph(graph) / 5 for _ in range(7))
-    return buf.numel() * 4 / t
 
 
 def pack_hone(q, bits):
@@ -366,12 +356,7 @@ def main():
             torch.cuda.empty_cache()
 
     doc = {
-        "format": "hone.peer.qmv_affine_torch", "format_version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "l2_bytes": l2_bytes, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "hone": hone.version(),
-        "hone_device": hone.device_info("cuda"),
-        "hone_env": {v: os.environ[v] for v in HONE_ENV if v in os.environ},
+        **doc_header("qmv_affine_torch", hone, HONE_ENV),
         "read_bandwidth": read_bandwidth, "read_bandwidth_source": source,
         "peers": {"4": INT4_PEER + " (same representation: int4, grouped scale and zero)",
                   "8": (INT8_PEER + " (per-channel int8, no bias: a different representation)")

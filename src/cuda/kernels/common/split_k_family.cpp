@@ -53,6 +53,22 @@ void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
   }
 }
 
+bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std::string *reason) {
+  const auto refuse = [reason](std::string text) {
+    if (reason)
+      *reason = std::move(text);
+    return false;
+  };
+  if (cta.rows_per_cta > min_rows_per_cta && cta.rows_per_cta >= 2 * rows)
+    return refuse("rows_per_cta=" + std::to_string(cta.rows_per_cta) + " pads rows=" +
+                  std::to_string(rows) + " to more than twice");
+  const int row_groups = (rows + cta.rows_per_cta - 1) / cta.rows_per_cta;
+  if (row_groups > 2)
+    return refuse("rows_per_cta=" + std::to_string(cta.rows_per_cta) + " reads W " +
+                  std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
+  return true;
+}
+
 size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
   const size_t partials = static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) *
                           sizeof(float);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cuda/kernels/common/kernel_types.h"
@@ -116,6 +117,11 @@ void set_split_k_params(Params &p, const SplitKCta &cta, int rows, int n, int k)
   p.warps_k = cta.warps_k;
   p.split_k = cta.split_k;
 }
+
+// Candidate pruning shared by the family: a CTA of more than `min_rows_per_cta` rows that pads
+// `rows` to twice or more, or more than two row groups re-reading the weights, is dominated by
+// another compiled config. False with the reason in *reason (when not null).
+bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std::string *reason);
 
 // Enqueues `params` (the kernel's one parameter struct) on `stream` with `cta`'s grid and
 // shared memory: the ring kernel when cta.async, whose shared memory must fit the device's

@@ -102,17 +102,8 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
   if (gemv_bf16_k_slices(config) > chunks)
     return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) + " exceeds the " +
                             std::to_string(chunks) + " 32-element K chunks (empty slices)");
-  // Candidate pruning: a CTA that pads most of its activation rows, or more than two
-  // row groups re-reading the weights, is dominated by another compiled config.
-  const int min_rows_per_cta = config.path == KernelPath::mma ? 8 : 1;
-  if (config.rows_per_cta > min_rows_per_cta && config.rows_per_cta >= 2 * rows)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                            " pads rows=" + std::to_string(rows) + " to more than twice");
-  const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
-  if (row_groups > 2)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
-                            std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
-  return true;
+  // Candidate pruning (split_k_rows_fit): the fma path has 1-row CTAs, the mma path 8.
+  return split_k_rows_fit(config, rows, config.path == KernelPath::mma ? 8 : 1, reason);
 }
 
 size_t gemv_bf16_workspace_bytes(const GemvBf16Config &, int, int, int) {

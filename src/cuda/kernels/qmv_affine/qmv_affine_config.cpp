@@ -97,16 +97,7 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
     return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
                             " exceeds the " + std::to_string(chunks) + " " +
                             std::to_string(chunk_k) + "-value K chunks (empty slices)");
-  // Candidate pruning as in gemv.bf16: a CTA that pads most of its activation rows, or more
-  // than two row groups re-reading the weights, is dominated by another compiled config.
-  if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                            " pads rows=" + std::to_string(rows) + " to more than twice");
-  const int row_groups = (rows + config.rows_per_cta - 1) / config.rows_per_cta;
-  if (row_groups > 2)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " reads W " +
-                            std::to_string(row_groups) + " times for rows=" + std::to_string(rows));
-  return true;
+  return split_k_rows_fit(config, rows, 8, reason);
 }
 
 } // namespace hone::cuda
