@@ -132,14 +132,16 @@ TEST_F(QmmAffineHostTest, OpIdentityAndBuckets) {
   const Format f{4096, 4096, 4, 64};
   for (int m = 1; m <= 32; ++m)
     EXPECT_EQ(spec.map(shape_of(m, f)).value()[0], m);
-  EXPECT_EQ(spec.map(shape_of(45, f)).value()[0], 32);
-  EXPECT_EQ(spec.map(shape_of(46, f)).value()[0], 64);
+  // Past 32 rows up to the next power of two: a tile chosen for 64 rows covers 33..64.
+  EXPECT_EQ(spec.map(shape_of(33, f)).value()[0], 64);
+  EXPECT_EQ(spec.map(shape_of(64, f)).value()[0], 64);
+  EXPECT_EQ(spec.map(shape_of(65, f)).value()[0], 128);
   EXPECT_EQ(spec.map(shape_of(100, f)).value()[0], 128);
   EXPECT_EQ(spec.map(shape_of(2048, f)).value()[0], 2048);
   EXPECT_EQ(spec.map(shape_of(16384, f)).value()[0], 16384);
   EXPECT_FALSE(spec.map(shape_of(16385, f)).has_value());
   EXPECT_EQ(spec.describe(spec.map(shape_of(700, f)).value()),
-            "rows=512,n=4096,k=4096,bits=4,group=64");
+            "rows=1024,n=4096,k=4096,bits=4,group=64");
 }
 
 TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
