@@ -59,8 +59,8 @@ struct Point {
   double tune_ratio = 1, noise_floor = 0, margin = 0;
   int candidates = 0, gated_out = 0, batch = 0, copies = 0;
   bool flush = false;
-  size_t bytes = 0;              // [bytes] per launch
-  std::vector<Subject> subjects; // default, pick, extra tactics, peers
+  size_t bytes = 0;                 // [bytes] per launch
+  std::vector<Subject> subjects;    // default, pick, extra tactics, peers
   std::vector<std::string> skipped; // extra tactics this shape cannot run, with the reason
   std::string error;                // non-empty when the point failed (the sweep goes on)
   const Subject *find(const std::string &label) const {
@@ -135,8 +135,8 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
     p.skipped.push_back(t.str() + ": " + reason);
   }
   const hone::DeviceInfo &info = backend.info();
-  const hone::RotationPlan plan = hone::plan_rotation(
-      info.llc_bytes, workload->bytes_per_launch(), info.memory_budget_bytes, /*cold=*/true);
+  const hone::RotationPlan plan = hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
+                                                      info.memory_budget_bytes, /*cold=*/true);
   workload->set_rotation(plan.copies);
   p.copies = workload->rotation();
   p.flush = plan.flush;
@@ -173,7 +173,8 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   for (size_t i = 0; i < labels.size(); ++i)
     p.subjects.push_back({labels[i], hone::median(times[i]), hone::relative_spread(times[i])});
   if (pick_is_default)
-    p.subjects.insert(p.subjects.begin() + 1, Subject{"pick", p.subjects[0].t, p.subjects[0].spread});
+    p.subjects.insert(p.subjects.begin() + 1,
+                      Subject{"pick", p.subjects[0].t, p.subjects[0].spread});
 }
 
 nlohmann::json to_json(const Point &p, double read_bandwidth) {
@@ -215,9 +216,9 @@ int run(const Options &o) {
   if (!op)
     HONE_INVALID_ARGUMENT("--op " + o.op + ": no such op on backend " + backend_name);
   std::vector<std::pair<std::string, const hone::PeerFactory *>> peers;
-  const std::vector<std::string> wanted =
-      o.peers == "all" ? registry.peers(*op) : o.peers == "none" ? std::vector<std::string>{}
-                                                                 : split_commas(o.peers);
+  const std::vector<std::string> wanted = o.peers == "all"    ? registry.peers(*op)
+                                          : o.peers == "none" ? std::vector<std::string>{}
+                                                              : split_commas(o.peers);
   for (const std::string &name : wanted) {
     const hone::PeerFactory *f = registry.find_peer(*op, name);
     if (!f)
@@ -272,7 +273,8 @@ int run(const Options &o) {
       if (s.label != "pick" && s.label != "default")
         over_pick[s.label].push_back(s.t / p.t("pick"));
   }
-  nlohmann::json doc = hone::bench::matrix_doc("op_matrix", backend, o.samples, read_bandwidth, tuned);
+  nlohmann::json doc =
+      hone::bench::matrix_doc("op_matrix", backend, o.samples, read_bandwidth, tuned);
   doc["op"] = o.op;
   doc["backend"] = backend_name;
   doc["set"] = o.set;

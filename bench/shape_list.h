@@ -1,9 +1,9 @@
 // The shape list of a benchmark matrix: bench/shapes/<op>.txt, one line per group of shapes.
 //
 //   # comment
-//   rows=1|2|4|8, n=4096, k=4096            every combination (4 shapes), in the full and quick sets
-//   full: rows=1..32, n=14336, k=4096       a range (inclusive), in the full set only
-//   quick: rows=1|16, n=2048, k=2048        in the quick set only
+//   rows=1|2|4|8, n=4096, k=4096            every combination (4 shapes), in the full and quick
+//   sets full: rows=1..32, n=14336, k=4096       a range (inclusive), in the full set only quick:
+//   rows=1|16, n=2048, k=2048        in the quick set only
 //
 // Dimensions are the op's bucket dimensions, every one named once, in any order.
 //

@@ -112,9 +112,9 @@ CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
     const std::optional<SummationOrder> single_order = summation_order(single);
     if (!(order == single_order))
       return fail(result, Status::gate_failed,
-                  "summation order (path " + std::string(to_string(order->path)) +
-                      ", k_slices " + std::to_string(order->k_slices) +
-                      ") differs from the rows=1 default " + single.str(),
+                  "summation order (path " + std::string(to_string(order->path)) + ", k_slices " +
+                      std::to_string(order->k_slices) + ") differs from the rows=1 default " +
+                      single.str(),
                   kInf);
   }
 
@@ -148,8 +148,7 @@ CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
   return gate_batch_invariant(y, std::move(result));
 }
 
-CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y,
-                                               CheckResult result) {
+CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y, CheckResult result) {
   // Row r must equal, bit for bit, the rows=1 default run on X[r].
   if (y_reference_.size() != y_.size())
     y_reference_ = DeviceBuffer(y_.size());
@@ -162,7 +161,8 @@ CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y,
                          " failed to launch: " + s.message());
   }
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  const std::vector<uint16_t> expected = download<uint16_t>(y_reference_.data(), y.size(), stream());
+  const std::vector<uint16_t> expected =
+      download<uint16_t>(y_reference_.data(), y.size(), stream());
   size_t mismatches = 0;
   for (size_t i = 0; i < y.size(); ++i)
     mismatches += y[i] != expected[i] ? 1 : 0;
@@ -171,8 +171,7 @@ CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y,
   if (mismatches > 0)
     return fail(result, Status::gate_failed,
                 std::to_string(mismatches) + " of " + std::to_string(y.size()) +
-                    " outputs differ bitwise from the rows=1 default " +
-                    single_row_default().str(),
+                    " outputs differ bitwise from the rows=1 default " + single_row_default().str(),
                 static_cast<double>(mismatches));
   return result;
 }

@@ -14,15 +14,11 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "cuda/backend/device_buffer.h"
 #include "cuda/backend/last_config.h"
 #include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/ops/cuda_op.h"
-#include "hone/bucket.h"
-#include "hone/op.h"
 
 namespace hone::cuda {
 

@@ -16,16 +16,12 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "cuda/backend/device_buffer.h"
 #include "cuda/backend/last_config.h"
 #include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/ops/cuda_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
-#include "hone/bucket.h"
-#include "hone/op.h"
 
 namespace hone::cuda {
 

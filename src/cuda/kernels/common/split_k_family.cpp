@@ -34,8 +34,7 @@ size_t opt_in_shared_limit(const void *fn) {
 
 } // namespace
 
-void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
-                     bool pair_at_16) {
+void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8, bool pair_at_16) {
   const auto set = [&c](int warps_k, int split_k, int warps) {
     c.warps_k = warps_k, c.split_k = split_k, c.warps = warps;
   };
@@ -60,8 +59,8 @@ bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std:
     return false;
   };
   if (cta.rows_per_cta > min_rows_per_cta && cta.rows_per_cta >= 2 * rows)
-    return refuse("rows_per_cta=" + std::to_string(cta.rows_per_cta) + " pads rows=" +
-                  std::to_string(rows) + " to more than twice");
+    return refuse("rows_per_cta=" + std::to_string(cta.rows_per_cta) +
+                  " pads rows=" + std::to_string(rows) + " to more than twice");
   const int row_groups = (rows + cta.rows_per_cta - 1) / cta.rows_per_cta;
   if (row_groups > 2)
     return refuse("rows_per_cta=" + std::to_string(cta.rows_per_cta) + " reads W " +
@@ -70,8 +69,8 @@ bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std:
 }
 
 size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
-  const size_t partials = static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) *
-                          sizeof(float);
+  const size_t partials =
+      static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) * sizeof(float);
   const size_t ring =
       async ? static_cast<size_t>(warps) * static_cast<size_t>(kernel.async_bytes_per_warp) : 0;
   return partials + ring;

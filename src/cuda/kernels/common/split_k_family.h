@@ -59,8 +59,7 @@ inline constexpr CtaShape kMmaCtaShapes[] = {
 // slices whether a cluster pair of CTAs splits K (fewer, shorter-lived warps per CTA, e.g. for
 // ring kernels whose shared memory limits occupancy) or one CTA holds every slice.
 // Sets c.warps, c.warps_k and c.split_k.
-void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
-                     bool pair_at_16);
+void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8, bool pair_at_16);
 
 // [bytes] default dynamic shared-memory limit: configs above it are not built.
 inline constexpr size_t kSplitKMaxSharedBytes = 48 * 1024;
@@ -129,7 +128,6 @@ bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std:
 // kernel.async_fn when a family has several entry points per slot (nullptr: the slot's).
 // Refuses (invalid value) a cta the kernel cannot take. Never synchronises.
 LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
-                                   int rows, void *params, void *stream,
-                                   const void *fn = nullptr);
+                                   int rows, void *params, void *stream, const void *fn = nullptr);
 
 } // namespace hone::cuda

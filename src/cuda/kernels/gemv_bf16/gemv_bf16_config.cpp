@@ -94,14 +94,15 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
     return refuse(reason, "n=" + std::to_string(n) + " must be positive");
   if (k < 8 || k % 8 != 0)
     return refuse(reason, "k=" + std::to_string(k) +
-                            " is not a positive multiple of 8 (rows of X and W must be "
-                            "16-byte aligned)");
+                              " is not a positive multiple of 8 (rows of X and W must be "
+                              "16-byte aligned)");
   if (!is_compiled(config, gemv_bf16_configs()))
     return refuse(reason, "not a compiled gemv.bf16 config");
   const int chunks = (k + 31) / 32;
   if (gemv_bf16_k_slices(config) > chunks)
-    return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) + " exceeds the " +
-                            std::to_string(chunks) + " 32-element K chunks (empty slices)");
+    return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) +
+                              " exceeds the " + std::to_string(chunks) +
+                              " 32-element K chunks (empty slices)");
   // Candidate pruning (split_k_rows_fit): the fma path has 1-row CTAs, the mma path 8.
   return split_k_rows_fit(config, rows, config.path == KernelPath::mma ? 8 : 1, reason);
 }

@@ -87,16 +87,16 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
   if (group != 32 && group != 64 && group != 128)
     return refuse(reason, "group=" + std::to_string(group) + " is not 32, 64 or 128");
   if (k < group || k % group != 0)
-    return refuse(reason, "k=" + std::to_string(k) + " is not a positive multiple of group=" +
-                            std::to_string(group));
+    return refuse(reason, "k=" + std::to_string(k) +
+                              " is not a positive multiple of group=" + std::to_string(group));
   if (!is_compiled(config, qmv_affine_configs(bits)))
     return refuse(reason, "not a compiled qmv.affine config for bits=" + std::to_string(bits));
   const int chunk_k = qmv_affine_chunk_k(bits);
   const int chunks = (k + chunk_k - 1) / chunk_k;
   if (qmv_affine_k_slices(config) > chunks)
     return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
-                            " exceeds the " + std::to_string(chunks) + " " +
-                            std::to_string(chunk_k) + "-value K chunks (empty slices)");
+                              " exceeds the " + std::to_string(chunks) + " " +
+                              std::to_string(chunk_k) + "-value K chunks (empty slices)");
   return split_k_rows_fit(config, rows, 8, reason);
 }
 
