@@ -1,10 +1,12 @@
 #include "cuda/kernels/common/split_k_family.h"
 
+#include <iterator>
 #include <map>
 #include <mutex>
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/split_k_launch.h"
 
 namespace hone::cuda {
@@ -50,6 +52,39 @@ void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8,
   default:
     return pair_at_16 ? set(8, 2, 8) : set(16, 1, 16);
   }
+}
+
+namespace {
+constexpr const char *kCtaFieldNames[] = {"rows_per_cta", "warps", "warps_k", "outputs_per_warp",
+                                          "split_k"};
+constexpr size_t kCtaFields = std::size(kCtaFieldNames);
+constexpr const char *kAsyncField = "async";
+
+std::vector<const char *> field_names(std::span<const char *const> extra_names) {
+  std::vector<const char *> names(std::begin(kCtaFieldNames), std::end(kCtaFieldNames));
+  names.insert(names.end(), extra_names.begin(), extra_names.end());
+  return names;
+}
+} // namespace
+
+Tactic split_k_tactic(const std::string &kernel, const SplitKCta &cta,
+                      std::span<const char *const> extra_names, std::span<const int> extra_values) {
+  std::vector<int> values{cta.rows_per_cta, cta.warps, cta.warps_k, cta.outputs_per_warp,
+                          cta.split_k};
+  values.insert(values.end(), extra_values.begin(), extra_values.end());
+  return config_tactic(kernel, field_names(extra_names), values, kAsyncField, cta.async);
+}
+
+std::vector<int> parse_split_k_tactic(const Tactic &tactic,
+                                      std::span<const char *const> extra_names, SplitKCta &cta) {
+  const std::vector<int> v =
+      config_fields(tactic, field_names(extra_names), kAsyncField, &cta.async);
+  cta.rows_per_cta = v[0];
+  cta.warps = v[1];
+  cta.warps_k = v[2];
+  cta.outputs_per_warp = v[3];
+  cta.split_k = v[4];
+  return std::vector<int>(v.begin() + kCtaFields, v.end());
 }
 
 bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std::string *reason) {

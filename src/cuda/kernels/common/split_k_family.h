@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/kernels/common/kernel_types.h"
+#include "hone/tactic.h"
 
 namespace hone::cuda {
 
@@ -116,6 +117,17 @@ void set_split_k_params(Params &p, const SplitKCta &cta, int rows, int n, int k)
   p.warps_k = cta.warps_k;
   p.split_k = cta.split_k;
 }
+
+// The tactic of a family config: `kernel:rows_per_cta=..,warps=..,warps_k=..,
+// outputs_per_warp=..,split_k=..`, then the op's own fields (`extra_names` = `extra_values`),
+// then `async=1` only where set, so that configs without the ring keep their spelling.
+// REQUIRES: extra_names.size() == extra_values.size().
+Tactic split_k_tactic(const std::string &kernel, const SplitKCta &cta,
+                      std::span<const char *const> extra_names, std::span<const int> extra_values);
+// Reads what split_k_tactic wrote into `cta` and returns the extra fields' values, in order.
+// Throws Error(invalid_argument) unless the tactic's parameters are exactly those fields.
+std::vector<int> parse_split_k_tactic(const Tactic &tactic,
+                                      std::span<const char *const> extra_names, SplitKCta &cta);
 
 // Candidate pruning shared by the family: a CTA of more than `min_rows_per_cta` rows that pads
 // `rows` to twice or more, or more than two row groups re-reading the weights, is dominated by

@@ -15,9 +15,7 @@ namespace {
 
 constexpr const char *kMmaKernel = "gemv.bf16.mma";
 constexpr const char *kFmaKernel = "gemv.bf16.fma";
-constexpr const char *kFieldNames[] = {"rows_per_cta",     "warps",   "warps_k",
-                                       "outputs_per_warp", "split_k", "vec"};
-constexpr const char *kAsyncField = "async";
+constexpr const char *kOwnFields[] = {"vec"}; // after the family's (split_k_tactic)
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: k_slices = 2^floor(log2(kTargetWarps / m16 tiles)), at most 16, and no slice
@@ -39,9 +37,8 @@ int default_k_slices(int n, int k) {
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
-  return config_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, kFieldNames,
-                       {{rows_per_cta, warps, warps_k, outputs_per_warp, split_k, vec}},
-                       kAsyncField, async);
+  const int own[] = {vec};
+  return split_k_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, *this, kOwnFields, own);
 }
 
 GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
@@ -53,13 +50,7 @@ GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
                           kMmaKernel + " or " + kFmaKernel + ")");
-  const std::vector<int> v = config_fields(tactic, kFieldNames, kAsyncField, &c.async);
-  c.rows_per_cta = v[0];
-  c.warps = v[1];
-  c.warps_k = v[2];
-  c.outputs_per_warp = v[3];
-  c.split_k = v[4];
-  c.vec = v[5];
+  c.vec = parse_split_k_tactic(tactic, kOwnFields, c)[0];
   return c;
 }
 

@@ -13,9 +13,6 @@ namespace hone::cuda {
 namespace {
 
 constexpr const char *kMmaKernel = "qmv.affine.mma";
-constexpr const char *kFieldNames[] = {"rows_per_cta", "warps", "warps_k", "outputs_per_warp",
-                                       "split_k"};
-constexpr const char *kAsyncField = "async";
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: the largest power-of-two k_slices <= 16 that keeps the launch at most kTargetWarps
@@ -39,24 +36,15 @@ int default_k_slices(int n, int k, int bits) {
 
 } // namespace
 
-Tactic QmvAffineConfig::to_tactic() const {
-  return config_tactic(kMmaKernel, kFieldNames,
-                       {{rows_per_cta, warps, warps_k, outputs_per_warp, split_k}}, kAsyncField,
-                       async);
-}
+Tactic QmvAffineConfig::to_tactic() const { return split_k_tactic(kMmaKernel, *this, {}, {}); }
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   if (tactic.kernel != kMmaKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
                           kMmaKernel + ")");
   QmvAffineConfig c;
-  const std::vector<int> v = config_fields(tactic, kFieldNames, kAsyncField, &c.async);
   c.path = KernelPath::mma;
-  c.rows_per_cta = v[0];
-  c.warps = v[1];
-  c.warps_k = v[2];
-  c.outputs_per_warp = v[3];
-  c.split_k = v[4];
+  parse_split_k_tactic(tactic, {}, c);
   return c;
 }
 
