@@ -15,11 +15,18 @@
 #include <utility>
 #include <vector>
 
+// What an op header declares next to its op (its Workload on CudaWorkloadOf, device buffers,
+// the parsed-config memo) comes with this header.
+#include "cuda/backend/device_buffer.h"
+#include "cuda/backend/last_config.h"
+#include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/common/split_k_family.h"
 #include "hone/error.h"
 #include "hone/op.h"
 
 namespace hone::cuda {
+
+class CudaBackend;
 
 class CudaOp : public TunableOp {
 public:

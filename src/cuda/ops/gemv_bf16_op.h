@@ -10,19 +10,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <string>
 #include <vector>
 
-#include "cuda/backend/device_buffer.h"
-#include "cuda/backend/last_config.h"
-#include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/ops/cuda_op.h"
 
 namespace hone::cuda {
-
-class CudaBackend;
 
 // Relative L2 bound of the tolerance gate. The exact result rounded once to bf16 is off
 // by at most 2^-9 (~1.95e-3) relative per element, hence in L2; fp32 accumulation adds

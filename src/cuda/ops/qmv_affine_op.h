@@ -12,20 +12,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <string>
 #include <vector>
 
-#include "cuda/backend/device_buffer.h"
-#include "cuda/backend/last_config.h"
-#include "cuda/gate/cuda_workload.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/ops/cuda_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
 
 namespace hone::cuda {
-
-class CudaBackend;
 
 // Relative L2 bound of the tolerance gate against the reference on exact weights. A kernel
 // that rounds each dequantised weight once to bf16 perturbs it by at most 2^-9 relative; over
