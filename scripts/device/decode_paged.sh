@@ -31,7 +31,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
   --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # --- build --------------------------------------------------------------------------------------
-targets=(decode_paged_plan_test decode_paged_op_test c_api_decode_paged_bf16_test
+targets=(cuda_decode_paged_plan_test decode_paged_op_test c_api_decode_paged_bf16_test
          decode_paged_bench hone_c)
 t0=$(date +%s)
 {
@@ -52,7 +52,7 @@ fi
 t0=$(date +%s)
 rc=0
 : >"$out/tests.log"
-for t in tests/unit/decode_paged_plan_test tests/device/decode_paged_op_test \
+for t in tests/unit/cuda_decode_paged_plan_test tests/device/decode_paged_op_test \
   tests/device/c_api_decode_paged_bf16_test; do
   echo "=== $t" >>"$out/tests.log"
   timeout 1200 "$build/$t" >>"$out/tests.log" 2>&1 || rc=$?

@@ -17,7 +17,7 @@
 #include "cuda/gate/bf16_compare.h"
 #include "cuda/ops/affine_dequantize.h"
 #include "cuda/backend/bf16.h"
-#include "cuda/peers/cublas_dequant_qmv_affine_peer.h"
+#include "cuda/peers/cublas_dequant_affine_linear_peer.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/cuda_check.h"
 #include "cuda/backend/device_buffer.h"
@@ -412,7 +412,7 @@ TEST(QmvAffinePeerRegistryTest, PeerIsFindableThroughTheRegistry) {
 TEST(QmvAffinePeerRegistryTest, RejectsAWorkloadOfAnotherOp) {
   ForeignWorkload foreign;
   try {
-    make_cublas_dequant_qmv_affine_peer(foreign);
+    make_cublas_dequant_affine_linear_peer(foreign);
     FAIL() << "expected invalid_argument";
   } catch (const Error &e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);

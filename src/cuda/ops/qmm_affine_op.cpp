@@ -5,6 +5,7 @@
 
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
+#include "cuda/ops/qmv_affine_op.h" // qmv_affine_problem: the same {rows, n, k, bits, group}
 #include "hone/error.h"
 #include "hone/settings.h"
 
@@ -55,16 +56,6 @@ std::string tile_env_text(const Settings &s) {
 }
 
 } // namespace
-
-QmvAffineProblem affine_linear_problem(const Shape &shape) {
-  QmvAffineProblem p;
-  p.rows = static_cast<int>(shape[0]);
-  p.n = static_cast<int>(shape[1]);
-  p.k = static_cast<int>(shape[2]);
-  p.bits = static_cast<int>(shape[3]);
-  p.group = static_cast<int>(shape[4]);
-  return p;
-}
 
 // --- workload ---------------------------------------------------------------------------
 
@@ -131,12 +122,12 @@ LaunchStatus QmmAffineWorkload::launch(const Tactic &tactic, int copy) {
 // --- op -----------------------------------------------------------------------------------
 
 QmmAffineOp::QmmAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 32), DimSpec::exact("n", 8, kMaxDim),
-                DimSpec::exact("k", 32, kMaxDim), DimSpec::one_of("bits", {4, 8}),
-                DimSpec::one_of("group", {32, 64, 128})}} {}
+    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 32),
+                DimSpec::exact("n", 8, kMaxDim), DimSpec::exact("k", 32, kMaxDim),
+                DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}} {}
 
 std::vector<Tactic> QmmAffineOp::candidates(const Shape &bucket) const {
-  const QmvAffineProblem p = affine_linear_problem(bucket);
+  const QmvAffineProblem p = qmv_affine_problem(bucket);
   const Tactic first = default_tactic(bucket);
   std::vector<Tactic> out{first};
   for (const QmmAffineConfig &c : qmm_affine_configs(p.bits)) {
@@ -151,7 +142,7 @@ std::vector<Tactic> QmmAffineOp::candidates(const Shape &bucket) const {
 }
 
 Tactic QmmAffineOp::default_tactic(const Shape &bucket) const {
-  const QmvAffineProblem p = affine_linear_problem(bucket);
+  const QmvAffineProblem p = qmv_affine_problem(bucket);
   return qmm_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
 }
 
@@ -181,7 +172,7 @@ void QmmAffineOp::validate(const Shape &shape) const {
   if (!qmm_affine_built())
     HONE_INVALID_ARGUMENT("qmm.affine is not built into this hone: the CUTLASS headers were not "
                           "found when it was configured (scripts/bootstrap.sh installs them)");
-  const QmvAffineProblem p = affine_linear_problem(shape);
+  const QmvAffineProblem p = qmv_affine_problem(shape);
   const QmmAffineConfig def = qmm_affine_default(p.rows, p.n, p.k, p.bits, p.group);
   if (std::string reason;
       !qmm_affine_can_implement(def, p.rows, p.n, p.k, p.bits, p.group, &reason))
@@ -191,12 +182,12 @@ void QmmAffineOp::validate(const Shape &shape) const {
 
 std::unique_ptr<Workload> QmmAffineOp::prepare(const Shape &shape) const {
   validate(shape);
-  return std::make_unique<QmmAffineWorkload>(cuda_backend(), affine_linear_problem(shape));
+  return std::make_unique<QmmAffineWorkload>(cuda_backend(), qmv_affine_problem(shape));
 }
 
 std::optional<WorkloadBytes> QmmAffineOp::workload_bytes(const Shape &shape) const {
   validate(shape);
-  const QmvAffineProblem p = affine_linear_problem(shape);
+  const QmvAffineProblem p = qmv_affine_problem(shape);
   WorkloadBytes b;
   b.per_copy = elements(p.rows, p.k) * sizeof(uint16_t) + elements(p.n, p.k) * p.bits / 8 +
                2 * elements(p.n, p.k / p.group) * sizeof(uint16_t);
@@ -215,7 +206,7 @@ std::optional<Tactic> QmmAffineOp::env_override(const Shape &bucket,
     return t;
   if (!settings.qmm_tile_m && !settings.qmm_tile_n && !settings.qmm_tile_k)
     return std::nullopt;
-  const QmvAffineProblem p = affine_linear_problem(bucket);
+  const QmvAffineProblem p = qmv_affine_problem(bucket);
   const QmmAffineConfig def = qmm_affine_default(p.rows, p.n, p.k, p.bits, p.group);
   QmmAffineConfig want = def;
   want.tile_m = settings.qmm_tile_m.value_or(def.tile_m);

@@ -82,7 +82,4 @@ private:
   BucketSpec buckets_;
 };
 
-// {rows = m, n, k, bits, group} of a validated qmm.affine or quantized_linear shape.
-QmvAffineProblem affine_linear_problem(const Shape &shape);
-
 } // namespace hone::cuda

@@ -47,31 +47,10 @@ QmvAffineProblem qmv_affine_problem(const Shape &shape) {
 // --- workload ---------------------------------------------------------------------------
 
 QmvAffineWorkload::QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem)
-    : CudaWorkloadOf(backend, problem.rows, problem.n, kQmvAffineRelativeL2Bound), p_(problem) {
+    : AffineLinearWorkload(backend, problem) {
   set_rotation(1);
   poison_output();
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-}
-
-size_t QmvAffineWorkload::weight_bytes() const { return quantized_weight_bytes(p_); }
-
-size_t QmvAffineWorkload::bytes_per_launch() const {
-  return weight_bytes() + (elements(p_.rows, p_.k) + elements(p_.rows, p_.n)) * sizeof(uint16_t);
-}
-
-QmvAffineInputs QmvAffineWorkload::make_copy() const {
-  return {DeviceBuffer(elements(p_.rows, p_.k) * sizeof(uint16_t)),
-          DeviceBuffer(q_words(p_) * sizeof(uint32_t)),
-          DeviceBuffer(group_params(p_) * sizeof(uint16_t)),
-          DeviceBuffer(group_params(p_) * sizeof(uint16_t))};
-}
-
-void QmvAffineWorkload::fill_copy(size_t copy) {
-  const QmvAffineInputs &in = copies_.at(copy);
-  fill_random_bf16(in.x.data(), elements(p_.rows, p_.k), next_random_seed(), stream());
-  fill_random_u32(in.q.data(), q_words(p_), next_random_seed(), stream());
-  fill_random_affine_params(in.scales.data(), in.biases.data(), group_params(p_), p_.bits,
-                            next_random_seed(), stream());
 }
 
 std::optional<std::string> QmvAffineWorkload::cannot_implement(const Tactic &tactic) const {
@@ -81,19 +60,19 @@ std::optional<std::string> QmvAffineWorkload::cannot_implement(const Tactic &tac
   } catch (const Error &e) {
     return e.what();
   }
-  if (std::string why;
-      !qmv_affine_can_implement(config, p_.rows, p_.n, p_.k, p_.bits, p_.group, &why))
+  if (std::string why; !qmv_affine_can_implement(config, problem().rows, problem().n, problem().k,
+                                                 problem().bits, problem().group, &why))
     return why;
   return std::nullopt;
 }
 
 std::optional<KernelResources> QmvAffineWorkload::resources(const Tactic &tactic) const {
-  return qmv_affine_resources(QmvAffineConfig::from_tactic(tactic), p_.bits);
+  return qmv_affine_resources(QmvAffineConfig::from_tactic(tactic), problem().bits);
 }
 
 LaunchStatus QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, const void *x,
                                        void *y, int rows) {
-  const QmvAffineInputs &in = copy_at(copy);
+  const AffineLinearInputs &in = copy_at(copy);
   QmvAffineArgs args;
   args.x = x;
   args.q = in.q.as<const uint32_t>();
@@ -101,15 +80,15 @@ LaunchStatus QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, 
   args.biases = in.biases.data();
   args.y = y;
   args.rows = rows;
-  args.n = p_.n;
-  args.k = p_.k;
-  args.bits = p_.bits;
-  args.group = p_.group;
+  args.n = problem().n;
+  args.k = problem().k;
+  args.bits = problem().bits;
+  args.group = problem().group;
   return qmv_affine_launch(config, args, stream());
 }
 
 LaunchStatus QmvAffineWorkload::launch(const Tactic &tactic, int copy) {
-  return launch(last_config_.of(tactic), copy, x(copy), y(), p_.rows);
+  return launch(last_config_.of(tactic), copy, x(copy), y(), problem().rows);
 }
 
 std::optional<SummationOrder> QmvAffineWorkload::summation_order(const Tactic &tactic) const {
@@ -118,30 +97,19 @@ std::optional<SummationOrder> QmvAffineWorkload::summation_order(const Tactic &t
 }
 
 Tactic QmvAffineWorkload::single_row_default() const {
-  return qmv_affine_default(1, p_.n, p_.k, p_.bits, p_.group).to_tactic();
+  return qmv_affine_default(1, problem().n, problem().k, problem().bits, problem().group)
+      .to_tactic();
 }
 
 LaunchStatus QmvAffineWorkload::launch_single_row(int row, void *y_row) {
-  const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(row, p_.k);
-  return launch(qmv_affine_default(1, p_.n, p_.k, p_.bits, p_.group), 0, xr, y_row, 1);
-}
-
-std::vector<uint16_t> QmvAffineWorkload::download_x(int copy) const {
-  return download<uint16_t>(x(copy), elements(p_.rows, p_.k), stream());
-}
-std::vector<uint32_t> QmvAffineWorkload::download_q(int copy) const {
-  return download<uint32_t>(q(copy), q_words(p_), stream());
-}
-std::vector<uint16_t> QmvAffineWorkload::download_scales(int copy) const {
-  return download<uint16_t>(scales(copy), group_params(p_), stream());
-}
-std::vector<uint16_t> QmvAffineWorkload::download_biases(int copy) const {
-  return download<uint16_t>(biases(copy), group_params(p_), stream());
+  const auto *xr = static_cast<const uint16_t *>(x(0)) + elements(row, problem().k);
+  return launch(qmv_affine_default(1, problem().n, problem().k, problem().bits, problem().group), 0,
+                xr, y_row, 1);
 }
 
 std::vector<double> QmvAffineWorkload::reference(int copy) const {
   return qmv_affine_reference(download_x(copy), download_q(copy), download_scales(copy),
-                              download_biases(copy), p_);
+                              download_biases(copy), problem());
 }
 
 // --- op -----------------------------------------------------------------------------------

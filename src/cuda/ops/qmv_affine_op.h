@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/ops/affine_linear_workload.h"
 #include "cuda/ops/cuda_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
 
@@ -30,44 +31,18 @@ namespace hone::cuda {
 // row) gives an O(1) error and still fails.
 inline constexpr double kQmvAffineRelativeL2Bound = 8e-3;
 
-// The inputs of one rotation copy of qmv.affine.
-struct QmvAffineInputs {
-  DeviceBuffer x;      // bf16 [rows, k]
-  DeviceBuffer q;      // uint32 [n, k * bits / 32]
-  DeviceBuffer scales; // bf16 [n, k / group]
-  DeviceBuffer biases; // bf16 [n, k / group]
-};
-
-class QmvAffineWorkload final : public CudaWorkloadOf<QmvAffineInputs> {
+// The workload of qmv.affine: the affine linear layer's inputs, downloads and reference
+// (AffineLinearWorkload, shared with qmm.affine), checked on every row, with the qmv kernels'
+// launch and the batch-invariance hooks.
+class QmvAffineWorkload final : public AffineLinearWorkload {
 public:
   // REQUIRES: QmvAffineOp::validate() accepted the problem.
   QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem);
 
-  // [bytes] packed q + scales + biases + X + Y.
-  size_t bytes_per_launch() const override;
-  // [bytes] of the quantized weights one launch reads: packed q + scales + biases.
-  size_t weight_bytes() const;
-
-  // Problem and buffers, for peers (cuBLASLt on dequantised weights) and tests.
-  const QmvAffineProblem &problem() const { return p_; }
-  int rows() const { return p_.rows; }
-  int n() const { return p_.n; }
-  int k() const { return p_.k; }
-  int bits() const { return p_.bits; }
-  int group() const { return p_.group; }
-  const void *x(int copy) const { return copy_at(copy).x.data(); }
-  const uint32_t *q(int copy) const { return copy_at(copy).q.as<const uint32_t>(); }
-  const void *scales(int copy) const { return copy_at(copy).scales.data(); }
-  const void *biases(int copy) const { return copy_at(copy).biases.data(); }
-
-  // Synchronous copies to the host (bf16 bits, q words).
-  std::vector<uint16_t> download_x(int copy) const;
-  std::vector<uint32_t> download_q(int copy) const;
-  std::vector<uint16_t> download_scales(int copy) const;
-  std::vector<uint16_t> download_biases(int copy) const;
-  // Float64 reference of copy 0's current inputs, [rows, n] row-major.
-  std::vector<double> reference() const override { return reference(0); }
-  // Float64 reference of copy `copy`'s current inputs.
+  // Every row: qmv runs at most 32 rows, and batch invariance holds each of them.
+  std::vector<int64_t> reference_rows() const override { return {}; }
+  using AffineLinearWorkload::reference;
+  // Float64 reference of copy `copy`'s current inputs, [rows, n] row-major.
   std::vector<double> reference(int copy) const;
   // Enqueues `config` on copy `copy`'s weights with explicit X and Y of `rows` rows.
   LaunchStatus launch(const QmvAffineConfig &config, int copy, const void *x, void *y, int rows);
@@ -75,14 +50,11 @@ public:
 private:
   std::optional<std::string> cannot_implement(const Tactic &tactic) const override;
   std::optional<KernelResources> resources(const Tactic &tactic) const override;
-  QmvAffineInputs make_copy() const override;
-  void fill_copy(size_t copy) override;
   LaunchStatus launch(const Tactic &tactic, int copy) override;
   std::optional<SummationOrder> summation_order(const Tactic &tactic) const override;
   Tactic single_row_default() const override;
   LaunchStatus launch_single_row(int row, void *y_row) override;
 
-  QmvAffineProblem p_;
   LastConfig<QmvAffineConfig> last_config_;
 };
 

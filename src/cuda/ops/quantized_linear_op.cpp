@@ -177,7 +177,7 @@ void QuantizedLinearOp::validate(const Shape &shape) const {
 
 std::unique_ptr<Workload> QuantizedLinearOp::prepare(const Shape &shape) const {
   validate(shape);
-  return std::make_unique<QuantizedLinearWorkload>(cuda_backend(), affine_linear_problem(shape));
+  return std::make_unique<QuantizedLinearWorkload>(cuda_backend(), qmv_affine_problem(shape));
 }
 
 std::optional<Tactic> QuantizedLinearOp::env_override(const Shape &bucket,

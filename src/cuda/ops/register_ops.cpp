@@ -1,7 +1,6 @@
 #include <memory>
 
 #include "cuda/peers/cublas_dequant_affine_linear_peer.h"
-#include "cuda/peers/cublas_dequant_qmv_affine_peer.h"
 #include "cuda/peers/cublas_gemv_bf16_peer.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/ops/decode_paged_op.h"
@@ -27,7 +26,7 @@ void register_ops(Registry &registry) {
   registry.add(std::move(qmv));
   // A representation change (bf16 weights), named as such: never reported as a speedup.
   registry.add_peer(qmv_op, "cublas.dequant",
-                    [](Workload &w) { return make_cublas_dequant_qmv_affine_peer(w); });
+                    [](Workload &w) { return make_cublas_dequant_affine_linear_peer(w); });
 
   // No C++ peer: PyTorch SDPA on contiguous KV is timed by bench/peers/decode_paged_torch.py.
   registry.add(std::make_unique<DecodePagedOp>());

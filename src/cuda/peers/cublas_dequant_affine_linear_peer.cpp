@@ -50,7 +50,7 @@ private:
 
 std::unique_ptr<Peer> make_cublas_dequant_affine_linear_peer(Workload &workload) {
   return std::make_unique<CublasDequantAffineLinearPeer>(workload_as<AffineLinearWorkload>(
-      workload, "cublas.dequant", "qmm.affine or quantized_linear (cuda)"));
+      workload, "cublas.dequant", "qmv.affine, qmm.affine or quantized_linear (cuda)"));
 }
 
 } // namespace hone::cuda

@@ -1,7 +1,8 @@
 # qmm.affine kernels: one generated translation unit per CUTLASS instantiation (so that they
 # compile in parallel), compiled for sm_90a (wgmma and TMA need the architecture-specific
 # target) into an object library that hone_cuda links, plus the list qmm_affine.cpp builds
-# its table from. Included from src/cuda/CMakeLists.txt after hone_cuda is defined.
+# its table from. Included, as every kernels/*/*.cmake, from src/cuda/CMakeLists.txt after
+# hone_cuda is defined.
 #
 # Kernel names are parsed, not looked up: w<bits>_t<tile N>x<tile M>x<tile K>_c<cluster N>x
 # <cluster M>_<coop|pp>, with N the weight rows and M the activation rows of Y[M, N] (the
