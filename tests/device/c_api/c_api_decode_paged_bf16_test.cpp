@@ -14,43 +14,13 @@
 
 #include <cuda_runtime.h>
 
+#include "c_api_test_util.h"
 #include "hone/bf16.h"
 #include "hone/hone.h"
 
 namespace {
 
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-bool device_present() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  return ok;
-}
-
-// A device copy of a host vector, freed with the object.
-class DeviceCopy {
-public:
-  template <class T>
-  explicit DeviceCopy(const std::vector<T> &host) : bytes_(host.size() * sizeof(T)) {
-    if (cudaMalloc(&data_, bytes_) != cudaSuccess ||
-        cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice) != cudaSuccess)
-      ADD_FAILURE() << "device copy of " << bytes_ << " bytes failed";
-  }
-  ~DeviceCopy() { cudaFree(data_); }
-  DeviceCopy(const DeviceCopy &) = delete;
-  DeviceCopy &operator=(const DeviceCopy &) = delete;
-  void *get() const { return data_; }
-  template <class T> const T *as() const { return static_cast<const T *>(data_); }
-  template <class T> void to_host(std::vector<T> &host) const {
-    ASSERT_EQ(cudaMemcpy(host.data(), data_, host.size() * sizeof(T), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-  }
-
-private:
-  void *data_ = nullptr;
-  size_t bytes_;
-};
 
 struct Case {
   int hq, hkv, head_dim, page_size;
@@ -70,9 +40,8 @@ TEST(CApiDecodePagedBf16, MatchesTheReferenceOnTheCallersStream) {
                                    {28, 4, 64, 32, {700, 33}},
                                    {8, 8, 256, 64, {64, 65, 5000}}};
   for (const Case &c : cases) {
-    SCOPED_TRACE("hq=" + std::to_string(c.hq) + " hkv=" + std::to_string(c.hkv) +
-                 " head_dim=" + std::to_string(c.head_dim) +
-                 " page_size=" + std::to_string(c.page_size));
+    SCOPED_TRACE("hq=" + std::to_string(c.hq) + " hkv=" + std::to_string(c.hkv) + " head_dim=" +
+                 std::to_string(c.head_dim) + " page_size=" + std::to_string(c.page_size));
     const int batch = static_cast<int>(c.lengths.size()), d = c.head_dim, ps = c.page_size;
     const int group = c.hq / c.hkv;
     std::vector<int32_t> indptr{0}, last;
@@ -90,7 +59,7 @@ TEST(CApiDecodePagedBf16, MatchesTheReferenceOnTheCallersStream) {
     for (auto *a : {&q, &k, &v})
       for (uint16_t &x : *a)
         x = hone::float_to_bf16(u(rng));
-    std::vector<uint16_t> o(q.size(), 0xffffu);         // poisoned: NaN
+    std::vector<uint16_t> o(q.size(), 0xffffu); // poisoned: NaN
     std::vector<float> lse(static_cast<size_t>(batch) * c.hq, NAN);
     DeviceCopy dq(q), dk(k), dv(v), di(indptr), dx(indices), dl(last), d_o(o), dlse(lse);
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -137,8 +106,8 @@ TEST(CApiDecodePagedBf16, MatchesTheReferenceOnTheCallersStream) {
           num += (got - ref) * (got - ref);
           den += ref * ref;
         }
-        lse_error = std::max(lse_error, std::abs(lse[static_cast<size_t>(b) * c.hq + h] -
-                                                 (m + std::log(sum))));
+        lse_error = std::max(
+            lse_error, std::abs(lse[static_cast<size_t>(b) * c.hq + h] - (m + std::log(sum))));
       }
     EXPECT_EQ(unwritten, 0u);
     EXPECT_LT(std::sqrt(num / den), 8e-3);

@@ -13,19 +13,13 @@
 
 #include <cuda_runtime.h>
 
+#include "c_api_test_util.h"
 #include "hone/bf16.h"
 #include "hone/hone.h"
 
 namespace {
 
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-bool device_present() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  return ok;
-}
 
 TEST(CApiGemvBf16, MatchesTheReferenceOnTheCallersStream) {
   if (!device_present())
@@ -75,8 +69,7 @@ TEST(CApiGemvBf16, MatchesTheReferenceOnTheCallersStream) {
 
 TEST(CApiGemvBf16, BadShapeNamesTheValue) {
   uint16_t dummy[64] = {};
-  EXPECT_EQ(hone_gemv_bf16(dummy, dummy, dummy, 1, 64, 100, nullptr),
-            HONE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hone_gemv_bf16(dummy, dummy, dummy, 1, 64, 100, nullptr), HONE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hone_last_error()).find("100"), std::string::npos) << hone_last_error();
 }
 

@@ -6,14 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "c_api_test_util.h"
 #include "hone/bf16.h"
 #include "hone/hone.h"
 
@@ -24,36 +25,6 @@ namespace {
 // Nothing is recorded in the tuning cache from this program. Set before main(): the library
 // reads its settings once, at its first call.
 const bool cache_off = [] { return ::setenv("HONE_CACHE", "off", 1) == 0; }();
-
-bool device_present() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  return ok;
-}
-
-// A device copy of a host vector, freed with the object.
-class DeviceCopy {
-public:
-  template <class T>
-  explicit DeviceCopy(const std::vector<T> &host) : bytes_(host.size() * sizeof(T)) {
-    if (cudaMalloc(&data_, bytes_) != cudaSuccess ||
-        cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice) != cudaSuccess)
-      ADD_FAILURE() << "device copy of " << bytes_ << " bytes failed";
-  }
-  ~DeviceCopy() { cudaFree(data_); }
-  DeviceCopy(const DeviceCopy &) = delete;
-  DeviceCopy &operator=(const DeviceCopy &) = delete;
-  void *get() const { return data_; }
-  template <class T> void to_host(std::vector<T> &host) const {
-    ASSERT_EQ(cudaMemcpy(host.data(), data_, host.size() * sizeof(T), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-  }
-
-private:
-  void *data_ = nullptr;
-  size_t bytes_;
-};
 
 struct Case {
   int64_t rows, n, k;

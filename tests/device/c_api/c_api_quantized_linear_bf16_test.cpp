@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include "c_api_test_util.h"
 #include "hone/bf16.h"
 #include "hone/hone.h"
 
@@ -22,39 +23,13 @@ namespace {
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 bool qmm_available() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  if (!ok)
+  if (!device_present())
     return false;
   char ops[2048];
   size_t length = 0;
   return hone_ops(ops, sizeof ops, &length) == HONE_OK &&
          std::string(ops).find("qmm.affine:cuda") != std::string::npos;
 }
-
-// A device copy of a host vector, freed with the object.
-class DeviceCopy {
-public:
-  template <class T>
-  explicit DeviceCopy(const std::vector<T> &host) : bytes_(host.size() * sizeof(T)) {
-    if (cudaMalloc(&data_, bytes_) != cudaSuccess ||
-        cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice) != cudaSuccess)
-      ADD_FAILURE() << "device copy of " << bytes_ << " bytes failed";
-  }
-  ~DeviceCopy() { cudaFree(data_); }
-  DeviceCopy(const DeviceCopy &) = delete;
-  DeviceCopy &operator=(const DeviceCopy &) = delete;
-  void *get() const { return data_; }
-  template <class T> void to_host(std::vector<T> &host) const {
-    ASSERT_EQ(cudaMemcpy(host.data(), data_, host.size() * sizeof(T), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-  }
-
-private:
-  void *data_ = nullptr;
-  size_t bytes_;
-};
 
 using Entry = hone_status (*)(const void *, const uint32_t *, const void *, const void *, void *,
                               int64_t, int64_t, int64_t, int32_t, int32_t, void *);
