@@ -34,6 +34,9 @@ public:
   std::string_view backend() const final { return "cuda"; }
   DType dtype() const override { return DType::bf16; }
   const BucketSpec &buckets() const final { return buckets_; }
+  // Version 1 until an op changes its tactics' meaning (which invalidates its cache entries).
+  int version() const override { return 1; }
+  Numerics default_numerics() const final { return numerics_; }
   // True for "<name>.<variant>".
   bool owns_kernel(std::string_view kernel) const override {
     return kernel.size() > name_.size() + 1 && kernel.starts_with(name_) &&
@@ -41,12 +44,15 @@ public:
   }
 
 protected:
-  CudaOp(std::string name, BucketSpec buckets)
-      : name_(std::move(name)), buckets_(std::move(buckets)) {}
+  // `numerics`: what a tune asks of the op's candidates unless the user says otherwise
+  // (batch_invariant where the default's per-row result is independent of the row count).
+  CudaOp(std::string name, BucketSpec buckets, Numerics numerics)
+      : name_(std::move(name)), buckets_(std::move(buckets)), numerics_(numerics) {}
 
 private:
   std::string name_;
   BucketSpec buckets_;
+  Numerics numerics_;
 };
 
 // The tactics of a bucket: `def` first, then every config of `compiled` for which

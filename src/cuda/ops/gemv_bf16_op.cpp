@@ -122,7 +122,8 @@ std::vector<double> GemvBf16Workload::reference() const {
 GemvBf16Op::GemvBf16Op()
     : CudaOp("gemv.bf16",
              BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8),
-                         DimSpec::exact("n", 1, 1 << 24), DimSpec::exact("k", 8, 1 << 24)}}) {}
+                         DimSpec::exact("n", 1, 1 << 24), DimSpec::exact("k", 8, 1 << 24)}},
+             Numerics::batch_invariant) {}
 
 std::vector<Tactic> GemvBf16Op::candidates(const Shape &bucket) const {
   const int rows = static_cast<int>(bucket[0]);

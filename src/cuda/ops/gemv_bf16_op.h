@@ -74,13 +74,11 @@ class GemvBf16Op final : public CudaOp {
 public:
   GemvBf16Op();
 
-  int version() const override { return 1; }
   // gemv_bf16_configs() that can implement the bucket, default first.
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   Tactic default_tactic(const Shape &bucket) const override;
   void validate(const Shape &shape) const override;
   std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-  Numerics default_numerics() const override { return Numerics::batch_invariant; }
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config, or names one
   // not compiled into this build (its launch would fail).
   CompiledTactic compile(const Tactic &tactic) const override;

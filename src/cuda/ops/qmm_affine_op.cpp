@@ -122,9 +122,11 @@ LaunchStatus QmmAffineWorkload::launch(const Tactic &tactic, int copy) {
 // --- op -----------------------------------------------------------------------------------
 
 QmmAffineOp::QmmAffineOp()
-    : buckets_{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 32),
-                DimSpec::exact("n", 8, kMaxDim), DimSpec::exact("k", 32, kMaxDim),
-                DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}} {}
+    : CudaOp("qmm.affine",
+             BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 32),
+                         DimSpec::exact("n", 8, kMaxDim), DimSpec::exact("k", 32, kMaxDim),
+                         DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}},
+             Numerics::tolerance) {}
 
 std::vector<Tactic> QmmAffineOp::candidates(const Shape &bucket) const {
   const QmvAffineProblem p = qmv_affine_problem(bucket);

@@ -19,6 +19,7 @@
 #include "cuda/backend/last_config.h"
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 #include "cuda/ops/affine_linear_workload.h"
+#include "cuda/ops/cuda_op.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
 
@@ -42,21 +43,12 @@ private:
   LastConfig<QmmAffineConfig> last_config_;
 };
 
-class QmmAffineOp final : public TunableOp {
+// Buckets: rows (= m) exact 1..32 then pow2 up to 16384; n, k exact; bits one of {4, 8};
+// group one of {32, 64, 128}. Its tactics' kernels are "qmm.affine.<path>" (wgmma).
+class QmmAffineOp final : public CudaOp {
 public:
   QmmAffineOp();
 
-  std::string_view name() const override { return "qmm.affine"; }
-  // Its tactics' kernels are "qmm.affine.<path>" (wgmma).
-  bool owns_kernel(std::string_view kernel) const override {
-    return kernel.starts_with("qmm.affine.");
-  }
-  int version() const override { return 1; }
-  std::string_view backend() const override { return "cuda"; }
-  DType dtype() const override { return DType::bf16; }
-  // rows (= m): exact 1..32 then pow2 up to 16384; n, k: exact; bits one of {4, 8}; group one
-  // of {32, 64, 128}.
-  const BucketSpec &buckets() const override { return buckets_; }
   // The default first, then every compiled config that can implement the bucket, less those
   // that cannot win: an activation tile over twice the next power of two of m (padding), and
   // split-K / stream-K once the data-parallel grid fills two waves.
@@ -77,9 +69,6 @@ public:
   // Throws Error(invalid_argument) for a tactic that is not a compiled config (for either
   // bits), naming the compiled tiles.
   CompiledTactic compile(const Tactic &tactic) const override;
-
-private:
-  BucketSpec buckets_;
 };
 
 } // namespace hone::cuda

@@ -119,7 +119,8 @@ QmvAffineOp::QmvAffineOp()
           "qmv.affine",
           BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8),
                       DimSpec::exact("n", 1, kMaxDim), DimSpec::exact("k", 1, kMaxDim),
-                      DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}}) {}
+                      DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}},
+          Numerics::batch_invariant) {}
 
 std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
   const QmvAffineProblem p = qmv_affine_problem(bucket);

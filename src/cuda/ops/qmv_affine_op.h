@@ -64,7 +64,6 @@ class QmvAffineOp final : public CudaOp {
 public:
   QmvAffineOp();
 
-  int version() const override { return 1; }
   // qmv_affine_configs(bits) that can implement the bucket, default first.
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   Tactic default_tactic(const Shape &bucket) const override;
@@ -73,7 +72,6 @@ public:
   // multiple of group, or a shape the default config cannot run.
   void validate(const Shape &shape) const override;
   std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-  Numerics default_numerics() const override { return Numerics::batch_invariant; }
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config, or names one
   // compiled into this build for neither bits (its launch would fail).
   CompiledTactic compile(const Tactic &tactic) const override;

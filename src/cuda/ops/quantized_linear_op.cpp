@@ -138,7 +138,8 @@ LaunchStatus QuantizedLinearWorkload::launch(const Tactic &tactic, int copy) {
 
 // --- op -----------------------------------------------------------------------------------
 
-QuantizedLinearOp::QuantizedLinearOp() : buckets_(QmmAffineOp().buckets()) {}
+QuantizedLinearOp::QuantizedLinearOp()
+    : CudaOp("quantized_linear", QmmAffineOp().buckets(), Numerics::tolerance) {}
 
 std::vector<Tactic> QuantizedLinearOp::candidates(const Shape &bucket) const {
   const Tactic first = default_tactic(bucket);

@@ -23,6 +23,7 @@
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/ops/affine_linear_workload.h"
+#include "cuda/ops/cuda_op.h"
 #include "hone/bucket.h"
 #include "hone/op.h"
 
@@ -65,20 +66,12 @@ private:
   DeviceBuffer workspace_; // for qmm_
 };
 
-class QuantizedLinearOp final : public TunableOp {
+// Buckets: rows exact 1..32 then pow2 up to 16384; n, k exact; bits one of {4, 8}; group one
+// of {32, 64, 128}. Its tactics' kernels are "quantized_linear.<side>".
+class QuantizedLinearOp final : public CudaOp {
 public:
   QuantizedLinearOp();
 
-  std::string_view name() const override { return "quantized_linear"; }
-  bool owns_kernel(std::string_view kernel) const override {
-    return kernel.starts_with("quantized_linear.");
-  }
-  int version() const override { return 1; }
-  std::string_view backend() const override { return "cuda"; }
-  DType dtype() const override { return DType::bf16; }
-  // rows: exact 1..32 then pow2 up to 16384; n, k: exact; bits one of {4, 8}; group one of
-  // {32, 64, 128}.
-  const BucketSpec &buckets() const override { return buckets_; }
   // The default side first, then the other where it can run (qmv: rows <= 32).
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   // qmv up to kDefaultQmvMaxRows rows, qmm above.
@@ -92,9 +85,6 @@ public:
   std::optional<Tactic> env_override(const Shape &bucket, const Settings &settings) const override;
   // A QuantizedLinearSide; throws Error(invalid_argument) for another tactic.
   CompiledTactic compile(const Tactic &tactic) const override;
-
-private:
-  BucketSpec buckets_;
 };
 
 } // namespace hone::cuda
