@@ -1,7 +1,11 @@
 // decode_paged_bench: the decode.paged acceptance configs (docs/notes/decode_paged.md), each
 // timed at the default heuristic kv_chunk, at every tuning candidate (the fastest of them is
-// what tuning would pick) and unsplit (kv_chunk = 0), interleaved sample by sample on one
-// workload with cold L2, after every subject passed the float64 gate on the same lengths.
+// what tuning would pick), unsplit (kv_chunk = 0) and, where the default splits, the default
+// with the separate merge kernel (merge_kernel=1, the two-kernel path), and with several KV
+// heads per CTA (decode_paged_kv_heads_configs: kv_heads=2/4/8); the last two are not tuning
+// candidates (the entry point's plan runs neither) and are reported beside the tuned pick.
+// Subjects are interleaved sample by sample on one workload with cold L2, after every subject
+// passed the float64 gate on the same lengths.
 //
 //   decode_paged_bench --json decode_paged_bench.json [--read-bandwidth 4455] [--configs quick]
 //
@@ -12,6 +16,7 @@
 // of every token read once; the fraction is of --read-bandwidth (default: the backend's probe).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -71,7 +76,7 @@ std::vector<Config> acceptance_configs() {
 }
 
 struct Subject {
-  std::string label; // "default", "unsplit" or "candidate"
+  std::string label; // "default", "unsplit", "candidate", "merge_kernel" or "kv_heads"
   DecodePagedConfig config;
   double error = 0;  // relative L2 against the reference
   std::vector<double> times;
@@ -94,9 +99,28 @@ struct Result {
   int copies = 1, batch = 0;
   bool flush = false;
   std::vector<Subject> subjects;
+  // The fastest tuning candidate (merge_kernel and kv_heads are measured beside them).
   const Subject &best() const {
-    return *std::min_element(subjects.begin(), subjects.end(),
-                             [](const Subject &a, const Subject &b) { return a.median < b.median; });
+    const Subject *b = nullptr;
+    for (const Subject &s : subjects)
+      if (s.label != "merge_kernel" && s.label != "kv_heads" &&
+          (b == nullptr || s.median < b->median))
+        b = &s;
+    return *b;
+  }
+  // The fastest kv_heads subject, or null.
+  const Subject *best_kv_heads() const {
+    const Subject *b = nullptr;
+    for (const Subject &s : subjects)
+      if (s.label == "kv_heads" && (b == nullptr || s.median < b->median))
+        b = &s;
+    return b;
+  }
+  const Subject *find(const std::string &label) const {
+    for (const Subject &s : subjects)
+      if (s.label == label)
+        return &s;
+    return nullptr;
   }
   const Subject &labelled(const std::string &label) const {
     for (const Subject &s : subjects)
@@ -127,18 +151,34 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
   for (const DecodePagedConfig &cand : candidates)
     if (!(cand == candidates.front()) && !(cand == unsplit))
       r.subjects.push_back(subject("candidate", cand));
+  if (w.split(candidates.front()).max_chunks > 1) {
+    DecodePagedConfig two_kernels = candidates.front();
+    two_kernels.merge_kernel = 1;
+    r.subjects.push_back(subject("merge_kernel", two_kernels));
+  }
+  for (const DecodePagedConfig &cand : hone::cuda::decode_paged_kv_heads_configs(
+           w.table().indptr, p.hkv, p.head_dim, p.page_size))
+    r.subjects.push_back(subject("kv_heads", cand));
   // The gate first: every subject must match the float64 reference on these lengths, every
   // output written (poisoned before each run). One set of random inputs and one reference
   // serve every subject (the device tests draw fresh inputs per check).
+  // The merge kernel must also give the default's bits exactly (the same merge order).
   w.randomize_inputs();
   const hone::cuda::DecodePagedReference ref = w.reference_of(0);
+  std::vector<uint16_t> default_o;
   for (Subject &s : r.subjects) {
     w.poison_output();
     const hone::cuda::LaunchStatus status = w.launch(s.config, 0);
     if (!status.ok())
       HONE_RUNTIME_ERROR(c.name + ": " + tactic_text(s.config) + ": " + status.message());
+    const std::vector<uint16_t> o = w.download_y();
+    if (s.label == "default")
+      default_o = o;
+    if (s.label == "merge_kernel" && o != default_o)
+      HONE_RUNTIME_ERROR(c.name + ": " + tactic_text(s.config) +
+                         " differs from the fused merge's bits");
     const hone::cuda::DecodePagedComparison cmp =
-        hone::cuda::compare_decode_paged(w.download_y(), nullptr, ref, p.head_dim);
+        hone::cuda::compare_decode_paged(o, nullptr, ref, p.head_dim);
     if (cmp.nan_count > 0 || !(cmp.relative_l2 <= hone::cuda::kDecodePagedRelativeL2Bound))
       HONE_RUNTIME_ERROR(c.name + ": " + tactic_text(s.config) + " fails the gate: " +
                          std::to_string(cmp.nan_count) + " NaN outputs, relative L2 " +
@@ -174,6 +214,7 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
 nlohmann::json subject_json(const Subject &s, size_t kv_bytes, double bandwidth) {
   return {{"label", s.label},         {"tactic", tactic_text(s.config)},
           {"kv_chunk", s.config.kv_chunk}, {"warps", s.config.warps},
+          {"kv_heads", s.config.kv_heads}, {"merge_kernel", s.config.merge_kernel},
           {"median_s", s.median},     {"spread", s.spread},
           {"kv_gbps", kv_bytes / s.median / 1e9},
           {"read_fraction", kv_bytes / s.median / bandwidth},
@@ -248,6 +289,14 @@ int run(int argc, char **argv) {
                          {"default", subject_json(def, r.kv_bytes, bandwidth)},
                          {"tuned", subject_json(best, r.kv_bytes, bandwidth)},
                          {"unsplit", subject_json(un, r.kv_bytes, bandwidth)},
+                         {"kv_heads", r.best_kv_heads()
+                                          ? subject_json(*r.best_kv_heads(), r.kv_bytes,
+                                                         bandwidth)
+                                          : nlohmann::json(nullptr)},
+                         {"merge_kernel", r.find("merge_kernel")
+                                              ? subject_json(*r.find("merge_kernel"), r.kv_bytes,
+                                                             bandwidth)
+                                              : nlohmann::json(nullptr)},
                          {"subjects", subjects}});
       done.push_back(std::move(r));
     } catch (const hone::Error &e) { // one config failing does not end the sweep
@@ -257,14 +306,26 @@ int run(int argc, char **argv) {
   }
 
   std::printf("\n| config | KV MB | default us (frac) | tuned us (frac) | tactic | unsplit us "
-              "(frac) | default/tuned | unsplit/tuned |\n|---|---:|---:|---:|---|---:|---:|---:|\n");
+              "(frac) | default/tuned | unsplit/tuned | merge kernel us (/default) | best kv_heads "
+              "us (frac) | kv_heads tactic |\n|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
   for (const Result &r : done) {
     const Subject &def = r.labelled("default"), &best = r.best(), &un = r.labelled("unsplit");
     const auto frac = [&](const Subject &s) { return r.kv_bytes / s.median / bandwidth; };
-    std::printf("| %s | %.1f | %.2f (%.2f) | %.2f (%.2f) | %s | %.2f (%.2f) | %.2f | %.2f |\n",
+    char two[64] = "-";
+    if (const Subject *mk = r.find("merge_kernel"))
+      std::snprintf(two, sizeof two, "%.2f (%.2f)", mk->median * 1e6, mk->median / def.median);
+    char heads[64] = "-";
+    std::string heads_tactic = "-";
+    if (const Subject *kh = r.best_kv_heads()) {
+      std::snprintf(heads, sizeof heads, "%.2f (%.2f)", kh->median * 1e6, frac(*kh));
+      heads_tactic = tactic_text(kh->config);
+    }
+    std::printf("| %s | %.1f | %.2f (%.2f) | %.2f (%.2f) | %s | %.2f (%.2f) | %.2f | %.2f | %s | "
+                "%s | %s |\n",
                 r.name.c_str(), r.kv_bytes / 1e6, def.median * 1e6, frac(def), best.median * 1e6,
                 frac(best), tactic_text(best.config).c_str(), un.median * 1e6, frac(un),
-                def.median / best.median, un.median / best.median);
+                def.median / best.median, un.median / best.median, two, heads,
+                heads_tactic.c_str());
   }
   if (!json_path.empty()) {
     const nlohmann::json doc = {{"format", "hone.bench.decode_paged"},

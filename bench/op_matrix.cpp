@@ -8,6 +8,12 @@
 //   op_matrix --op gemv.bf16 --set quick --json out.json
 //   op_matrix --op qmv.affine --shapes my_shapes.txt --peers none
 //   op_matrix --op decode.paged --also decode.paged:kv_chunk=0
+//   op_matrix --op gemv.bf16 --numerics tolerance   # cuBLASLt among the candidates too
+//
+// With --numerics tolerance, gemv.bf16's tune also weighs cuBLASLt's heuristic algorithms
+// (vendor tactics). hone's own best kernel of the tune is then timed too, as "best_own", so
+// that a vendor pick cannot hide a weak kernel: best_own/pick and cublas/best_own are hone's
+// own standing.
 //
 // Bandwidth is the workload's bytes_per_launch() (every input read once, every output
 // written once) over the pick's time, and its fraction of the device's measured read
@@ -43,7 +49,8 @@ struct Options {
   std::string peers = "all"; // "all", "none" or a comma-separated list
   std::vector<std::string> also;
   std::string json_path;
-  int samples = 7; // per median, for every subject
+  int samples = 7;      // per median, for every subject
+  std::string numerics; // of the tunes: batch_invariant or tolerance; empty: the op's default
 };
 
 // One timed subject of a point: a tactic of the op or a peer.
@@ -56,6 +63,7 @@ struct Subject {
 struct Point {
   hone::Shape shape;
   std::string shape_text, bucket, default_tactic, pick_tactic;
+  std::string best_own_tactic; // the best of hone's own kernels of the tune (best_own_index)
   double tune_ratio = 1, noise_floor = 0, margin = 0;
   int candidates = 0, gated_out = 0, batch = 0, copies = 0;
   bool flush = false;
@@ -93,6 +101,7 @@ std::vector<std::string> split_commas(const std::string &text) {
 void measure(hone::Backend &backend, const hone::TunableOp &op,
              const std::vector<std::pair<std::string, const hone::PeerFactory *>> &peers,
              const std::vector<hone::Tactic> &also, int samples,
+             const hone::TuneOptions &tune_options,
              std::map<std::string, hone::TuneReport> &tuned, Point &p) {
   op.validate(p.shape);
   const std::optional<hone::Shape> bucket = op.buckets().map(p.shape);
@@ -100,7 +109,7 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   p.bucket = op.buckets().describe(*bucket);
   auto it = tuned.find(p.bucket);
   if (it == tuned.end())
-    it = tuned.emplace(p.bucket, hone::tune_bucket(backend, op, *bucket, {})).first;
+    it = tuned.emplace(p.bucket, hone::tune_bucket(backend, op, *bucket, tune_options)).first;
   const hone::TuneResult &r = it->second.result;
   p.candidates = static_cast<int>(r.candidates.size());
   for (const hone::CandidateReport &c : r.candidates)
@@ -112,10 +121,17 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   const hone::Tactic pick = r.pick();
   p.default_tactic = default_tactic.str();
   p.pick_tactic = pick.str();
+  const std::optional<size_t> own = hone::best_own_index(op, r);
+  const hone::Tactic best_own = own ? r.candidates[*own].tactic : default_tactic;
+  p.best_own_tactic = best_own.str();
 
   std::unique_ptr<hone::Workload> workload = op.prepare(p.shape);
   std::vector<std::pair<std::string, hone::Tactic>> tactics{{"default", default_tactic},
                                                             {"pick", pick}};
+  // hone's own best apart from a vendor pick, timed in the same round.
+  const bool own_is_pick = best_own == pick;
+  if (!own_is_pick && best_own != default_tactic)
+    tactics.emplace_back("best_own", best_own);
   for (const hone::Tactic &t : also)
     tactics.emplace_back(t.str(), t);
   std::vector<std::pair<std::string, hone::Tactic>> runnable;
@@ -175,6 +191,11 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   if (pick_is_default)
     p.subjects.insert(p.subjects.begin() + 1,
                       Subject{"pick", p.subjects[0].t, p.subjects[0].spread});
+  // hone's own best is the default: its time, under its own label (the pick is the vendor's).
+  if (!own_is_pick && best_own == default_tactic) {
+    const Subject same = *p.find(own_is_pick ? "pick" : "default");
+    p.subjects.push_back(Subject{"best_own", same.t, same.spread});
+  }
 }
 
 nlohmann::json to_json(const Point &p, double read_bandwidth) {
@@ -186,6 +207,7 @@ nlohmann::json to_json(const Point &p, double read_bandwidth) {
   const double t_pick = p.t("pick");
   j.update({{"default_tactic", p.default_tactic},
             {"pick_tactic", p.pick_tactic},
+            {"best_own_tactic", p.best_own_tactic},
             {"pick_over_default", t_pick / p.t("default")},
             {"tune_ratio", p.tune_ratio},
             {"tune_noise_floor", p.noise_floor},
@@ -200,8 +222,13 @@ nlohmann::json to_json(const Point &p, double read_bandwidth) {
             {"fraction_of_read_bandwidth",
              read_bandwidth > 0 ? static_cast<double>(p.bytes) / t_pick / read_bandwidth : 0.0},
             {"times", nlohmann::json::object()}});
-  for (const Subject &s : p.subjects)
+  // hone's own best is the pick unless a vendor tactic won.
+  const double t_own = p.find("best_own") ? p.t("best_own") : t_pick;
+  for (const Subject &s : p.subjects) {
     j["times"][s.label] = {{"t_s", s.t}, {"spread", s.spread}, {"over_pick", s.t / t_pick}};
+    if (t_own > 0)
+      j["times"][s.label]["over_best_own"] = s.t / t_own;
+  }
   if (!p.skipped.empty())
     j["skipped"] = p.skipped;
   return j;
@@ -240,6 +267,13 @@ int run(const Options &o) {
               wanted.empty() ? "none" : o.peers.c_str());
   std::fflush(stdout);
 
+  hone::TuneOptions tune_options;
+  if (!o.numerics.empty())
+    tune_options.numerics =
+        o.numerics == "tolerance" ? hone::Numerics::tolerance : hone::Numerics::batch_invariant;
+  const hone::Numerics numerics = tune_options.numerics.value_or(op->default_numerics());
+  std::printf("tunes: %s numerics\n", hone::to_string(numerics));
+
   std::map<std::string, hone::TuneReport> tuned;
   std::vector<Point> points;
   for (const hone::Shape &shape : shapes) {
@@ -247,7 +281,7 @@ int run(const Options &o) {
     p.shape = shape;
     p.shape_text = op->buckets().describe(shape);
     try {
-      measure(backend, *op, peers, also, o.samples, tuned, p);
+      measure(backend, *op, peers, also, o.samples, tune_options, tuned, p);
     } catch (const hone::Error &e) {
       p.error = e.what();
       std::fprintf(stderr, "%s: %s\n", p.shape_text.c_str(), e.what());
@@ -280,6 +314,7 @@ int run(const Options &o) {
   doc["set"] = o.set;
   doc["shapes_file"] = shapes_path.string();
   doc["peers"] = wanted;
+  doc["numerics"] = hone::to_string(numerics);
   doc["results"] = nlohmann::json::array();
   for (const Point &p : points)
     doc["results"].push_back(to_json(p, read_bandwidth));
@@ -289,7 +324,13 @@ int run(const Options &o) {
   hone::bench::write_json(o.json_path, doc);
 
   // The compact table last: one column per subject, then ratios against the pick.
+  // best_own: the best of hone's own kernels; shown when a vendor tactic was picked somewhere.
   std::vector<std::string> columns{"default", "pick"};
+  bool vendor_picks = false;
+  for (const Point &p : points)
+    vendor_picks = vendor_picks || (p.error.empty() && p.find("best_own"));
+  if (vendor_picks)
+    columns.push_back("best_own");
   for (const std::string &t : o.also)
     columns.push_back(t);
   for (const auto &[name, f] : peers)
@@ -300,8 +341,16 @@ int run(const Options &o) {
   std::printf(" pick/default |");
   for (size_t c = 2; c < columns.size(); ++c)
     std::printf(" %s/pick |", columns[c].c_str());
+  // Each peer against hone's own best as well, where a vendor tactic can be the pick.
+  std::vector<std::string> over_own;
+  if (vendor_picks)
+    for (const auto &[name, f] : peers)
+      over_own.push_back(name);
+  std::map<std::string, std::vector<double>> over_own_ratios;
+  for (const std::string &c : over_own)
+    std::printf(" %s/best_own |", c.c_str());
   std::printf(" GB/s | of read bw |\n|---|");
-  for (size_t c = 0; c < 2 * columns.size() - 1 + 2; ++c)
+  for (size_t c = 0; c < 2 * columns.size() - 1 + 2 + over_own.size(); ++c)
     std::printf("---:|");
   std::printf("\n");
   int failed = 0;
@@ -318,6 +367,12 @@ int run(const Options &o) {
     std::printf(" %s |", fixed(t_pick / p.t("default"), 3).c_str());
     for (size_t c = 2; c < columns.size(); ++c)
       std::printf(" %s |", p.find(columns[c]) ? fixed(p.t(columns[c]) / t_pick, 2).c_str() : "-");
+    for (const std::string &c : over_own) {
+      const double t_own = p.find("best_own") ? p.t("best_own") : t_pick;
+      if (p.find(c))
+        over_own_ratios[c].push_back(p.t(c) / t_own);
+      std::printf(" %s |", p.find(c) ? fixed(p.t(c) / t_own, 2).c_str() : "-");
+    }
     const double bw = static_cast<double>(p.bytes) / t_pick;
     std::printf(" %s | %s |\n", fixed(bw / 1e9, 0).c_str(),
                 read_bandwidth > 0 ? fixed(bw / read_bandwidth, 2).c_str() : "-");
@@ -325,6 +380,8 @@ int run(const Options &o) {
   std::printf("\ngeomean pick/default %.3f", geomean(ratio));
   for (const auto &[label, v] : over_pick)
     std::printf(", %s/pick %.2fx", label.c_str(), geomean(v));
+  for (const auto &[label, v] : over_own_ratios)
+    std::printf(", %s/best_own %.2fx", label.c_str(), geomean(v));
   std::printf(" (%zu points)\n", ratio.size());
   if (failed > 0)
     std::printf("%d point(s) failed; see stderr and the JSON\n", failed);
@@ -344,6 +401,10 @@ int main(int argc, char **argv) {
   app.add_option("--also", o.also, "extra tactics to time beside default and pick");
   app.add_option("--json", o.json_path, "write the full results as JSON to FILE");
   app.add_option("--samples", o.samples, "samples per median (>= 5)")->check(CLI::Range(5, 1000));
+  app.add_option("--numerics", o.numerics,
+                 "numerics of the tunes: batch_invariant or tolerance (default: the op's; "
+                 "tolerance admits gemv.bf16's cuBLASLt candidates)")
+      ->check(CLI::IsMember({"batch_invariant", "tolerance"}));
   bool quick = false;
   app.add_flag("--quick", quick, "the quick set (same as --set quick)");
   CLI11_PARSE(app, argc, argv);

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define HONE_C_API_VERSION_MAJOR 1
-#define HONE_C_API_VERSION_MINOR 3
+#define HONE_C_API_VERSION_MINOR 4
 
 #if defined(__GNUC__)
 #define HONE_API __attribute__((visibility("default")))
@@ -232,6 +232,52 @@ HONE_API hone_status hone_decode_paged_bf16(const void *q, const void *k_cache,
                                             float *lse, int64_t batch, int64_t num_pages,
                                             int64_t hq, int64_t hkv, int64_t head_dim,
                                             int64_t page_size, float scale, void *stream);
+
+/* The small ops of a decode step (bf16 in device memory of device 0; `stream` as
+ * hone_gemv_bf16; one launch each, never synchronising). Every pointer 16-byte aligned
+ * (positions and the page table 4-byte). Errors: INVALID_ARGUMENT for a NULL or misaligned
+ * pointer or a bad shape, naming it (checked first, also without a device); NO_DEVICE without a
+ * CUDA device or backend; RUNTIME when the launch fails. Since C API 1.4. */
+
+/* out = h / sqrt(mean(h^2) + eps) * w per row (op rmsnorm), h = x, or with residual non-NULL
+ * h = bf16(x + residual), also stored to residual_out. x, residual, residual_out, out:
+ * [rows, hidden]; w: [hidden]. out may equal x, residual_out may equal residual.
+ * REQUIRES: hidden % 8 == 0, hidden <= 32768. */
+HONE_API hone_status hone_rmsnorm_bf16(const void *x, const void *residual, void *residual_out,
+                                       const void *w, void *out, int64_t rows, int64_t hidden,
+                                       float eps, void *stream);
+
+/* Rotary position embedding in place, half rotation as Llama and Qwen2 (op rope): the q heads
+ * [rows, hq, head_dim] and k heads [rows, hkv, head_dim], rows q_stride and k_stride elements
+ * apart (0: contiguous), rotated by positions (int32 [rows]) with inv_freq[i] =
+ * theta^(-2i / head_dim); llama3_scaling NULL, or {factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings} of a "rope_type": "llama3" config.
+ * REQUIRES: head_dim % 8 == 0, head_dim <= 256. */
+HONE_API hone_status hone_rope_bf16(void *q, void *k, const int32_t *positions, int64_t rows,
+                                    int64_t hq, int64_t hkv, int64_t head_dim, int64_t q_stride,
+                                    int64_t k_stride, double theta, const double *llama3_scaling,
+                                    void *stream);
+
+/* The new token's K and V of every request into the paged cache hone_decode_paged_bf16 reads
+ * (op kv_append): slot kv_last_page_len[b] - 1 of page kv_indices[kv_indptr[b + 1] - 1]. k, v:
+ * [batch, hkv, head_dim], requests k_stride and v_stride elements apart (0: contiguous).
+ * kv_indptr_host, kv_last_page_len_host: host copies, checked first. A page outside
+ * [0, num_pages) is never written. REQUIRES: head_dim % 8 == 0. */
+HONE_API hone_status hone_kv_append_bf16(const void *k, const void *v, void *k_cache,
+                                         void *v_cache, const int32_t *kv_indptr,
+                                         const int32_t *kv_indices,
+                                         const int32_t *kv_last_page_len,
+                                         const int32_t *kv_indptr_host,
+                                         const int32_t *kv_last_page_len_host, int64_t batch,
+                                         int64_t num_pages, int64_t hkv, int64_t head_dim,
+                                         int64_t page_size, int64_t k_stride, int64_t v_stride,
+                                         void *stream);
+
+/* out = silu(gate) * up (op silu_mul), [rows, inter]. With up NULL, gate is the fused gate/up
+ * projection output [rows, 2 * inter] (gate the first half of each row).
+ * REQUIRES: inter % 8 == 0. */
+HONE_API hone_status hone_silu_mul_bf16(const void *gate, const void *up, void *out, int64_t rows,
+                                        int64_t inter, void *stream);
 
 /* ---- tuning ------------------------------------------------------------------------------- */
 

@@ -90,6 +90,10 @@ public:
                          (type_ ? type_->name() : "nothing") + ", not " + typeid(T).name());
     return *static_cast<const T *>(value_.get());
   }
+  // The value when it is a T, else null (an op whose tactics parse to more than one type).
+  template <class T> const T *get_if() const {
+    return type_ && *type_ == typeid(T) ? static_cast<const T *>(value_.get()) : nullptr;
+  }
 
 private:
   const std::type_info *type_ = nullptr;
@@ -116,7 +120,22 @@ public:
   virtual DType dtype() const = 0;               // element type of X and Y (problem key)
   virtual const BucketSpec &buckets() const = 0; // also names the dimensions
   // Candidates for a bucketed shape, default first.
+  // Every tactic a tune of any Numerics mode could pick (a cached pick is checked against it).
   virtual std::vector<Tactic> candidates(const Shape &bucket) const = 0;
+  // The candidates a tune in mode `numerics` gates and times, default first: candidates(bucket)
+  // less the tactics that cannot keep that mode's promise (gemv.bf16's cuBLASLt tactics under
+  // batch_invariant), so that they are never measured for nothing.
+  virtual std::vector<Tactic> tune_candidates(const Shape &bucket, Numerics numerics) const {
+    (void)numerics;
+    return candidates(bucket);
+  }
+  // True when `tactic` runs a vendor library (cuBLASLt) rather than one of hone's own kernels.
+  // Reports name the best of the op's own kernels apart from such a pick (best_own_index()), so
+  // that a vendor candidate cannot hide a weak kernel.
+  virtual bool is_vendor_tactic(const Tactic &tactic) const {
+    (void)tactic;
+    return false;
+  }
   virtual Tactic default_tactic(const Shape &bucket) const = 0;
   // Throws Error(invalid_argument) naming the bad value (e.g. K not a multiple of group).
   virtual void validate(const Shape &shape) const = 0;

@@ -61,6 +61,11 @@ PreparedWorkload prepare_workload(Backend &backend, const TunableOp &op, const S
 TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucket,
                        const TuneOptions &options);
 
+// The best of `op`'s own kernels in `result` (index into result.candidates): the pick when it is
+// one of them; when the pick is a vendor tactic (TunableOp::is_vendor_tactic), the own
+// candidate that passed the gate with the smallest triage median. nullopt when none was timed.
+std::optional<size_t> best_own_index(const TunableOp &op, const TuneResult &result);
+
 CacheEntry to_cache_entry(const TuneReport &report, const Metadata &metadata);
 
 } // namespace hone

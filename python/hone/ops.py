@@ -5,6 +5,7 @@
     y = hone.ops.qmv_affine_bf16(x, q, scales, biases, bits=4, group=64)   # torch, CUDA
     y = hone.ops.quantized_linear_bf16(x, q, scales, biases, bits=4, group=64)  # any rows
     o = hone.ops.decode_paged_bf16(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len)
+    y = hone.ops.rmsnorm_bf16(x, w, eps=1e-5)    # also rope_bf16, kv_append_bf16, silu_mul_bf16
 """
 
 import ctypes
@@ -275,6 +276,128 @@ def decode_paged_bf16(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_l
         float(scale), _stream_value(stream, q)))
     del indptr_host, last_host  # the host copies lived through the call
     return out
+
+
+def _rows_of(a, name, cols=None):
+    """(rows, cols) of a contiguous [rows, cols] or [cols] array."""
+    rows, c = _dims2(a, name)
+    if cols is not None and c != cols:
+        raise _bad("%s has shape %s, expected [rows, %d]" % (name, tuple(a.shape), cols))
+    return rows, c
+
+
+def rmsnorm_bf16(x, w, eps=1e-6, residual=None, out=None, residual_out=None, stream=None):
+    """out = h / sqrt(mean(h^2) + eps) * w per row on CUDA (hone_rmsnorm_bf16), h = x, or with
+    `residual` h = bf16(x + residual), also written to residual_out (a decoder layer's fused
+    residual add). x, residual: bf16 [rows, hidden] or [hidden]; w: bf16 [hidden]. out and
+    residual_out are allocated like x when None (torch); out may be x and residual_out may be
+    residual (in place). Returns out, or (out, residual_out) with a residual. Enqueued on
+    `stream` as gemv_bf16."""
+    xa, wa = _checked(_CUDA.array, (x, "x", "bf16"), (w, "w", "bf16"))
+    rows, hidden = _rows_of(xa, "x")
+    _want(wa, "w", "bf16", (1, hidden))
+    out, oa = _output(_CUDA, out, x, xa, rows, hidden)
+    ra = ro = None
+    if residual is not None:
+        ra = _CUDA.array(residual, "residual")
+        _want(ra, "residual", "bf16", (rows, hidden))
+        residual_out, ro = _output(_CUDA, residual_out, x, xa, rows, hidden)
+    check(function("hone_rmsnorm_bf16")(
+        xa.pointer, ra.pointer if ra else None, ro.pointer if ro else None, wa.pointer,
+        oa.pointer, rows, hidden, float(eps), _stream_value(stream, x)))
+    return (out, residual_out) if residual is not None else out
+
+
+def silu_mul_bf16(gate, up=None, out=None, stream=None):
+    """out = silu(gate) * up on CUDA (hone_silu_mul_bf16). With up=None, gate is the fused
+    gate/up projection output [rows, 2 * inter] (gate the first half of each row); else gate
+    and up are [rows, inter]. bf16 CUDA arrays; out allocated like gate when None (torch).
+    Enqueued on `stream` as gemv_bf16."""
+    ga = _CUDA.array(gate, "gate")
+    _want(ga, "gate", "bf16")
+    rows, cols = _rows_of(ga, "gate")
+    if up is None:
+        if cols % 2:
+            raise _bad("gate has shape %s: a fused gate/up row has an even length" %
+                       (tuple(ga.shape),))
+        inter, ua = cols // 2, None
+    else:
+        inter = cols
+        ua = _CUDA.array(up, "up")
+        _want(ua, "up", "bf16", (rows, inter))
+    out, oa = _output(_CUDA, out, gate, ga, rows, inter)
+    check(function("hone_silu_mul_bf16")(ga.pointer, ua.pointer if ua else None, oa.pointer,
+                                         rows, inter, _stream_value(stream, gate)))
+    return out
+
+
+def rope_bf16(q, k, positions, theta=10000.0, llama3_scaling=None, stream=None):
+    """Rotary position embedding in place on CUDA, half rotation as Llama and Qwen2
+    (hone_rope_bf16). q: bf16 [rows, hq, head_dim]; k: bf16 [rows, hkv, head_dim]; positions:
+    int32 [rows]; all contiguous CUDA arrays. llama3_scaling: None, or (factor,
+    low_freq_factor, high_freq_factor, original_max_position_embeddings) of a "rope_type":
+    "llama3" config. Returns (q, k). Enqueued on `stream` as gemv_bf16."""
+    qa, ka, pa = _checked(_CUDA.array, (q, "q", "bf16"), (k, "k", "bf16"),
+                          (positions, "positions", "i32"))
+    if len(qa.shape) != 3:
+        raise _bad("q has shape %s, expected [rows, hq, head_dim]" % (tuple(qa.shape),))
+    rows, hq, head_dim = qa.shape
+    if len(ka.shape) != 3 or ka.shape[0] != rows or ka.shape[2] != head_dim:
+        raise _bad("k has shape %s, expected [%d, hkv, %d]" % (tuple(ka.shape), rows, head_dim))
+    if tuple(pa.shape) != (rows,):
+        raise _bad("positions has shape %s, expected (%d,)" % (tuple(pa.shape), rows))
+    scaling = None
+    if llama3_scaling is not None:
+        if len(llama3_scaling) != 4:
+            raise _bad("llama3_scaling has %d values, expected 4 (factor, low_freq_factor, "
+                       "high_freq_factor, original_max_position_embeddings)" %
+                       len(llama3_scaling))
+        scaling = (ctypes.c_double * 4)(*[float(v) for v in llama3_scaling])
+    check(function("hone_rope_bf16")(qa.pointer, ka.pointer, pa.pointer, rows, hq, ka.shape[1],
+                                     head_dim, 0, 0, float(theta), scaling,
+                                     _stream_value(stream, q)))
+    return q, k
+
+
+def kv_append_bf16(k, v, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                   kv_indptr_host=None, kv_last_page_len_host=None, stream=None):
+    """Writes the new token's K and V of every request into the paged cache decode_paged_bf16
+    reads (hone_kv_append_bf16): slot kv_last_page_len[b] - 1 of page kv_indices[kv_indptr[b +
+    1] - 1]. k, v: bf16 [batch, hkv, head_dim]; k_cache, v_cache: bf16 [num_pages, page_size,
+    hkv, head_dim]; the page table int32 as decode_paged_bf16's; all CUDA arrays. The host
+    copies are checked first; when None they are copied from the torch tensors (a device
+    sync). Enqueued on `stream` as gemv_bf16."""
+    ka, va, kc, vc = _checked(_CUDA.array, (k, "k", "bf16"), (v, "v", "bf16"),
+                              (k_cache, "k_cache", "bf16"), (v_cache, "v_cache", "bf16"))
+    ia, xa, la = _checked(_CUDA.array, (kv_indptr, "kv_indptr", "i32"),
+                          (kv_indices, "kv_indices", "i32"),
+                          (kv_last_page_len, "kv_last_page_len", "i32"))
+    if len(ka.shape) != 3:
+        raise _bad("k has shape %s, expected [batch, hkv, head_dim]" % (tuple(ka.shape),))
+    batch, hkv, head_dim = ka.shape
+    if tuple(va.shape) != tuple(ka.shape):
+        raise _bad("v has shape %s, expected %s (that of k)" % (tuple(va.shape), tuple(ka.shape)))
+    if len(kc.shape) != 4 or tuple(kc.shape[2:]) != (hkv, head_dim):
+        raise _bad("k_cache has shape %s, expected [num_pages, page_size, %d, %d]" %
+                   (tuple(kc.shape), hkv, head_dim))
+    if tuple(vc.shape) != tuple(kc.shape):
+        raise _bad("v_cache has shape %s, expected %s (that of k_cache)" %
+                   (tuple(vc.shape), tuple(kc.shape)))
+    num_pages, page_size = kc.shape[0], kc.shape[1]
+    if tuple(ia.shape) != (batch + 1,):
+        raise _bad("kv_indptr has shape %s, expected (%d,) (batch + 1)" %
+                   (tuple(ia.shape), batch + 1))
+    if tuple(la.shape) != (batch,):
+        raise _bad("kv_last_page_len has shape %s, expected (%d,)" % (tuple(la.shape), batch))
+    indptr_host, ih = _host_table(kv_indptr_host, kv_indptr, "kv_indptr", batch + 1)
+    last_host, lh = _host_table(kv_last_page_len_host, kv_last_page_len, "kv_last_page_len",
+                                batch)
+    check(function("hone_kv_append_bf16")(
+        ka.pointer, va.pointer, kc.pointer, vc.pointer, ia.pointer, xa.pointer, la.pointer,
+        ih.pointer, lh.pointer, batch, num_pages, hkv, head_dim, page_size, 0, 0,
+        _stream_value(stream, k)))
+    del indptr_host, last_host  # the host copies lived through the call
+    return k_cache, v_cache
 
 
 def gemv_f32_raw(x, w, y, rows, n, k):

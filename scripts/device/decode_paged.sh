@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # decode.paged on the GPU machine, in one call: build what it needs, run its tests (unit,
 # device, C API), compute-sanitizer memcheck, racecheck and synccheck on a reduced test set,
-# the acceptance benchmark (default, every kv_chunk candidate, unsplit) and the PyTorch SDPA
-# peer (with hone's tuned pick), then print a compact table with the acceptance checks last.
+# the acceptance benchmark (default, every kv_chunk candidate, unsplit, the separate merge
+# kernel, kv_heads 2/4/8) and the PyTorch SDPA peer (with hone's tuned pick), then print a
+# compact table with the acceptance checks last.
 #
 #   scripts/device/decode_paged.sh OUTDIR [BUILD_DIR]      # BUILD_DIR default build-cuda
 #   HONE_DECODE_CONFIGS=1x4k,ragged16 scripts/device/decode_paged.sh /tmp/out   # a subset
@@ -73,6 +74,8 @@ if [ "${HONE_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; th
   : >"$out/sanitizer.log"
   filter='DecodePagedOpTest.EveryCandidate*:DecodePagedOpTest.Merges*:DecodePagedOpTest.Sharp*'
   filter+=':DecodePagedEntryTest.CheckPages*:DecodePagedEntryTest.PlanAndRun*'
+  filter+=':DecodePagedOpTest.FusedMerge*:DecodePagedOpTest.KvHeads*'
+  filter+=':DecodePagedEntryTest.GraphReplays*'
   for tool in memcheck racecheck synccheck; do
     t0=$(date +%s)
     log="$logs/$tool.log"
@@ -88,7 +91,7 @@ else
   step "compute-sanitizer (skipped)" 0
 fi
 
-# --- benchmark: default, every candidate, unsplit ------------------------------------------------
+# --- benchmark: default, every candidate, unsplit, merge kernel, kv_heads ------------------------
 t0=$(date +%s)
 "$build/bench/decode_paged_bench" --json "$out/decode_paged_bench.json" \
   --samples "${HONE_BENCH_SAMPLES:-9}" ${configs:+--configs "$configs"} \
@@ -125,8 +128,9 @@ bw = bench.get("read_bandwidth") or peer.get("read_bandwidth") or 0
 sdpa = {r["config"]: r for r in peer["results"]}
 print("read bandwidth %.0f GB/s; frac = KV bytes / t / read bandwidth" % (bw / 1e9))
 print("| config | KV MB | tuned us (frac) | tactic | default us (frac) | unsplit us (frac) "
-      "| SDPA us (peer) | tuned/default | unsplit/tuned | hone vs SDPA |")
-print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+      "| SDPA us (peer) | tuned/default | unsplit/tuned | hone vs SDPA | merge kernel us "
+      "| kv_heads us (frac) | kv_heads tactic | kv_heads vs SDPA |")
+print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 checks = []
 for r in bench["results"]:
     if "error" in r:
@@ -137,11 +141,18 @@ for r in bench["results"]:
     p = sdpa.get(r["config"])
     cell = "%.2f (%s)" % (p["sdpa_s"] * 1e6, p["peer"]) if p else "-"
     vs = p["speedup"] if p else None
-    print("| %s | %.1f | %.2f (%.2f) | %s | %.2f (%.2f) | %.2f (%.2f) | %s | %.2f | %.2f | %s |" % (
+    mk, kh = r.get("merge_kernel"), r.get("kv_heads")
+    # kv_heads against SDPA: the peer's SDPA time over the bench's kv_heads time (two programs).
+    kh_vs = p["sdpa_s"] / kh["median_s"] if p and kh else None
+    print("| %s | %.1f | %.2f (%.2f) | %s | %.2f (%.2f) | %.2f (%.2f) | %s | %.2f | %.2f | %s "
+          "| %s | %s | %s | %s |" % (
         r["config"], r["kv_bytes"] / 1e6, t["median_s"] * 1e6, t["read_fraction"], t["tactic"],
         d["median_s"] * 1e6, d["read_fraction"], u["median_s"] * 1e6, u["read_fraction"], cell,
         d["median_s"] / t["median_s"], u["median_s"] / t["median_s"],
-        "%.2f" % vs if vs else "-"))
+        "%.2f" % vs if vs else "-",
+        "%.2f" % (mk["median_s"] * 1e6) if mk else "-",
+        "%.2f (%.2f)" % (kh["median_s"] * 1e6, kh["read_fraction"]) if kh else "-",
+        kh["tactic"] if kh else "-", "%.2f" % kh_vs if kh_vs else "-"))
     tokens = sum(r["lengths"])
     name = r["config"]
     if tokens >= 65536:

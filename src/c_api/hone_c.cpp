@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <new>
 #include <optional>
 #include <span>
@@ -516,6 +517,173 @@ hone_status hone_decode_paged_bf16(const void *q, const void *k_cache, const voi
     hone::ops::cuda::decode_paged(t, stream);
 #else
     (void)lse, (void)hq, (void)hkv, (void)head_dim, (void)page_size, (void)scale, (void)stream;
+#endif
+  });
+}
+
+namespace {
+
+// The shape of a CUDA op, judged before the device so that bad input reads the same everywhere.
+void validate_cuda_shape(const char *op, std::initializer_list<int64_t> dims) {
+  if (const hone::TunableOp *found = hone::Registry::global().find(op, "cuda"))
+    found->validate(hone::Shape{std::span<const int64_t>(dims.begin(), dims.size()),
+                                hone::DType::bf16});
+}
+
+} // namespace
+
+hone_status hone_rmsnorm_bf16(const void *x, const void *residual, void *residual_out,
+                              const void *w, void *out, int64_t rows, int64_t hidden, float eps,
+                              void *stream) {
+  return guarded([&] {
+    const char *function = "hone_rmsnorm_bf16";
+    require(x, function, "x");
+    require(w, function, "w");
+    require(out, function, "out");
+    if (residual)
+      require(residual_out, function, "residual_out");
+    validate_cuda_shape("rmsnorm", {rows, hidden, residual ? 1 : 0});
+    require_aligned(x, 16, function, "x");
+    require_aligned(w, 16, function, "w");
+    require_aligned(out, 16, function, "out");
+    if (residual) {
+      require_aligned(residual, 16, function, "residual");
+      require_aligned(residual_out, 16, function, "residual_out");
+    }
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::RmsnormTensors t;
+    t.x = x;
+    t.residual = residual;
+    t.residual_out = residual_out;
+    t.w = w;
+    t.out = out;
+    t.rows = rows;
+    t.hidden = hidden;
+    t.eps = eps;
+    hone::ops::cuda::rmsnorm(t, stream);
+#else
+    (void)eps, (void)stream;
+#endif
+  });
+}
+
+hone_status hone_rope_bf16(void *q, void *k, const int32_t *positions, int64_t rows, int64_t hq,
+                           int64_t hkv, int64_t head_dim, int64_t q_stride, int64_t k_stride,
+                           double theta, const double *llama3_scaling, void *stream) {
+  return guarded([&] {
+    const char *function = "hone_rope_bf16";
+    require(q, function, "q");
+    require(k, function, "k");
+    require(positions, function, "positions");
+    validate_cuda_shape("rope", {rows, hq, hkv, head_dim});
+    require_aligned(q, 16, function, "q");
+    require_aligned(k, 16, function, "k");
+    require_aligned(positions, 4, function, "positions");
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::RopeTensors t;
+    t.q = q;
+    t.k = k;
+    t.positions = positions;
+    t.rows = rows;
+    t.hq = hq;
+    t.hkv = hkv;
+    t.head_dim = head_dim;
+    t.q_stride = q_stride;
+    t.k_stride = k_stride;
+    t.theta = theta;
+    if (llama3_scaling) {
+      t.llama3_factor = llama3_scaling[0];
+      t.llama3_low_freq_factor = llama3_scaling[1];
+      t.llama3_high_freq_factor = llama3_scaling[2];
+      t.llama3_original_max_positions = llama3_scaling[3];
+    }
+    hone::ops::cuda::rope(t, stream);
+#else
+    (void)q_stride, (void)k_stride, (void)theta, (void)llama3_scaling, (void)stream;
+#endif
+  });
+}
+
+hone_status hone_kv_append_bf16(const void *k, const void *v, void *k_cache, void *v_cache,
+                                const int32_t *kv_indptr, const int32_t *kv_indices,
+                                const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+                                const int32_t *kv_last_page_len_host, int64_t batch,
+                                int64_t num_pages, int64_t hkv, int64_t head_dim,
+                                int64_t page_size, int64_t k_stride, int64_t v_stride,
+                                void *stream) {
+  return guarded([&] {
+    const char *function = "hone_kv_append_bf16";
+    require(k, function, "k");
+    require(v, function, "v");
+    require(k_cache, function, "k_cache");
+    require(v_cache, function, "v_cache");
+    require(kv_indptr, function, "kv_indptr");
+    require(kv_indices, function, "kv_indices");
+    require(kv_last_page_len, function, "kv_last_page_len");
+    require(kv_indptr_host, function, "kv_indptr_host");
+    require(kv_last_page_len_host, function, "kv_last_page_len_host");
+    validate_cuda_shape("kv_append", {batch, hkv, head_dim, page_size});
+    if (num_pages < 1)
+      fail(HONE_ERROR_INVALID_ARGUMENT,
+           std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
+    require_aligned(k, 16, function, "k");
+    require_aligned(v, 16, function, "v");
+    require_aligned(k_cache, 16, function, "k_cache");
+    require_aligned(v_cache, 16, function, "v_cache");
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::KvAppendTensors t;
+    t.k = k;
+    t.v = v;
+    t.k_cache = k_cache;
+    t.v_cache = v_cache;
+    t.kv_indptr = kv_indptr;
+    t.kv_indices = kv_indices;
+    t.kv_last_page_len = kv_last_page_len;
+    t.kv_indptr_host = kv_indptr_host;
+    t.kv_last_page_len_host = kv_last_page_len_host;
+    t.batch = batch;
+    t.num_pages = num_pages;
+    t.hkv = hkv;
+    t.head_dim = head_dim;
+    t.page_size = page_size;
+    t.k_stride = k_stride;
+    t.v_stride = v_stride;
+    hone::ops::cuda::kv_append(t, stream);
+#else
+    (void)k_stride, (void)v_stride, (void)stream;
+#endif
+  });
+}
+
+hone_status hone_silu_mul_bf16(const void *gate, const void *up, void *out, int64_t rows,
+                               int64_t inter, void *stream) {
+  return guarded([&] {
+    const char *function = "hone_silu_mul_bf16";
+    require(gate, function, "gate");
+    require(out, function, "out");
+    validate_cuda_shape("silu_mul", {rows, inter});
+    require_aligned(gate, 16, function, "gate");
+    if (up)
+      require_aligned(up, 16, function, "up");
+    require_aligned(out, 16, function, "out");
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    hone::ops::cuda::SiluMulTensors t;
+    if (up) {
+      t.gate = gate;
+      t.up = up;
+    } else {
+      t.gate_up = gate;
+    }
+    t.out = out;
+    t.rows = rows;
+    t.inter = inter;
+    hone::ops::cuda::silu_mul(t, stream);
+#else
+    (void)stream;
 #endif
   });
 }

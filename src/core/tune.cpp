@@ -57,7 +57,7 @@ TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucke
   report.key = cache_key(op, bucket, backend.info().model);
   report.numerics = options.numerics.value_or(op.default_numerics());
 
-  std::vector<Tactic> candidates = op.candidates(bucket);
+  std::vector<Tactic> candidates = op.tune_candidates(bucket, report.numerics);
   const Tactic default_tactic = op.default_tactic(bucket);
   auto it = std::find(candidates.begin(), candidates.end(), default_tactic);
   size_t default_index = 0;
@@ -95,6 +95,22 @@ TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucke
   };
   report.result = Tuner(options.tuner).select(candidates, default_index, gate, sample);
   return report;
+}
+
+std::optional<size_t> best_own_index(const TunableOp &op, const TuneResult &result) {
+  if (result.candidates.empty())
+    return std::nullopt;
+  if (!op.is_vendor_tactic(result.pick()))
+    return result.pick_index;
+  std::optional<size_t> best;
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    const CandidateReport &c = result.candidates[i];
+    if (c.status != Status::ok || op.is_vendor_tactic(c.tactic) || !(c.median_s > 0))
+      continue;
+    if (!best || c.median_s < result.candidates[*best].median_s)
+      best = i;
+  }
+  return best;
 }
 
 CacheEntry to_cache_entry(const TuneReport &report, const Metadata &metadata) {

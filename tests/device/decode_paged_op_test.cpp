@@ -3,12 +3,14 @@
 // ragged lengths with 1 token, exactly one page and partial last pages, GQA 1, 4, 7 and 8,
 // head_dim 64, 128 and 256, pages of 16, 32 and 64, a merge of hundreds of partial states, a
 // sharp softmax, lse; the gate's power to fail; the spill rule; the public entry point with its
-// plan (HONE_DECODE_KV_CHUNK, heuristic, cache), HONE_CHECK_PAGES and a CUDA graph capture; and
-// the tuner end to end.
+// plan (HONE_DECODE_KV_CHUNK, heuristic, cache), HONE_CHECK_PAGES and a CUDA graph capture; the
+// merge fused into the split kernel (every chunk size, bit-identical to the merge kernel, the
+// arrival counters back at 0, a graph replayed many times); and the tuner end to end.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,6 +166,119 @@ TEST_F(DecodePagedOpTest, MergesHundredsOfPartialStates) {
   EXPECT_GE(w.split(c).max_chunks, len / 16);
   run_and_compare(w, c);
   run_and_compare(w, {48, 2}); // a chunk of three pages: not a power of two
+}
+
+// Downloads o and lse of the last launch after poisoning them and launching `config`.
+struct Outputs {
+  std::vector<uint16_t> o;
+  std::vector<float> lse;
+};
+Outputs launch_and_download(DecodePagedWorkload &w, const DecodePagedConfig &config) {
+  w.poison_output();
+  const size_t heads = static_cast<size_t>(w.problem().batch()) * w.problem().hq;
+  HONE_CUDA_CHECK(cudaMemsetAsync(w.lse(), 0xff, heads * sizeof(float), w.stream()));
+  const LaunchStatus s = w.launch(config, 0);
+  EXPECT_TRUE(s.ok()) << config.to_tactic().str() << ": " << s.message();
+  HONE_CUDA_CHECK(cudaStreamSynchronize(w.stream()));
+  return {w.download_y(), w.download_lse()};
+}
+
+// Arrival counters left non-zero (the fused merge leaves every one at 0).
+size_t nonzero(const std::vector<int32_t> &counters) {
+  return static_cast<size_t>(std::count_if(counters.begin(), counters.end(),
+                                           [](int32_t c) { return c != 0; }));
+}
+
+bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+           return std::memcmp(&x, &y, sizeof x) == 0;
+         });
+}
+
+// The merge fused into the split kernel (the last CTA of each request and KV head merges) at
+// every chunk size from one page to past the longest request, on ragged lengths with 1 token,
+// one page and partial last pages: it matches the reference, gives the separate merge
+// kernel's bits exactly, and leaves every arrival counter at 0.
+TEST_F(DecodePagedOpTest, FusedMergeMatchesTheMergeKernelBitForBitAtEveryChunk) {
+  for (const Heads &h : head_sets()) {
+    const std::vector<int32_t> lengths =
+        reduced_shapes() ? std::vector<int32_t>{1, h.page_size, 5 * h.page_size + 3, 300}
+                         : std::vector<int32_t>{1, h.page_size, h.page_size + 1,
+                                                3 * h.page_size - 5, 700, 1};
+    DecodePagedWorkload w(cuda_backend(), problem(h, lengths));
+    w.set_write_lse(true);
+    w.randomize_inputs();
+    const DecodePagedReference ref = w.reference_of(0);
+    const int longest = *std::max_element(lengths.begin(), lengths.end());
+    const int warps = decode_paged_default_warps(h.head_dim);
+    int merged = 0;
+    for (int chunk = h.page_size; chunk <= longest + h.page_size; chunk += h.page_size) {
+      const DecodePagedConfig fused{chunk, warps, 0}, two_kernels{chunk, warps, 1};
+      const std::string what = describe(w.problem()) + " " + fused.to_tactic().str();
+      const Outputs a = launch_and_download(w, fused);
+      const DecodePagedComparison c = compare_decode_paged(a.o, &a.lse, ref, h.head_dim);
+      EXPECT_EQ(c.nan_count, 0u) << what;
+      EXPECT_EQ(c.lse_nan_count, 0u) << what;
+      EXPECT_LE(c.max_row_relative_l2, kDecodePagedRelativeL2Bound) << what;
+      EXPECT_LE(c.lse_max_abs_error, kDecodePagedLseBound) << what;
+      const std::vector<int32_t> counters = w.download_counters();
+      EXPECT_EQ(nonzero(counters), 0u)
+          << what << ": arrival counters not back at 0";
+      const Outputs b = launch_and_download(w, two_kernels);
+      EXPECT_EQ(a.o, b.o) << what << ": the merge kernel gives other o bits";
+      EXPECT_TRUE(same_bits(a.lse, b.lse)) << what << ": the merge kernel gives other lse bits";
+      merged += w.split(fused).max_chunks > 1 ? 1 : 0;
+      if (reduced_shapes() && chunk >= 8 * h.page_size)
+        chunk += 4 * h.page_size; // coarser steps past eight pages
+    }
+    EXPECT_GT(merged, 0) << describe(w.problem());
+  }
+}
+
+// Launches that run one after another reuse the counters: a thousand-chunk request, then a
+// batch of different lengths on the same counters, each correct.
+TEST_F(DecodePagedOpTest, FusedMergeCountersServeBackToBackLaunches) {
+  const Heads h{32, 8, 128, 16};
+  DecodePagedWorkload w(cuda_backend(), problem(h, {16000, 1, 40}));
+  for (int chunk : {16, 32, 16, 4096, 16}) {
+    run_and_compare(w, {chunk, 4});
+    const std::vector<int32_t> counters = w.download_counters();
+    EXPECT_EQ(nonzero(counters), 0u)
+        << "kv_chunk=" << chunk;
+  }
+}
+
+// Several KV heads per CTA (kv_heads 2, 4, 8 where they divide hkv and fit the warps): the
+// benchmark configs and explicit chunks, fused and with the merge kernel (the same bits), and
+// the counters of every (request, KV head group) back at 0.
+TEST_F(DecodePagedOpTest, KvHeadsConfigsMatchTheReference) {
+  for (const Heads &h : head_sets()) {
+    DecodePagedWorkload w(cuda_backend(), problem(h, ragged(h.page_size)));
+    std::vector<DecodePagedConfig> configs =
+        decode_paged_kv_heads_configs(w.table().indptr, h.hkv, h.head_dim, h.page_size);
+    for (int heads : {2, 4, 8})
+      for (int warps : {4, 8})
+        for (int chunk : {h.page_size, 4 * h.page_size, 0})
+          if (decode_paged_can_implement({chunk, warps, 0, heads}, h.hkv, h.head_dim,
+                                         h.page_size, nullptr))
+            configs.push_back({chunk, warps, 0, heads});
+    if (configs.empty())
+      continue; // hkv 1 or odd: no kv_heads config
+    for (const DecodePagedConfig &c : configs) {
+      run_and_compare(w, c);
+      const Outputs fused = launch_and_download(w, c);
+      const std::vector<int32_t> counters = w.download_counters();
+      EXPECT_EQ(nonzero(counters), 0u)
+          << c.to_tactic().str() << ": arrival counters not back at 0";
+      DecodePagedConfig two_kernels = c;
+      two_kernels.merge_kernel = 1;
+      const Outputs b = launch_and_download(w, two_kernels);
+      EXPECT_EQ(fused.o, b.o) << two_kernels.to_tactic().str();
+      EXPECT_TRUE(same_bits(fused.lse, b.lse)) << two_kernels.to_tactic().str();
+    }
+    std::printf("%s: %zu kv_heads configs\n", describe(w.problem()).c_str(), configs.size());
+  }
 }
 
 // A sharp softmax (logits of std ~2.7): the running max and the rescaling matter.
@@ -396,6 +511,55 @@ TEST_F(DecodePagedEntryTest, RunsInsideAGraphCapture) {
   expect_matches_reference(w, false, "graph replay");
   HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// A fused-merge step captured once and replayed many times: every replay gives the first
+// replay's bits, and the stream's arrival counters are 0 after the replays (no memset between).
+TEST_F(DecodePagedEntryTest, GraphReplaysAreBitIdenticalAndLeaveCountersAtZero) {
+  DecodePagedWorkload w(cuda_backend(), problem({32, 8, 128, 16}, {9000, 1, 16, 700}));
+  w.set_write_lse(true);
+  Dispatcher d(cuda_backend(), DispatcherOptions::from_settings(Settings::from_env()));
+  const ops::cuda::DecodePagedTensors t = tensors_of(w, 0, w.lse());
+  for (int chunk : {16, 256}) {
+    const ops::cuda::DecodePagedPlan plan = decode_paged_plan_with(
+        t.kv_indptr_host, t.kv_last_page_len_host, 4, 32, 8, 128, 16, chunk, d);
+    ASSERT_GT(plan.max_chunks, 1);
+    ops::cuda::decode_paged(t, plan, w.stream()); // sizes the workspace and the counters
+    HONE_CUDA_CHECK(cudaStreamSynchronize(w.stream()));
+    cudaGraph_t graph = nullptr;
+    HONE_CUDA_CHECK(cudaStreamBeginCapture(w.stream(), cudaStreamCaptureModeThreadLocal));
+    ops::cuda::decode_paged(t, plan, w.stream());
+    HONE_CUDA_CHECK(cudaStreamEndCapture(w.stream(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    std::vector<uint16_t> first_o;
+    std::vector<float> first_lse;
+    const int replays = reduced_shapes() ? 20 : 200;
+    for (int i = 0; i < replays; ++i) {
+      if (i % 10 == 0) { // poisoned now and then: the replay writes every output
+        w.poison_output();
+        HONE_CUDA_CHECK(cudaMemsetAsync(w.lse(), 0xff, 4 * 32 * sizeof(float), w.stream()));
+      }
+      HONE_CUDA_CHECK(cudaGraphLaunch(exec, w.stream()));
+      if (i == 0) {
+        expect_matches_reference(w, true, "first replay, kv_chunk=" + std::to_string(chunk));
+        first_o = w.download_y();
+        first_lse = w.download_lse();
+      } else if (i % 10 == 9 || i + 1 == replays) {
+        HONE_CUDA_CHECK(cudaStreamSynchronize(w.stream()));
+        EXPECT_EQ(w.download_y(), first_o) << "replay " << i << ", kv_chunk=" << chunk;
+        EXPECT_TRUE(same_bits(w.download_lse(), first_lse))
+            << "replay " << i << ", kv_chunk=" << chunk;
+      }
+    }
+    const size_t count = decode_paged_counter_count(4, 8);
+    const std::vector<int32_t> counters =
+        download<int32_t>(decode_paged_counters_for(w.stream(), count), count, w.stream());
+    EXPECT_EQ(nonzero(counters), 0u)
+        << "kv_chunk=" << chunk << ": arrival counters not back at 0 after the replays";
+    HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
 }
 
 // Tune a small bucket, store it, and a fresh dispatcher's plan takes its kv_chunk.

@@ -1,15 +1,24 @@
 // gemv.bf16 kernel harness: every compiled config against a float64 reference on fresh random
 // inputs with poisoned outputs, bitwise batch invariance of the configs that share the
-// default's K order, and (standalone) a cold-L2 timing table against cuBLASLt.
+// default's K order (and of the stream configs among themselves: each against the rows=1
+// stream config of its K order, row by row), and (standalone) a cold-L2 timing table against
+// cuBLASLt and a loads-only read of the same weights.
 //
 // Under CMake (tests/device) it is a GoogleTest program on small shapes. Standalone, one
 // command builds it with the kernels and runs the full check and timing matrix:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -DHONE_GEMV_BF16_KERNEL_TEST_MAIN
-//     -Iinclude -Isrc tests/device/gemv_bf16_kernel_test.cu
+//     -Iinclude -Isrc -Itests/device tests/device/gemv_bf16_kernel_test.cu
 //     src/cuda/kernels/gemv_bf16/gemv_bf16.cu src/cuda/kernels/gemv_bf16/gemv_bf16_config.cpp
-//     src/core/tactic.cpp src/core/error.cpp -lcublasLt -o gemv_bf16_kernel_test
-//   ./gemv_bf16_kernel_test [--quick] [--csv FILE] [--rows 1,8,16] [--shapes 14336x4096,...]
-//     --quick: fewer row counts checked; --rows / --shapes: restrict the timing table
+//     src/cuda/kernels/common/config_tactic.cpp src/cuda/kernels/common/kernel_types.cpp
+//     src/cuda/kernels/common/split_k_family.cpp src/cuda/kernels/common/split_k_launch.cpp
+//     src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp
+//     -lcublasLt -o gemv_bf16_kernel_test
+//   ./gemv_bf16_kernel_test [--quick] [--no-check] [--csv FILE] [--rows 1,8,16]
+//     [--shapes 14336x4096,...]
+//     --quick: fewer row counts checked; --no-check: timing only; --rows / --shapes: restrict
+//     the timing table. Per cell it prints cuBLASLt, the default, the best old-path (mma/fma)
+//     config, the best stream config and the loads-only read of the same weight copies, each
+//     stream and old best also as a fraction of that read ("ceil").
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -89,9 +98,19 @@ bool same_order(const GemvBf16Config &a, const GemvBf16Config &b) {
   return a.path == b.path && gemv_bf16_k_slices(a) == gemv_bf16_k_slices(b);
 }
 
+// The rows=1 stream config of `c`'s K order (the stream default with c's consumer warps).
+GemvBf16Config stream_single_row(const GemvBf16Config &c, int n, int k) {
+  GemvBf16Config s = gemv_bf16_stream_default(1, n, k);
+  s.warps = c.warps_k;
+  s.warps_k = c.warps_k;
+  return s;
+}
+
 struct CheckSummary {
   int configs = 0, failed = 0;    // tolerance gate
   int invariant = 0, variant = 0; // bitwise against the rows=1 default, same-order configs
+  int stream_invariant = 0;       // stream configs bitwise equal to their order's rows=1 run
+                                  // (a difference counts in `variant`)
   int other_order_identical = 0;  // configs of another order that happen to match
   double worst_error = 0;
   std::vector<std::string> failures;
@@ -118,9 +137,31 @@ CheckSummary check_shape(int rows, int n, int k) {
   KT_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> expected = download(y1.p, elements(rows, n));
 
+  // The same for each stream K order (k_slices = consumer warps), computed at first use.
+  std::vector<std::pair<int, std::vector<uint16_t>>> stream_expected;
+  auto stream_reference = [&](const GemvBf16Config &c) -> const std::vector<uint16_t> & {
+    for (const auto &e : stream_expected)
+      if (e.first == c.warps_k)
+        return e.second;
+    const GemvBf16Config one = stream_single_row(c, n, k);
+    KT_CHECK(cudaMemset(y1.p, 0xff, elements(rows, n) * 2));
+    for (int r = 0; r < rows; ++r)
+      KT_CHECK(static_cast<cudaError_t>(
+          launch(one, static_cast<uint16_t *>(x.p) + elements(r, k), w.p,
+                 static_cast<uint16_t *>(y1.p) + elements(r, n), 1, n, k)));
+    KT_CHECK(cudaDeviceSynchronize());
+    stream_expected.emplace_back(c.warps_k, download(y1.p, elements(rows, n)));
+    return stream_expected.back().second;
+  };
+
   std::vector<GemvBf16Config> all = gemv_bf16_configs();
   all.push_back(gemv_bf16_default(rows, n, k));
   for (const GemvBf16Config &c : all) {
+    // A stream config runs only where it can (all rows in one CTA, K slices not empty); the
+    // other paths run every compiled config, pruned or not.
+    if (std::string why;
+        c.path == KernelPath::stream && !gemv_bf16_can_implement(c, rows, n, k, &why))
+      continue;
     KT_CHECK(cudaMemset(y.p, 0xff, elements(rows, n) * 2));
     const int status = launch(c, x.p, w.p, y.p, rows, n, k);
     KT_CHECK(cudaDeviceSynchronize());
@@ -133,6 +174,15 @@ CheckSummary check_shape(int rows, int n, int k) {
       out.failures.push_back(c.to_tactic().str() + " rows=" + std::to_string(rows) +
                              " n=" + std::to_string(n) + " k=" + std::to_string(k) + " error " +
                              std::to_string(err) + " launch " + std::to_string(status));
+      continue;
+    }
+    if (c.path == KernelPath::stream && !same_order(c, single)) {
+      const bool same = got == stream_reference(c);
+      ++(same ? out.stream_invariant : out.variant);
+      if (!same)
+        out.failures.push_back("stream not batch-invariant: " + c.to_tactic().str() +
+                               " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                               " k=" + std::to_string(k));
       continue;
     }
     const bool identical = got == expected;
@@ -209,9 +259,12 @@ struct CublasGemm {
 
 std::string short_name(const GemvBf16Config &c) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", to_string(c.path),
-                c.rows_per_cta, c.warps, c.warps_k, c.outputs_per_warp, c.split_k,
-                c.async ? " a" : "");
+  if (c.path == KernelPath::stream)
+    std::snprintf(buf, sizeof buf, "stream r%d w%d o%d st%d c%d", c.rows_per_cta, c.warps_k,
+                  c.outputs_per_warp, c.stages, c.ctas_per_sm);
+  else
+    std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", to_string(c.path), c.rows_per_cta,
+                  c.warps, c.warps_k, c.outputs_per_warp, c.split_k, c.async ? " a" : "");
   return buf;
 }
 
@@ -219,15 +272,21 @@ struct Cell {
   int n, k, rows;
   double cublas_s, default_s, best_s, best_inv_s;
   std::string best, best_inv;
+  double ceiling_s;                   // loads-only read of the same weight copies, best of 3
+  double old_s = 1e9, stream_s = 1e9; // best mma/fma config, best stream config
+  double stream_default_s = 1e9;      // gemv_bf16_stream_default
+  std::string old_name, stream_name;
 };
 
 int run_main(int argc, char **argv) {
-  bool quick = false;
+  bool quick = false, no_check = false;
   const char *csv_path = nullptr;
   std::vector<int> only_rows, only_shapes;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--no-check"))
+      no_check = true;
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
       csv_path = argv[++i];
     else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc)
@@ -248,22 +307,26 @@ int run_main(int argc, char **argv) {
                                         {4100, 1032}, {77, 264},    {4097, 2056}, {1, 8}};
   const std::vector<int> check_rows =
       quick ? std::vector<int>{1, 7, 32} : std::vector<int>{1, 3, 7, 8, 12, 16, 24, 32};
-  int failed = 0, configs = 0, invariant = 0, variant = 0;
+  int failed = 0, configs = 0, invariant = 0, variant = 0, stream_invariant = 0;
   double worst = 0;
   for (NK s : check_shapes)
     for (int rows : check_rows) {
+      if (no_check)
+        break;
       const CheckSummary c = check_shape(rows, s.n, s.k);
       failed += c.failed;
       configs += c.configs;
       invariant += c.invariant;
       variant += c.variant;
+      stream_invariant += c.stream_invariant;
       worst = std::max(worst, c.worst_error);
       for (const std::string &f : c.failures)
         std::printf("FAIL %s\n", f.c_str());
     }
   std::printf("check: %d config runs, %d failed the %.0e gate (worst rel L2 %.2e); batch "
-              "invariance: %d same-order runs bit-identical, %d differ\n",
-              configs, failed, kBound, worst, invariant, variant);
+              "invariance: %d same-order runs bit-identical, %d stream runs bit-identical to "
+              "their order's rows=1 run, %d differ\n",
+              configs, failed, kBound, worst, invariant, stream_invariant, variant);
 
   // --- timing ---
   cudaStream_t stream{};
@@ -299,10 +362,11 @@ int run_main(int argc, char **argv) {
       fill_random(ws.back()->p, elements(s.n, s.k), next_seed());
       fill_random(xs.back()->p, elements(32, s.k), next_seed());
     }
-    DeviceMem y(elements(32, s.n) * 2);
+    DeviceMem y(elements(32, s.n) * 2), sink(16);
     KT_CHECK(cudaDeviceSynchronize());
     for (int rows : rows_list) {
       const GemvBf16Config def = gemv_bf16_default(rows, s.n, s.k);
+      const GemvBf16Config stream_def = gemv_bf16_stream_default(rows, s.n, s.k);
       std::vector<GemvBf16Config> field{def};
       for (const GemvBf16Config &c : gemv_bf16_configs()) {
         std::string why;
@@ -319,6 +383,11 @@ int run_main(int argc, char **argv) {
         });
       fns.push_back(
           [&](int copy, cudaStream_t st) { gemm.run(xs[copy]->p, ws[copy]->p, y.p, st); });
+      const size_t peer = fns.size() - 1;
+      for (int per_sm : {2, 4, 8}) // the loads-only ceiling of the same bytes
+        fns.push_back([&, per_sm](int copy, cudaStream_t st) {
+          load_only(ws[copy]->p, w_bytes, per_sm, static_cast<uint32_t *>(sink.p), st);
+        });
       // Batch sized from the ideal time so that one sample is ~0.5 ms.
       const double ideal = static_cast<double>(w_bytes) / bandwidth + 2e-6;
       const int batch = std::clamp(static_cast<int>(5e-4 / ideal), 8, 200);
@@ -328,10 +397,14 @@ int run_main(int argc, char **argv) {
       for (auto &g : graphs) // warm-up
         g->time(stream, e0, e1);
       std::vector<std::vector<double>> t(graphs.size());
-      for (int i = 0; i < samples; ++i) // interleaved: A B C ... A B C
-        for (size_t g = 0; g < graphs.size(); ++g)
+      for (int i = 0; i < samples; ++i) // interleaved, start rotated every round
+        for (size_t j = 0; j < graphs.size(); ++j) {
+          const size_t g = (j + static_cast<size_t>(i)) % graphs.size();
           t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
-      Cell cell{s.n, s.k, rows, median(t.back()), median(t[0]), 1e9, 1e9, "", ""};
+        }
+      Cell cell{s.n, s.k, rows, median(t[peer]), median(t[0]), 1e9, 1e9, "", "", 1e9};
+      for (size_t g = peer + 1; g < t.size(); ++g)
+        cell.ceiling_s = std::min(cell.ceiling_s, median(t[g]));
       for (size_t g = 0; g < field.size(); ++g) {
         const double m = median(t[g]);
         if (csv)
@@ -341,10 +414,23 @@ int run_main(int argc, char **argv) {
           cell.best_s = m, cell.best = short_name(field[g]);
         if (same_order(field[g], def) && m < cell.best_inv_s)
           cell.best_inv_s = m, cell.best_inv = short_name(field[g]);
+        const bool streamed = field[g].path == KernelPath::stream;
+        if (streamed && m < cell.stream_s)
+          cell.stream_s = m, cell.stream_name = short_name(field[g]);
+        if (!streamed && m < cell.old_s)
+          cell.old_s = m, cell.old_name = short_name(field[g]);
+        if (field[g] == stream_def)
+          cell.stream_default_s = m;
       }
-      if (csv)
+      if (csv) {
         std::fprintf(csv, "%d,%d,%d,cublasLt,%.3f\n", s.n, s.k, rows, cell.cublas_s * 1e6);
+        std::fprintf(csv, "%d,%d,%d,load_only,%.3f\n", s.n, s.k, rows, cell.ceiling_s * 1e6);
+      }
       cells.push_back(cell);
+      std::printf("%dx%d rows %d: ceiling %.2f us, old best %.2f (%s), stream best %.2f (%s)\n",
+                  s.n, s.k, rows, cell.ceiling_s * 1e6, cell.old_s * 1e6, cell.old_name.c_str(),
+                  cell.stream_s * 1e6, cell.stream_name.c_str());
+      std::fflush(stdout);
     }
   }
   if (csv)
@@ -361,6 +447,22 @@ int run_main(int argc, char **argv) {
                 c.cublas_s * 1e6, c.default_s * 1e6, c.cublas_s / c.default_s, pct(c.default_s),
                 c.best_inv_s * 1e6, c.cublas_s / c.best_inv_s, pct(c.best_inv_s), c.best_s * 1e6,
                 c.cublas_s / c.best_s, c.best.c_str());
+  }
+  // The weights-once comparison: fractions of the loads-only read of the same bytes
+  // (ceil = ceiling time / kernel time) and against cuBLASLt.
+  std::printf("\n%-11s %4s %8s %8s %5s %8s %5s %5s %8s %5s %5s %8s %5s  %-26s %s\n", "n x k",
+              "rows", "ceiling", "old", "ceil", "str.def", "ceil", "x.cub", "stream", "ceil",
+              "x.cub", "cublas", "ceil", "old best config", "stream best config");
+  for (const Cell &c : cells) {
+    char nk[16];
+    std::snprintf(nk, sizeof nk, "%dx%d", c.n, c.k);
+    std::printf("%-11s %4d %8.2f %8.2f %5.3f %8.2f %5.3f %5.2f %8.2f %5.3f %5.2f %8.2f %5.3f  "
+                "%-26s %s\n",
+                nk, c.rows, c.ceiling_s * 1e6, c.old_s * 1e6, c.ceiling_s / c.old_s,
+                c.stream_default_s * 1e6, c.ceiling_s / c.stream_default_s,
+                c.cublas_s / c.stream_default_s, c.stream_s * 1e6, c.ceiling_s / c.stream_s,
+                c.cublas_s / c.stream_s, c.cublas_s * 1e6, c.ceiling_s / c.cublas_s,
+                c.old_name.c_str(), c.stream_name.c_str());
   }
   // Geometric means of speedup over cuBLASLt, rows 1..16.
   double lg_def = 0, lg_inv = 0, lg_best = 0, min_def = 1e9, min_inv = 1e9;
@@ -403,9 +505,64 @@ TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchI
       EXPECT_EQ(c.failed, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
       EXPECT_EQ(c.variant, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
       EXPECT_GT(c.invariant, 1) << "the default's order must be shared by other configs";
+      EXPECT_GT(c.stream_invariant, 0) << "stream configs must run and match their order";
       for (const std::string &f : c.failures)
         ADD_FAILURE() << f;
     }
+}
+
+TEST_F(GemvBf16KernelTest, NoStreamConfigSpills) {
+  int stream = 0;
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    if (c.path == KernelPath::stream) {
+      ++stream;
+      const KernelResources r = gemv_bf16_resources(c);
+      EXPECT_GT(r.registers, 0) << c.to_tactic().str();
+      EXPECT_EQ(r.local_bytes, 0u) << c.to_tactic().str();
+    }
+  EXPECT_GT(stream, 0);
+}
+
+TEST(GemvBf16KernelConfigTest, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
+  for (int n : {1, 77, 4096, 14336})
+    for (int k : {8, 64, 264, 4096, 14336}) {
+      const GemvBf16Config one = gemv_bf16_stream_default(1, n, k);
+      for (int rows = 1; rows <= 32; ++rows) {
+        const GemvBf16Config c = gemv_bf16_stream_default(rows, n, k);
+        EXPECT_EQ(c.path, KernelPath::stream);
+        EXPECT_TRUE(same_order(c, one)) << n << "x" << k << " rows=" << rows;
+        std::string why;
+        EXPECT_TRUE(gemv_bf16_can_implement(c, rows, n, k, &why)) << why;
+        EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
+      }
+    }
+  // A stream config never takes more rows than one CTA holds (weights once).
+  GemvBf16Config c = gemv_bf16_stream_default(8, 4096, 4096);
+  std::string why;
+  EXPECT_FALSE(gemv_bf16_can_implement(c, 9, 4096, 4096, &why));
+  EXPECT_NE(why.find("once"), std::string::npos) << why;
+}
+
+TEST(GemvBf16KernelConfigTest, EveryConfigRoundTripsAndOldTacticsKeepTheirSpelling) {
+  int stream = 0;
+  for (const GemvBf16Config &c : gemv_bf16_configs()) {
+    EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
+    const std::string t = c.to_tactic().str();
+    if (c.path == KernelPath::stream) {
+      ++stream;
+      EXPECT_EQ(t.rfind("gemv.bf16.stream:", 0), 0u) << t;
+      EXPECT_NE(t.find(",stages="), std::string::npos) << t;
+    } else {
+      EXPECT_EQ(t.find("stages"), std::string::npos) << t;
+      EXPECT_EQ(t.find("ctas_per_sm"), std::string::npos) << t;
+    }
+  }
+  EXPECT_GT(stream, 0);
+  EXPECT_EQ(GemvBf16Config::from_tactic(
+                Tactic::parse("gemv.bf16.mma:rows_per_cta=8,warps=4,warps_k=4,"
+                              "outputs_per_warp=16,split_k=1,vec=16"))
+                .path,
+            KernelPath::mma);
 }
 
 TEST(GemvBf16KernelConfigTest, KNotMultipleOf8IsRejectedWithAReason) {

@@ -1,20 +1,36 @@
 // gemv.bf16 (cuda): every tactic against the float64 reference on fresh random inputs,
-// leftover shapes, the poison/NaN gate, the spill rule, and batch invariance of the default.
+// leftover shapes, the poison/NaN gate, the spill rule, and batch invariance of the default;
+// the vendor tactics (cuBLASLt): tolerance mode only, gated and timed by a tune, run by the
+// entry point, and an algorithm this cuBLASLt cannot run ignored like a stale entry.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
-#include "cuda/gate/bf16_compare.h"
 #include "cuda/backend/bf16.h"
+#include "cuda/backend/cuda_backend_impl.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/backend/device_buffer.h"
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/ops/entry_point.h"
 #include "cuda/ops/gemv_bf16_op.h"
 #include "cuda/ops/gemv_bf16_reference.h"
 #include "device_test.h"
+#include "hone/cache.h"
+#include "hone/dispatcher.h"
 #include "hone/error.h"
+#include "hone/key.h"
+#include "hone/log.h"
+#include "hone/ops/cuda.h"
+#include "hone/tune.h"
+#include "hone/tuning_store.h"
 #include "op_test_helpers.h"
 
 namespace hone::cuda {
@@ -203,7 +219,8 @@ TEST_F(GemvBf16OpTest, OtherSummationOrderIsGatedInBatchInvariantMode) {
   std::unique_ptr<Workload> w = op.prepare(shape);
   const GemvBf16Config single = gemv_bf16_default(1, 1152, 896);
   int other_order = 0;
-  for (const Tactic &t : op.candidates(op.buckets().map(shape).value())) {
+  for (const Tactic &t :
+       op.tune_candidates(op.buckets().map(shape).value(), Numerics::batch_invariant)) {
     const GemvBf16Config c = GemvBf16Config::from_tactic(t);
     if (c.path == single.path && c.warps_k * c.split_k == single.warps_k * single.split_k)
       continue;
@@ -214,6 +231,261 @@ TEST_F(GemvBf16OpTest, OtherSummationOrderIsGatedInBatchInvariantMode) {
     EXPECT_TRUE(w->check(t, Numerics::tolerance).pass()) << t.str();
   }
   EXPECT_GT(other_order, 0);
+}
+
+// --- vendor tactics (cuBLASLt) ------------------------------------------------------------
+
+// The vendor tactics of a tolerance tune of `bucket`.
+std::vector<Tactic> vendor_tactics(const TunableOp &op, const Shape &bucket) {
+  std::vector<Tactic> out;
+  for (const Tactic &t : op.tune_candidates(bucket, Numerics::tolerance))
+    if (op.is_vendor_tactic(t))
+      out.push_back(t);
+  return out;
+}
+
+// A vendor tactic no cuBLASLt lists: an algorithm id far beyond any cuBLASLt's.
+Tactic unavailable_vendor_tactic() {
+  GemvBf16VendorConfig c;
+  c.algo.algo = 2147483000;
+  c.algo.tile = 4000;
+  return c.to_tactic();
+}
+
+// The warnings logged while it lives.
+class WarningLog {
+public:
+  WarningLog() {
+    set_log_sink([this](LogLevel level, std::string_view m) {
+      if (level == LogLevel::warn)
+        warnings_.emplace_back(m);
+    });
+  }
+  ~WarningLog() { set_log_sink({}); }
+  WarningLog(const WarningLog &) = delete;
+  WarningLog &operator=(const WarningLog &) = delete;
+  // How many warnings hold `needle`.
+  int count(const std::string &needle) const {
+    int n = 0;
+    for (const std::string &w : warnings_)
+      n += w.find(needle) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+private:
+  std::vector<std::string> warnings_;
+};
+
+// Y from the entry point for copy 0 of `gw`'s inputs, dispatched by `d`.
+std::vector<uint16_t> entry_point_output(GemvBf16Workload &gw, Dispatcher &d) {
+  HONE_CUDA_CHECK(cudaStreamSynchronize(gw.stream()));
+  DeviceBuffer y(static_cast<size_t>(gw.rows()) * static_cast<size_t>(gw.n()) * sizeof(uint16_t));
+  HONE_CUDA_CHECK(cudaMemset(y.data(), 0xff, y.size()));
+  ops::cuda::gemv_bf16(gw.x(0), gw.w(0), y.data(), gw.rows(), gw.n(), gw.k(), nullptr, d);
+  HONE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint16_t> out(y.size() / sizeof(uint16_t));
+  HONE_CUDA_CHECK(cudaMemcpy(out.data(), y.data(), y.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// A dispatcher without a cache whose HONE_TACTIC_CUDA_GEMV_BF16 is `tactic`.
+DispatcherOptions override_options(const Tactic &tactic) {
+  DispatcherOptions o;
+  o.use_cache = false;
+  o.settings.use_cache = false;
+  o.settings.tactics[tactic_env_name("cuda", "gemv.bf16")] = tactic.str();
+  return o;
+}
+
+// cuBLASLt offers algorithms for every decode shape; each is a candidate of a tolerance tune
+// only, passes the gate against the float64 reference, and fails the batch-invariant gate
+// (it promises no order); a cached pick of it is runnable.
+TEST_F(GemvBf16OpTest, VendorCandidatesAreToleranceOnlyAndMatchTheReference) {
+  const TunableOp &op = gemv_op();
+  const std::vector<std::pair<int, NK>> shapes =
+      reduced_shapes() ? std::vector<std::pair<int, NK>>{{1, {512, 1024}}, {8, {1000, 264}}}
+                       : std::vector<std::pair<int, NK>>{{1, {4096, 4096}},
+                                                         {8, {14336, 4096}},
+                                                         {16, {1536, 8960}},
+                                                         {32, {4096, 4096}},
+                                                         {3, {1000, 4104}}};
+  for (const auto &[rows, nk] : shapes) {
+    const Shape shape = shape_of(rows, nk);
+    const Shape bucket = op.buckets().map(shape).value();
+    for (const Tactic &t : op.tune_candidates(bucket, Numerics::batch_invariant))
+      EXPECT_FALSE(op.is_vendor_tactic(t)) << t.str();
+    const std::vector<Tactic> vendor = vendor_tactics(op, bucket);
+    EXPECT_GE(vendor.size(), 1u) << op.buckets().describe(bucket);
+    EXPECT_LE(vendor.size(), static_cast<size_t>(kGemvBf16VendorCandidates));
+    std::unique_ptr<Workload> w = op.prepare(shape);
+    for (const Tactic &t : vendor) {
+      EXPECT_EQ(op.unrunnable_reason(t, bucket), std::nullopt) << t.str();
+      std::string reason;
+      ASSERT_EQ(w->can_run(t, &reason), Status::ok) << t.str() << ": " << reason;
+      const CheckResult r = w->check(t, Numerics::tolerance);
+      EXPECT_TRUE(r.pass()) << t.str() << ": " << r.reason;
+      EXPECT_LE(r.error, kGemvBf16RelativeL2Bound) << t.str();
+      const CheckResult bi = w->check(t, Numerics::batch_invariant);
+      EXPECT_EQ(bi.status, Status::gate_failed) << t.str();
+      std::printf("%s: %s error %.2e\n", op.buckets().describe(bucket).c_str(), t.str().c_str(),
+                  r.error);
+    }
+  }
+}
+
+// A tolerance tune gates and times every vendor candidate in the same round as hone's kernels,
+// and names hone's own best apart; a batch-invariant tune has none of them.
+TEST_F(GemvBf16OpTest, ToleranceTuneGatesAndTimesTheVendorCandidates) {
+  const TunableOp &op = gemv_op();
+  const Shape bucket = reduced_shapes() ? shape_of(16, {512, 1024}) : shape_of(16, {4096, 4096});
+  TuneOptions options;
+  options.tuner.samples = 5;
+  options.numerics = Numerics::tolerance;
+  const TuneReport report = tune_bucket(cuda_backend(), op, bucket, options);
+  EXPECT_EQ(report.numerics, Numerics::tolerance);
+  const TuneResult &r = report.result;
+  int vendor = 0;
+  for (const CandidateReport &c : r.candidates) {
+    if (!op.is_vendor_tactic(c.tactic))
+      continue;
+    ++vendor;
+    EXPECT_EQ(c.status, Status::ok) << c.tactic.str() << ": " << c.reason;
+    EXPECT_GT(c.median_s, 0) << c.tactic.str();
+  }
+  EXPECT_GE(vendor, 1);
+  const std::optional<size_t> own = best_own_index(op, r);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_FALSE(op.is_vendor_tactic(r.candidates[*own].tactic));
+  EXPECT_GT(r.candidates[*own].median_s, 0);
+  std::printf("tolerance tune %s: pick %s (%.2f us), best own %s (%.2f us triage)\n",
+              report.bucket_text.c_str(), r.pick().str().c_str(), r.pick_s * 1e6,
+              r.candidates[*own].tactic.str().c_str(), r.candidates[*own].median_s * 1e6);
+
+  options.numerics = Numerics::batch_invariant;
+  const TuneReport invariant = tune_bucket(cuda_backend(), op, bucket, options);
+  for (const CandidateReport &c : invariant.result.candidates)
+    EXPECT_FALSE(op.is_vendor_tactic(c.tactic)) << c.tactic.str();
+}
+
+// The entry point (the C API's and Python's path) runs a resolved vendor tactic: through
+// cuBLASLt, not the fallback, and within the gate's bound of the float64 reference.
+TEST_F(GemvBf16OpTest, VendorTacticRunsThroughTheEntryPoint) {
+  const TunableOp &op = gemv_op();
+  const NK nk = reduced_shapes() ? NK{512, 1024} : NK{4096, 4096};
+  for (int rows : {1, 8, 16}) {
+    const Shape shape = shape_of(rows, nk);
+    const Shape bucket = op.buckets().map(shape).value();
+    const std::vector<Tactic> vendor = vendor_tactics(op, bucket);
+    ASSERT_FALSE(vendor.empty()) << op.buckets().describe(bucket);
+    std::unique_ptr<Workload> w = op.prepare(shape);
+    auto &gw = dynamic_cast<GemvBf16Workload &>(*w);
+    gw.randomize_inputs();
+    const std::vector<double> ref = gw.reference();
+    for (const Tactic &t : vendor) {
+      WarningLog log;
+      Dispatcher d(cuda_backend(), override_options(t));
+      const std::vector<uint16_t> y = entry_point_output(gw, d);
+      const Resolution &r = d.resolve(entry_op<GemvBf16Op>(), shape);
+      EXPECT_EQ(r.source, Source::env_override);
+      EXPECT_EQ(r.tactic, t);
+      ASSERT_NE(r.compiled.get_if<GemvBf16VendorConfig>(), nullptr) << t.str();
+      EXPECT_EQ(log.count("cannot run"), 0) << t.str() << " fell back to the default";
+      const Bf16Comparison c = compare_bf16(y, ref);
+      EXPECT_EQ(c.nan_count, 0u) << t.str();
+      EXPECT_LE(c.relative_l2, kGemvBf16RelativeL2Bound) << t.str();
+    }
+  }
+}
+
+// A bucket's vendor tactic on another row count of the bucket (rows 12 in bucket 16): cuBLASLt
+// runs the same algorithm or, where it cannot, the default runs with one warning; the output
+// is right either way.
+TEST_F(GemvBf16OpTest, BucketVendorTacticServesEveryRowCountOfTheBucket) {
+  const TunableOp &op = gemv_op();
+  const NK nk = reduced_shapes() ? NK{512, 1024} : NK{4096, 4096};
+  const Shape shape = shape_of(12, nk);
+  const std::vector<Tactic> vendor = vendor_tactics(op, op.buckets().map(shape).value());
+  ASSERT_FALSE(vendor.empty());
+  std::unique_ptr<Workload> w = op.prepare(shape);
+  auto &gw = dynamic_cast<GemvBf16Workload &>(*w);
+  gw.randomize_inputs();
+  const std::vector<double> ref = gw.reference();
+  for (const Tactic &t : vendor) {
+    WarningLog log;
+    Dispatcher d(cuda_backend(), override_options(t));
+    const Bf16Comparison c = compare_bf16(entry_point_output(gw, d), ref);
+    EXPECT_EQ(c.nan_count, 0u) << t.str();
+    EXPECT_LE(c.relative_l2, kGemvBf16RelativeL2Bound) << t.str();
+    EXPECT_LE(log.count("cannot run"), 1) << t.str();
+    std::printf("rows=12 with %s: %s\n", t.str().c_str(),
+                log.count("cannot run") ? "default (fallback)" : "cuBLASLt");
+  }
+}
+
+// An algorithm this cuBLASLt does not list (a cache from another cuBLASLt version) is never
+// run: the cached entry is unrunnable, the dispatcher warns and serves the default, and an
+// explicit override of it runs the default with a warning.
+TEST_F(GemvBf16OpTest, AnUnavailableVendorAlgoIsIgnoredLikeAStaleEntry) {
+  const TunableOp &op = gemv_op();
+  const int rows = 4;
+  const NK nk{1024, 2048};
+  const Shape shape = shape_of(rows, nk);
+  const Shape bucket = op.buckets().map(shape).value();
+  const Tactic bogus = unavailable_vendor_tactic();
+  ASSERT_TRUE(op.unrunnable_reason(bogus, bucket).has_value());
+
+  std::unique_ptr<Workload> w = op.prepare(shape);
+  std::string reason;
+  EXPECT_EQ(w->can_run(bogus, &reason), Status::cannot_implement);
+  EXPECT_NE(reason.find("2147483000"), std::string::npos) << reason;
+
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hone-gemv-vendor-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / "tuning-cache.json";
+  {
+    Backend &be = cuda_backend();
+    Cache cache(path);
+    cache.load();
+    CacheEntry e;
+    e.key = cache_key(op, bucket, be.info().model);
+    e.metadata = current_metadata(be, /*cold=*/true);
+    e.tactic = bogus.str();
+    e.default_tactic = op.default_tactic(bucket).str();
+    e.median_s = e.default_s = 1e-5;
+    e.mode = "cold";
+    e.date = "2026-12-01T00:00:00Z";
+    cache.put(e);
+    cache.save();
+  }
+  EXPECT_EQ(TuningStore(cuda_backend(), path).find(op, bucket).status, Lookup::unrunnable);
+
+  auto &gw = dynamic_cast<GemvBf16Workload &>(*w);
+  gw.randomize_inputs();
+  const std::vector<double> ref = gw.reference();
+  {
+    WarningLog log;
+    DispatcherOptions options;
+    options.cache_path = path;
+    Dispatcher d(cuda_backend(), options);
+    const Bf16Comparison c = compare_bf16(entry_point_output(gw, d), ref);
+    const Resolution &r = d.resolve(entry_op<GemvBf16Op>(), shape);
+    EXPECT_EQ(r.source, Source::default_tactic);
+    EXPECT_EQ(r.tactic, op.default_tactic(bucket));
+    EXPECT_EQ(log.count("cannot run"), 1);
+    EXPECT_EQ(c.nan_count, 0u);
+    EXPECT_LE(c.relative_l2, kGemvBf16RelativeL2Bound);
+  }
+  {
+    WarningLog log;
+    Dispatcher d(cuda_backend(), override_options(bogus));
+    const Bf16Comparison c = compare_bf16(entry_point_output(gw, d), ref);
+    EXPECT_EQ(log.count("cannot run"), 1);
+    EXPECT_EQ(c.nan_count, 0u);
+    EXPECT_LE(c.relative_l2, kGemvBf16RelativeL2Bound);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 } // namespace

@@ -1,7 +1,9 @@
 // qmv.affine kernel harness: every compiled config against a float64 reference on the
 // dequantised weights (fresh random packed words, scales, biases and activations; poisoned
-// outputs), bitwise batch invariance of the configs sharing the default's K order, and
-// (standalone) a cold-L2 timing table of every config.
+// outputs), bitwise batch invariance of the configs sharing the default's K order (and of the
+// stream configs, each against the rows=1 stream config of its K order, row by row), and
+// (standalone) a cold-L2 timing table of every config with a loads-only read of the same
+// packed words.
 //
 // Under CMake (tests/device) it is a GoogleTest program on small shapes. Standalone, one
 // command builds it with the kernels and runs the full check and timing matrix:
@@ -9,7 +11,9 @@
 //     -Iinclude -Isrc -Itests/device tests/device/qmv_affine_kernel_test.cu
 //     src/cuda/kernels/qmv_affine/qmv_affine.cu src/cuda/kernels/qmv_affine/qmv_affine_config.cpp
 //     src/cuda/kernels/common/split_k_launch.cpp src/cuda/kernels/common/config_tactic.cpp
-//     src/core/tactic.cpp src/core/error.cpp -o qmv_affine_kernel_test
+//     src/cuda/kernels/common/split_k_family.cpp src/cuda/kernels/common/kernel_types.cpp
+//     src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp
+//     -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
 //     [--formats 4x64,4x128,8x64] [--csv FILE]
 #include <algorithm>
@@ -148,6 +152,7 @@ constexpr double kBound = 8e-3;
 struct CheckSummary {
   int configs = 0, failed = 0;
   int invariant = 0, variant = 0;
+  int stream_invariant = 0; // stream configs equal to their order's rows=1 run (else `variant`)
   double worst_error = 0;
   std::vector<std::string> failures;
 };
@@ -173,6 +178,25 @@ CheckSummary check_problem(const Problem &p) {
   KT_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> expected = download(y1.p, elements(p.rows, p.n));
 
+  // The rows=1 stream config of each stream K order (W consumer warps), run row by row.
+  std::vector<std::pair<int, std::vector<uint16_t>>> stream_expected;
+  auto stream_reference = [&](const QmvAffineConfig &c) -> const std::vector<uint16_t> & {
+    for (const auto &e : stream_expected)
+      if (e.first == c.warps_k)
+        return e.second;
+    QmvAffineConfig one = qmv_affine_stream_default(1, p.n, p.k, p.bits, p.group);
+    one.warps = c.warps_k;
+    one.warps_k = c.warps_k;
+    KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
+    for (int r = 0; r < p.rows; ++r)
+      KT_CHECK(static_cast<cudaError_t>(
+          p.launch(one, static_cast<const uint16_t *>(p.x->p) + elements(r, p.k),
+                   static_cast<uint16_t *>(y1.p) + elements(r, p.n), 1)));
+    KT_CHECK(cudaDeviceSynchronize());
+    stream_expected.emplace_back(c.warps_k, download(y1.p, elements(p.rows, p.n)));
+    return stream_expected.back().second;
+  };
+
   std::vector<QmvAffineConfig> all;
   for (const QmvAffineConfig &c : qmv_affine_configs(p.bits))
     if (std::string why; qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
@@ -192,7 +216,14 @@ CheckSummary check_problem(const Problem &p) {
                              " launch " + std::to_string(status));
       continue;
     }
-    if (qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
+    if (c.path == KernelPath::stream && c.path != single.path) {
+      const bool same = got == stream_reference(c);
+      ++(same ? out.stream_invariant : out.variant);
+      if (!same)
+        out.failures.push_back("stream not batch-invariant: " + c.to_tactic().str() + where(p));
+      continue;
+    }
+    if (c.path == single.path && qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
       const bool identical = got == expected;
       ++(identical ? out.invariant : out.variant);
       if (!identical)
@@ -234,7 +265,42 @@ TEST_F(QmvAffineKernel, EveryConfigMatchesReferenceAndDefaultOrderIsBatchInvaria
     EXPECT_EQ(s.failed, 0) << (s.failures.empty() ? "" : s.failures.front());
     EXPECT_EQ(s.variant, 0) << (s.failures.empty() ? "" : s.failures.front());
     EXPECT_GT(s.invariant, 0) << where(p);
+    EXPECT_GT(s.stream_invariant, 0) << where(p);
   }
+}
+
+TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
+  for (int bits : {4, 8}) {
+    int stream = 0;
+    for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
+      const std::string t = c.to_tactic().str();
+      EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+      if (c.path == KernelPath::stream) {
+        ++stream;
+        EXPECT_EQ(t.rfind("qmv.affine.stream:", 0), 0u) << t;
+      } else {
+        EXPECT_EQ(t.rfind("qmv.affine.mma:", 0), 0u) << t;
+        EXPECT_EQ(t.find("stages"), std::string::npos) << t;
+      }
+    }
+    EXPECT_GT(stream, 0) << "bits=" << bits;
+  }
+}
+
+TEST(QmvAffineConfig, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
+  for (int n : {72, 1000, 4096, 14336})
+    for (int k : {64, 1152, 4096, 14336})
+      for (int bits : {4, 8}) {
+        const int slices = qmv_affine_k_slices(qmv_affine_stream_default(1, n, k, bits, 64));
+        for (int rows = 1; rows <= 32; ++rows) {
+          const QmvAffineConfig c = qmv_affine_stream_default(rows, n, k, bits, 64);
+          EXPECT_EQ(c.path, KernelPath::stream);
+          EXPECT_EQ(qmv_affine_k_slices(c), slices) << n << "x" << k << " rows " << rows;
+          std::string why;
+          EXPECT_TRUE(qmv_affine_can_implement(c, rows, n, k, bits, 64, &why)) << why;
+          EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
+        }
+      }
 }
 
 TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
@@ -264,8 +330,12 @@ TEST_F(QmvAffineKernel, NoCompiledConfigSpills) {
 
 std::string short_name(const QmvAffineConfig &c) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s", c.rows_per_cta, c.warps, c.warps_k,
-                c.outputs_per_warp, c.split_k, c.async ? " a" : "");
+  if (c.path == KernelPath::stream)
+    std::snprintf(buf, sizeof buf, "stream r%d w%d st%d c%d", c.rows_per_cta, c.warps_k,
+                  c.stages, c.ctas_per_sm);
+  else
+    std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s", c.rows_per_cta, c.warps, c.warps_k,
+                  c.outputs_per_warp, c.split_k, c.async ? " a" : "");
   return buf;
 }
 
@@ -303,13 +373,15 @@ int run_main(int argc, char **argv) {
       total.failed += s.failed;
       total.invariant += s.invariant;
       total.variant += s.variant;
+      total.stream_invariant += s.stream_invariant;
       total.worst_error = std::max(total.worst_error, s.worst_error);
       total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
     }
     std::printf("check: %d config runs, %d failed the %.0e gate (worst rel L2 %.2e); batch "
-                "invariance: %d identical, %d differ\n",
+                "invariance: %d identical, %d stream identical to their order's rows=1 run, %d "
+                "differ\n",
                 total.configs, total.failed, kBound, total.worst_error, total.invariant,
-                total.variant);
+                total.stream_invariant, total.variant);
     for (size_t i = 0; i < total.failures.size() && i < 10; ++i)
       std::printf("  FAIL %s\n", total.failures[i].c_str());
     if (total.failed || total.variant)
@@ -326,8 +398,9 @@ int run_main(int argc, char **argv) {
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
     std::fprintf(csv, "bits,group,n,k,rows,candidate,us\n");
-  std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s  %s\n", "fmt", "n x k", "rows", "default",
-              "%bw", "inv.best", "%bw", "best", "%bw", "best config");
+  std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s %8s %8s %5s %8s %5s  %s\n", "fmt", "n x k",
+              "rows", "default", "%bw", "inv.best", "%bw", "best", "%bw", "ceiling", "old",
+              "ceil", "stream", "ceil", "best config / old best / stream best");
   const int samples = 7;
   for (size_t fi = 0; fi + 1 < format_list.size(); fi += 2)
     for (size_t si = 0; si + 1 < shape_list.size(); si += 2) {
@@ -346,7 +419,7 @@ int run_main(int argc, char **argv) {
                                          next_seed());
         KT_CHECK(cudaGetLastError());
       }
-      DeviceMem y(elements(max_rows, n) * 2);
+      DeviceMem y(elements(max_rows, n) * 2), sink(16);
       KT_CHECK(cudaDeviceSynchronize());
       for (int rows : rows_list) {
         const QmvAffineConfig def = qmv_affine_default(rows, n, k, bits, group);
@@ -365,6 +438,15 @@ int run_main(int argc, char **argv) {
                     base.launch(c, base.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p)));
               },
               batch, copies, stream));
+        // The loads-only ceiling of the same packed words (scales and biases are not rotated,
+        // as for the kernels).
+        for (int per_sm : {2, 4, 8})
+          graphs.push_back(std::make_unique<GraphBatch>(
+              [&, per_sm](int copy, cudaStream_t st) {
+                load_only(qs[static_cast<size_t>(copy)]->p, q_bytes, per_sm,
+                          static_cast<uint32_t *>(sink.p), st);
+              },
+              batch, copies, stream));
         for (auto &g : graphs)
           g->time(stream, e0, e1);
         std::vector<std::vector<double>> t(graphs.size());
@@ -373,16 +455,23 @@ int run_main(int argc, char **argv) {
             const size_t g = (j + static_cast<size_t>(i)) % graphs.size();
             t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
           }
-        double best = 1e9, best_inv = 1e9;
-        std::string best_name, best_inv_name;
+        double best = 1e9, best_inv = 1e9, old = 1e9, streamed = 1e9, ceiling = 1e9;
+        std::string best_name, best_inv_name, old_name, stream_name;
+        for (size_t g = field.size(); g < t.size(); ++g)
+          ceiling = std::min(ceiling, median(t[g]));
         for (size_t g = 0; g < field.size(); ++g) {
           const double m = median(t[g]);
+          if (field[g].path == KernelPath::stream && m < streamed)
+            streamed = m, stream_name = short_name(field[g]);
+          if (field[g].path != KernelPath::stream && m < old)
+            old = m, old_name = short_name(field[g]);
           if (csv)
             std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f\n", bits, group, n, k, rows,
                          field[g].to_tactic().str().c_str(), m * 1e6);
           if (m < best)
             best = m, best_name = short_name(field[g]);
-          if (qmv_affine_k_slices(field[g]) == qmv_affine_k_slices(def) && m < best_inv)
+          if (field[g].path == def.path &&
+              qmv_affine_k_slices(field[g]) == qmv_affine_k_slices(def) && m < best_inv)
             best_inv = m, best_inv_name = short_name(field[g]);
         }
         const double d = median(t[0]);
@@ -390,9 +479,12 @@ int run_main(int argc, char **argv) {
         char fmt[16], nk[24];
         std::snprintf(fmt, sizeof fmt, "%dx%d", bits, group);
         std::snprintf(nk, sizeof nk, "%dx%d", n, k);
-        std::printf("%-5s %-11s %4d %8.2f %6.1f %8.2f %6.1f %8.2f %6.1f  %s (default %s)\n", fmt,
-                    nk, rows, d * 1e6, pct(d), best_inv * 1e6, pct(best_inv), best * 1e6,
-                    pct(best), best_name.c_str(), short_name(def).c_str());
+        std::printf("%-5s %-11s %4d %8.2f %6.1f %8.2f %6.1f %8.2f %6.1f %8.2f %8.2f %5.3f %8.2f "
+                    "%5.3f  %s / %s / %s (default %s)\n",
+                    fmt, nk, rows, d * 1e6, pct(d), best_inv * 1e6, pct(best_inv), best * 1e6,
+                    pct(best), ceiling * 1e6, old * 1e6, ceiling / old, streamed * 1e6,
+                    ceiling / streamed, best_name.c_str(), old_name.c_str(), stream_name.c_str(),
+                    short_name(def).c_str());
         std::fflush(stdout);
       }
     }

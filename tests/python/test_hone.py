@@ -153,6 +153,39 @@ def qmv_bf16_arrays(rows=2, n=16, k=128, bits=4, group=64):
             FakeCudaArray((rows, n), "<u2"))
 
 
+def test_step_ops_bf16_errors_name_the_bad_value():
+    x, w = FakeCudaArray((2, 1536), "<u2"), FakeCudaArray((1536,), "<u2")
+    out = FakeCudaArray((2, 1536), "<u2")
+    with pytest.raises(hone.InvalidArgument, match="x has dtype f32, expected bf16"):
+        hone.ops.rmsnorm_bf16(FakeCudaArray((2, 1536), "<f4"), w, out=out)
+    with pytest.raises(hone.InvalidArgument, match=r"w has shape \(1000,\)"):
+        hone.ops.rmsnorm_bf16(x, FakeCudaArray((1000,), "<u2"), out=out)
+    with pytest.raises(hone.InvalidArgument, match=r"residual has shape \(3, 1536\)"):
+        hone.ops.rmsnorm_bf16(x, w, residual=FakeCudaArray((3, 1536), "<u2"), out=out,
+                              residual_out=out)
+    with pytest.raises(hone.InvalidArgument, match="even length"):
+        hone.ops.silu_mul_bf16(FakeCudaArray((2, 17), "<u2"), out=out)
+    with pytest.raises(hone.InvalidArgument, match=r"up has shape \(2, 8\)"):
+        hone.ops.silu_mul_bf16(x, FakeCudaArray((2, 8), "<u2"), out=out)
+    q, k = FakeCudaArray((2, 4, 128), "<u2"), FakeCudaArray((2, 2, 128), "<u2")
+    positions = FakeCudaArray((2,), "<i4")
+    with pytest.raises(hone.InvalidArgument, match="q has shape"):
+        hone.ops.rope_bf16(FakeCudaArray((2, 512), "<u2"), k, positions)
+    with pytest.raises(hone.InvalidArgument, match=r"positions has shape \(3,\)"):
+        hone.ops.rope_bf16(q, k, FakeCudaArray((3,), "<i4"))
+    with pytest.raises(hone.InvalidArgument, match="llama3_scaling has 3 values"):
+        hone.ops.rope_bf16(q, k, positions, llama3_scaling=(8, 1, 4))
+    kv, cache = FakeCudaArray((2, 2, 128), "<u2"), FakeCudaArray((8, 16, 2, 128), "<u2")
+    indptr, last = FakeCudaArray((3,), "<i4"), FakeCudaArray((2,), "<i4")
+    indices = FakeCudaArray((2,), "<i4")
+    with pytest.raises(hone.InvalidArgument, match=r"v has shape \(2, 1, 128\)"):
+        hone.ops.kv_append_bf16(kv, FakeCudaArray((2, 1, 128), "<u2"), cache, cache, indptr,
+                                indices, last)
+    with pytest.raises(hone.InvalidArgument, match=r"k_cache has shape \(8, 16, 4, 128\)"):
+        hone.ops.kv_append_bf16(kv, kv, FakeCudaArray((8, 16, 4, 128), "<u2"), cache, indptr,
+                                indices, last)
+
+
 def test_qmv_affine_bf16_errors_name_the_bad_value():
     x, q, s, b, y = qmv_bf16_arrays()
     with pytest.raises(hone.InvalidArgument, match="x is on cpu"):

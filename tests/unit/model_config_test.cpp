@@ -3,11 +3,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "hone/error.h"
+#include "hone/registry.h"
 
 namespace hone::cli {
 namespace {
@@ -29,6 +34,11 @@ template <class F> std::string invalid_message(F parse) {
 }
 
 ModelConfig parse(const std::string &text) { return parse_model_config(text, "test.json", "test"); }
+
+// The decode.paged dimensions of a model file's first decode attention step.
+std::vector<int64_t> decode_paged_dims_of(const std::filesystem::path &path) {
+  return decode_attention_steps(load_model_config(path), 16).front().dims;
+}
 
 TEST(ModelConfig, QwenDerivesFusedShapesAndHeadDim) {
   const ModelConfig m = load_model_config(kModels / "qwen2.5-0.5b.json");
@@ -72,6 +82,43 @@ TEST(ModelConfig, LlamaUntiedWithLmHead) {
   EXPECT_EQ(layers[4].name, "lm_head");
   EXPECT_EQ(layers[4].n, 128256);
   EXPECT_EQ(layers[4].k, 4096);
+}
+
+// `hone tune --model` tunes decode attention at batch 1-64 x context 1k-128k with the
+// model's heads: 56 steps, each its own decode.paged bucket.
+TEST(ModelConfig, DecodeAttentionStepsCoverBatchAndContextWithTheModelsHeads) {
+  const ModelConfig m = load_model_config(kModels / "llama-3.1-8b.json");
+  const std::vector<DecodeAttentionStep> steps = decode_attention_steps(m, 16);
+  ASSERT_EQ(steps.size(), 7u * 8u);
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (const DecodeAttentionStep &s : steps) {
+    EXPECT_EQ(s.dims,
+              (std::vector<int64_t>{s.batch, s.context, s.batch * s.context, 32, 8, 128, 16}));
+    seen.insert({s.batch, s.context});
+  }
+  for (int64_t batch = 1; batch <= 64; batch *= 2)
+    for (int64_t context = 1024; context <= 131072; context *= 2)
+      EXPECT_EQ(seen.count({batch, context}), 1u) << batch << " x " << context;
+  EXPECT_EQ(decode_paged_dims_of(kModels / "qwen2.5-0.5b.json"),
+            (std::vector<int64_t>{1, 1024, 1024, 14, 2, 64, 16}));
+
+  // The names are decode.paged's dimensions, and every step is a bucket of its own.
+  EXPECT_EQ(decode_attention_dim_names(),
+            (std::vector<std::string>{"batch", "max_len", "total_len", "hq", "hkv", "head_dim",
+                                      "page_size"}));
+  const TunableOp *op = Registry::global().find("decode.paged", "cuda");
+  if (op == nullptr)
+    GTEST_SKIP() << "decode.paged is not built";
+  ASSERT_EQ(op->buckets().dims.size(), decode_attention_dim_names().size());
+  for (size_t i = 0; i < op->buckets().dims.size(); ++i)
+    EXPECT_EQ(op->buckets().dims[i].name, decode_attention_dim_names()[i]);
+  std::set<std::string> buckets;
+  for (const DecodeAttentionStep &s : steps) {
+    const Shape shape(std::span<const int64_t>(s.dims), op->dtype());
+    EXPECT_NO_THROW(op->validate(shape)) << s.batch << " x " << s.context;
+    buckets.insert(op->buckets().describe(op->buckets().map(shape).value()));
+  }
+  EXPECT_EQ(buckets.size(), steps.size());
 }
 
 TEST(ModelConfig, ExplicitHeadDimWins) {

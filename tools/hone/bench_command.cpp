@@ -84,6 +84,10 @@ BenchCommand::BenchCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_option("--batch", options_.batch, "Fixed launches per sample (default: calibrated)")
       ->check(CLI::Range(1, 1 << 20));
   app_->add_option("--json", options_.json, "Write the measurements to this file");
+  app_->add_option("--numerics", options_.numerics,
+                   "Gate: batch_invariant or tolerance (default: the op's own); a pick of a "
+                   "tolerance tune is gated with tolerance")
+      ->check(CLI::IsMember({"batch_invariant", "tolerance"}));
 }
 
 int BenchCommand::run() {
@@ -143,7 +147,9 @@ int BenchCommand::run() {
   }
 
   // Correctness before timing: a tactic that cannot run or fails the gate is reported only.
-  const Numerics numerics = op.default_numerics();
+  const Numerics numerics = options_.numerics.empty()
+                                ? op.default_numerics()
+                                : parse_numerics(options_.numerics, "--numerics");
   for (Subject &s : subjects) {
     if (!s.tactic)
       continue;

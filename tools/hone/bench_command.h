@@ -28,6 +28,7 @@ struct BenchOptions {
   double max_time = 2.0; // [seconds] budget for the noise-driven stop
   int batch = 0;         // fixed launches per sample; 0 calibrates
   std::string json;      // --json FILE
+  std::string numerics;  // --numerics batch_invariant|tolerance; empty: the op's default
 };
 
 class BenchCommand {

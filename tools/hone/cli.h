@@ -22,6 +22,7 @@ class CacheCommand;
 class DequantizeCommand;
 class DeviceCommand;
 class QuantizeCommand;
+class StepCommand;
 class TuneCommand;
 
 // Exit codes: 0 success; 1 a runtime failure or a negative verdict (`cache verify` found
@@ -49,6 +50,7 @@ private:
   std::unique_ptr<CacheCommand> cache_;
   std::unique_ptr<QuantizeCommand> quantize_;
   std::unique_ptr<DequantizeCommand> dequantize_;
+  std::unique_ptr<StepCommand> step_;
 };
 
 } // namespace hone::cli

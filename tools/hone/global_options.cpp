@@ -28,6 +28,14 @@ const TunableOp &find_op(std::string_view name, const Backend &backend) {
                         " (available: " + (known.empty() ? "none" : known) + ")");
 }
 
+Numerics parse_numerics(const std::string &text, std::string_view option) {
+  for (Numerics n : {Numerics::batch_invariant, Numerics::tolerance})
+    if (text == to_string(n))
+      return n;
+  HONE_INVALID_ARGUMENT(std::string(option) + " '" + text +
+                        "': expected batch_invariant or tolerance");
+}
+
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
 
 void require_writable(const std::string &path, std::string_view option) {

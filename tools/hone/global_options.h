@@ -18,6 +18,9 @@ Backend &selected_backend(const GlobalOptions &options);
 // The op `name` of `backend`; throws Error(invalid_argument) naming it and listing the ops
 // the backend has when there is none.
 const TunableOp &find_op(std::string_view name, const Backend &backend);
+// The Numerics mode spelled `text` ("batch_invariant" or "tolerance", as to_string(Numerics)
+// prints it); throws Error(invalid_argument) naming `option` and the value otherwise.
+Numerics parse_numerics(const std::string &text, std::string_view option);
 // True when progress may be drawn on stderr (it is a terminal).
 bool stderr_is_tty();
 // Checks, before any work, that output file `path` (given with `option`, e.g. "--json") can be

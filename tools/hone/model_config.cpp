@@ -115,4 +115,21 @@ std::vector<LinearLayer> linear_layers(const ModelConfig &c, bool include_lm_hea
   return layers;
 }
 
+std::vector<DecodeAttentionStep> decode_attention_steps(const ModelConfig &c, int64_t page_size) {
+  std::vector<DecodeAttentionStep> steps;
+  for (int64_t batch = 1; batch <= 64; batch *= 2)
+    for (int64_t context = 1024; context <= 131072; context *= 2)
+      steps.push_back({batch,
+                       context,
+                       {batch, context, batch * context, c.num_attention_heads,
+                        c.num_key_value_heads, c.head_dim, page_size}});
+  return steps;
+}
+
+const std::vector<std::string> &decode_attention_dim_names() {
+  static const std::vector<std::string> names = {"batch", "max_len",  "total_len", "hq",
+                                                 "hkv",   "head_dim", "page_size"};
+  return names;
+}
+
 } // namespace hone::cli

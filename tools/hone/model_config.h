@@ -49,4 +49,21 @@ std::string_view default_model_text();
 // lm_head (vocab, hidden) when `include_lm_head`.
 std::vector<LinearLayer> linear_layers(const ModelConfig &config, bool include_lm_head);
 
+// One decode step of the model's attention over a paged KV cache: `batch` requests of
+// `context` tokens each, as the dimensions of the decode.paged op, in its order.
+struct DecodeAttentionStep {
+  int64_t batch = 0;
+  int64_t context = 0; // [tokens] per request
+  // {batch, max_len, total_len, hq, hkv, head_dim, page_size}
+  std::vector<int64_t> dims;
+};
+// The decode attention matrix a model run tunes: batch 1, 2, 4, .., 64 x context 1k, 2k, ..,
+// 128k (7 x 8 = 56 steps, batch-major), heads and head_dim from `config`, pages of
+// `page_size` tokens.
+std::vector<DecodeAttentionStep> decode_attention_steps(const ModelConfig &config,
+                                                        int64_t page_size);
+// The names of decode.paged's dimensions, in order: an op whose buckets have exactly these
+// takes decode_attention_steps().
+const std::vector<std::string> &decode_attention_dim_names();
+
 } // namespace hone::cli

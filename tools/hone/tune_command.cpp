@@ -1,5 +1,6 @@
 #include "hone/tune_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -98,26 +99,79 @@ std::optional<std::vector<int64_t>> model_extras(const TunableOp &op, const Tune
   return extras;
 }
 
+// True when the op's dimensions are decode.paged's (a decode attention step's problem).
+bool is_decode_attention(const TunableOp &op) {
+  const std::vector<DimSpec> &dims = op.buckets().dims;
+  const std::vector<std::string> &names = decode_attention_dim_names();
+  if (dims.size() != names.size())
+    return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i].name != names[i])
+      return false;
+  return true;
+}
+
+// Pages of the decode attention steps a model run tunes (the size runtimes use most).
+constexpr int64_t kModelPageSize = 16;
+
+// The decode attention steps of `config` for `op`. A model whose heads the op cannot take is
+// an error when the op was asked for (`explicit_op`), else a note and no steps. Steps whose
+// workload does not fit in the device's memory are left out, with a note.
+void add_attention_problems(std::vector<Problem> &problems, const TunableOp &op,
+                            const ModelConfig &config, bool explicit_op, const Backend &backend) {
+  const std::vector<DecodeAttentionStep> steps = decode_attention_steps(config, kModelPageSize);
+  try {
+    op.validate(Shape(std::span<const int64_t>(steps.front().dims), op.dtype()));
+  } catch (const Error &e) {
+    if (explicit_op || e.kind() != ErrorKind::invalid_argument)
+      throw;
+    std::cerr << "note: " << op.name() << " skipped: " << e.what() << '\n';
+    return;
+  }
+  int too_large = 0;
+  for (const DecodeAttentionStep &step : steps) {
+    const Shape shape(std::span<const int64_t>(step.dims), op.dtype());
+    if (const std::optional<Shape> bucket = op.buckets().map(shape);
+        bucket && memory_shortfall(backend, op, *bucket)) {
+      ++too_large;
+      continue;
+    }
+    add_problem(problems, op, shape, "attention", backend);
+  }
+  if (too_large > 0)
+    std::cerr << "note: " << op.name() << ": " << too_large << " of " << steps.size()
+              << " batch x context steps do not fit in device memory and are left out\n";
+}
+
 std::vector<Problem> model_problems(const TuneCommandOptions &o, const Backend &backend,
                                     ModelConfig *config_out) {
   const ModelConfig config = o.model.empty() ? default_model_config() : load_model_config(o.model);
   *config_out = config;
   const std::vector<int64_t> rows = parse_rows(o.rows);
 
-  std::vector<const TunableOp *> ops;
+  std::vector<const TunableOp *> ops, attention_ops;
   if (o.ops.empty()) {
-    for (const TunableOp *op : Registry::global().ops(backend.info().backend))
+    for (const TunableOp *op : Registry::global().ops(backend.info().backend)) {
       if (is_linear(*op) && model_extras(*op, o))
         ops.push_back(op);
+      else if (is_decode_attention(*op))
+        attention_ops.push_back(op);
+    }
     if (ops.empty())
       HONE_INVALID_ARGUMENT("backend " + backend.info().backend +
                             " has no op with dimensions rows, n, k to tune a model with");
   } else {
     for (const std::string &name : split_list(o.ops, "--ops")) {
       const TunableOp &op = find_op(name, backend);
+      if (is_decode_attention(op)) {
+        attention_ops.push_back(&op);
+        continue;
+      }
       if (!is_linear(op) || !model_extras(op, o))
         HONE_INVALID_ARGUMENT("--ops: op '" + name + "' has dimensions " + dim_names(op) +
-                              "; a model fills only rows, n, k, bits and group");
+                              "; a model fills only rows, n, k, bits and group, or the "
+                              "dimensions of decode attention (" +
+                              "batch, max_len, total_len, hq, hkv, head_dim, page_size)");
       ops.push_back(&op);
     }
   }
@@ -138,8 +192,12 @@ std::vector<Problem> model_problems(const TuneCommandOptions &o, const Backend &
                     backend);
       }
   }
-  if (problems.empty())
+  if (problems.empty() && !ops.empty())
     HONE_INVALID_ARGUMENT("--rows " + o.rows + ": no op to tune takes these row counts");
+  for (const TunableOp *op : attention_ops)
+    add_attention_problems(problems, *op, config, !o.ops.empty(), backend);
+  if (problems.empty())
+    HONE_INVALID_ARGUMENT("--model " + config.name + ": nothing to tune");
   return problems;
 }
 
@@ -185,6 +243,16 @@ json outcome_json(const Outcome &o) {
     for (const CandidateReport &c : r.result.candidates)
       candidates.push_back(candidate_json(c));
     j["candidates"] = std::move(candidates);
+    // hone's own best beside a vendor pick, so that the vendor candidate cannot hide a weak
+    // kernel: triage medians of the same round-robin.
+    j["pick_is_vendor"] = p.op->is_vendor_tactic(r.result.pick());
+    if (std::optional<size_t> own = best_own_index(*p.op, r.result)) {
+      const CandidateReport &c = r.result.candidates[*own];
+      const double pick_triage_s = r.result.candidates[r.result.pick_index].median_s;
+      j["best_own"] = {{"tactic", c.tactic.str()},
+                       {"median_s", c.median_s},
+                       {"over_pick", pick_triage_s > 0 ? c.median_s / pick_triage_s : 1.0}};
+    }
   }
   return j;
 }
@@ -196,6 +264,25 @@ void write_json_file(const std::string &path, const json &doc) {
   out << doc.dump(2) << '\n';
   if (!out)
     HONE_RUNTIME_ERROR("--json: writing '" + path + "' failed");
+}
+
+// ": 40 qmv.affine, 56 decode.paged" in order of first appearance; empty for one op.
+std::string per_op_counts(const std::vector<Problem> &problems) {
+  std::vector<std::pair<const TunableOp *, int>> counts;
+  for (const Problem &p : problems) {
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto &c) { return c.first == p.op; });
+    if (it == counts.end())
+      counts.emplace_back(p.op, 1);
+    else
+      ++it->second;
+  }
+  if (counts.size() < 2)
+    return {};
+  std::string text;
+  for (const auto &[op, n] : counts)
+    text += (text.empty() ? ": " : ", ") + std::to_string(n) + " " + std::string(op->name());
+  return text;
 }
 
 // The HONE_TACTIC_* variable that overrides `op`, or empty when none is set.
@@ -216,7 +303,9 @@ TuneCommand::TuneCommand(CLI::App &parent, const GlobalOptions &global)
   auto *shape = app_->add_option("--shape", options_.shape,
                                  "Shape as name=value per dimension: rows=8,n=4096,k=4096");
   auto *model = app_->add_option("--model", options_.model,
-                                 "Hugging Face config.json; every linear layer is tuned");
+                                 "Hugging Face config.json; every linear layer is tuned, and "
+                                 "decode attention (decode.paged) at batch 1-64 x context "
+                                 "1k-128k");
   op->needs(shape);
   shape->needs(op);
   model->excludes(op);
@@ -239,6 +328,10 @@ TuneCommand::TuneCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_option("--samples", options_.samples, "Samples per median (default 7)")
       ->check(CLI::Range(5, 1000));
   app_->add_option("--json", options_.json, "Write every report and candidate to this file");
+  app_->add_option("--numerics", options_.numerics,
+                   "Gate: batch_invariant or tolerance (default: each op's own); tolerance also "
+                   "admits gemv.bf16's cuBLASLt candidates")
+      ->check(CLI::IsMember({"batch_invariant", "tolerance"}));
 }
 
 int TuneCommand::run() {
@@ -265,13 +358,15 @@ int TuneCommand::run() {
   TuneOptions tune_options;
   if (options_.samples > 0)
     tune_options.tuner.samples = options_.samples;
+  if (!options_.numerics.empty())
+    tune_options.numerics = parse_numerics(options_.numerics, "--numerics");
 
   if (from_model)
     std::cerr << "model " << config.name << ": hidden " << config.hidden_size << ", intermediate "
               << config.intermediate_size << ", heads " << config.num_attention_heads << "/"
               << config.num_key_value_heads << " (kv), head_dim " << config.head_dim << "; "
               << problems.size() << " buckets on " << backend.info().backend << " (" << device_model
-              << ")\n";
+              << ")" << per_op_counts(problems) << "\n";
   std::set<const TunableOp *> noted;
   for (const Problem &p : problems)
     if (const std::string var = override_variable(*p.op); !var.empty() && noted.insert(p.op).second)
@@ -362,6 +457,20 @@ int TuneCommand::run() {
     table.add(std::move(row));
   }
   table.print(std::cout);
+  // A vendor pick is shown with the best of hone's own kernels of the same tune.
+  for (const Outcome &o : outcomes) {
+    if (!o.report || !o.problem->op->is_vendor_tactic(o.report->result.pick()))
+      continue;
+    const TuneResult &r = o.report->result;
+    const std::string op_name(o.problem->op->name());
+    std::cout << "note: " << op_name << " " << o.problem->bucket_text << ": the pick is the vendor "
+              << short_tactic(r.pick().str(), op_name);
+    if (std::optional<size_t> own = best_own_index(*o.problem->op, r))
+      std::cout << "; best own " << short_tactic(r.candidates[*own].tactic.str(), op_name) << " "
+                << format_seconds(r.candidates[*own].median_s) << " vs "
+                << format_seconds(r.candidates[r.pick_index].median_s) << " (triage)";
+    std::cout << '\n';
+  }
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds);
   std::cout << "tuned " << tuned << ", cached " << cached << ", in " << elapsed << " s\n";

@@ -145,4 +145,89 @@ void decode_paged(const DecodePagedTensors &t, const DecodePagedPlan &plan, void
 void decode_paged(const DecodePagedTensors &t, void *stream, Dispatcher &d);
 void decode_paged(const DecodePagedTensors &t, void *stream);
 
+
+// --- The small ops of a decode step: rmsnorm, rope, kv_append, silu_mul ----------------------
+// All bf16 in device memory of device 0, enqueued on `stream` with the tactic the dispatcher
+// resolves (environment override, cache, lazy tune, default); never synchronise. `dependent`
+// launches the kernel with programmatic stream serialization (PDL, sm_90): it may start while
+// the previous kernel on the stream runs, loads what that kernel does not write (weights, the
+// page table, positions) and waits for it before reading its activations. Every pointer
+// 16-byte aligned and every row stride a multiple of 8 elements. Errors: Error(invalid_argument)
+// naming the bad value (a null or misaligned pointer, a shape outside the op's range),
+// Error(runtime) when the launch fails.
+
+// out = h / sqrt(mean(h^2) + eps) * w per row, h = x, or with a residual h = bf16(x +
+// residual), which is also stored to residual_out (a decoder layer's fused residual add).
+// x, residual, residual_out, out [rows, hidden]; w [hidden]. out may equal x and residual_out
+// may equal residual (in place). REQUIRES: hidden % 8 == 0, hidden <= 32768.
+struct RmsnormTensors {
+  const void *x = nullptr;
+  const void *residual = nullptr; // nullptr: no residual add
+  void *residual_out = nullptr;   // required with residual
+  const void *w = nullptr;
+  void *out = nullptr;
+  int64_t rows = 0, hidden = 0;
+  float eps = 1e-6f;
+  bool dependent = false;
+};
+void rmsnorm(const RmsnormTensors &t, void *stream, Dispatcher &d);
+void rmsnorm(const RmsnormTensors &t, void *stream);
+
+// Rotary position embedding, half rotation (Llama, Qwen2), of every query and key head of
+// `rows` tokens: with a = positions[r] x inv_freq[i], inv_freq[i] = theta^(-2i / head_dim)
+// (remapped by Llama-3.1 scaling when llama3_factor != 0, as transformers does),
+//   out[i] = x[i] cos a - x[D/2 + i] sin a,  out[D/2 + i] = x[D/2 + i] cos a + x[i] sin a.
+// q [rows, hq, head_dim] and k [rows, hkv, head_dim] with row strides (0: contiguous, else
+// e.g. (hq + 2 hkv) x head_dim for slices of a fused q/k/v output); q_out / k_out nullptr: in
+// place, else out of place with their own strides. positions: device int32 [rows].
+// REQUIRES: head_dim % 8 == 0, head_dim <= 256.
+struct RopeTensors {
+  const void *q = nullptr, *k = nullptr;
+  void *q_out = nullptr, *k_out = nullptr;
+  const int32_t *positions = nullptr;
+  int64_t rows = 0, hq = 0, hkv = 0, head_dim = 0;
+  int64_t q_stride = 0, k_stride = 0, q_out_stride = 0, k_out_stride = 0; // [elements]
+  double theta = 10000.0;
+  // "rope_scaling" {"rope_type": "llama3", ...} of config.json; llama3_factor 0: none.
+  double llama3_factor = 0, llama3_low_freq_factor = 1, llama3_high_freq_factor = 4,
+         llama3_original_max_positions = 8192;
+  bool dependent = false;
+};
+void rope(const RopeTensors &t, void *stream, Dispatcher &d);
+void rope(const RopeTensors &t, void *stream);
+
+// Writes the new token's K and V of every request into the paged cache decode_paged reads
+// (layout as DecodePagedTensors): request b's token goes to slot kv_last_page_len[b] - 1 of
+// page kv_indices[kv_indptr[b + 1] - 1] (the table already counts the new token).
+// k, v [batch, hkv, head_dim] with request strides (0: contiguous). The page table is read
+// before the dependent launch's wait: it must not be written by the kernel before.
+// With host copies of kv_indptr and kv_last_page_len, they are checked first (monotone, at least
+// one page per request, kv_last_page_len in 1..page_size); a page outside [0, num_pages) is
+// never written. REQUIRES: head_dim % 8 == 0.
+struct KvAppendTensors {
+  const void *k = nullptr, *v = nullptr;
+  void *k_cache = nullptr, *v_cache = nullptr;
+  const int32_t *kv_indptr = nullptr, *kv_indices = nullptr, *kv_last_page_len = nullptr;
+  int64_t batch = 0, num_pages = 0, hkv = 0, head_dim = 0, page_size = 0;
+  int64_t k_stride = 0, v_stride = 0; // [elements]
+  const int32_t *kv_indptr_host = nullptr, *kv_last_page_len_host = nullptr; // optional
+  bool dependent = false;
+};
+void kv_append(const KvAppendTensors &t, void *stream, Dispatcher &d);
+void kv_append(const KvAppendTensors &t, void *stream);
+
+// out[r, i] = silu(gate[r, i]) x up[r, i], silu(g) = g / (1 + exp(-g)), in fp32, one rounding.
+// Either gate_up, the fused gate/up projection output [rows, 2 x inter] (gate the first half
+// of each row), or gate and up [rows, inter]; out [rows, inter].
+// REQUIRES: inter % 8 == 0.
+struct SiluMulTensors {
+  const void *gate_up = nullptr;                // or:
+  const void *gate = nullptr, *up = nullptr;
+  void *out = nullptr;
+  int64_t rows = 0, inter = 0;
+  bool dependent = false;
+};
+void silu_mul(const SiluMulTensors &t, void *stream, Dispatcher &d);
+void silu_mul(const SiluMulTensors &t, void *stream);
+
 } // namespace hone::ops::cuda

@@ -26,6 +26,23 @@ namespace hone::cuda {
 
 class CudaBackend;
 
+// Declare, in a workload class, the hooks of CudaWorkloadOf<Inputs> every op's workload
+// defines, and the batch-invariance hooks of an op whose default is batch invariant (their
+// contracts are CudaWorkload's and CudaWorkloadOf's, below).
+//
+//   class RopeWorkload final : public CudaWorkloadOf<RopeInputs> {
+//     ... private: HONE_CUDA_WORKLOAD_HOOKS(RopeInputs); HONE_CUDA_BATCH_INVARIANCE_HOOKS; };
+#define HONE_CUDA_WORKLOAD_HOOKS(Inputs)                                                           \
+  std::optional<std::string> cannot_implement(const Tactic &tactic) const override;                \
+  std::optional<KernelResources> resources(const Tactic &tactic) const override;                   \
+  Inputs make_copy() const override;                                                               \
+  void fill_copy(size_t copy) override;                                                            \
+  LaunchStatus launch(const Tactic &tactic, int copy) override
+#define HONE_CUDA_BATCH_INVARIANCE_HOOKS                                                           \
+  std::optional<SummationOrder> summation_order(const Tactic &tactic) const override;              \
+  Tactic single_row_default() const override;                                                      \
+  LaunchStatus launch_single_row(int row, void *y_row) override
+
 // The K summation order of a GEMV-family config: its path and k_slices (warps_k x split_k).
 // Configs of equal order give bit-identical rows for every row count.
 struct SummationOrder {

@@ -28,6 +28,18 @@ namespace hone::cuda {
 
 class CudaBackend;
 
+// Declares, in an op class, the TunableOp interface every CUDA op defines (its contracts are
+// TunableOp's; an op states what it adds in a comment above the macro, "validate(): ...").
+//
+//   class RopeOp final : public CudaOp { public: RopeOp(); HONE_CUDA_OP_INTERFACE; };
+#define HONE_CUDA_OP_INTERFACE                                                                     \
+  std::vector<Tactic> candidates(const Shape &bucket) const override;                              \
+  Tactic default_tactic(const Shape &bucket) const override;                                       \
+  void validate(const Shape &shape) const override;                                                \
+  std::unique_ptr<Workload> prepare(const Shape &shape) const override;                            \
+  CompiledTactic compile(const Tactic &tactic) const override;                                     \
+  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override
+
 class CudaOp : public TunableOp {
 public:
   std::string_view name() const final { return name_; }

@@ -29,7 +29,6 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   const Resolution &r = d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, n, k}, DType::bf16});
   require_aligned("gemv.bf16", {{"x", x}, {"w", w}});
   require_aligned("gemv.bf16", {{"y", y}}, 2);
-  const auto &config = r.compiled.as<hone::cuda::GemvBf16Config>();
   hone::cuda::GemvBf16Args args;
   args.x = x;
   args.w = w;
@@ -37,6 +36,12 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   args.rows = static_cast<int>(rows);
   args.n = static_cast<int>(n);
   args.k = static_cast<int>(k);
+  // A vendor tactic (cuBLASLt) is a pick of a tolerance-mode tune.
+  if (const auto *vendor = r.compiled.get_if<hone::cuda::GemvBf16VendorConfig>()) {
+    check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_vendor_launch(*vendor, args, stream));
+    return;
+  }
+  const auto &config = r.compiled.as<hone::cuda::GemvBf16Config>();
   args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
   if (args.workspace_bytes > 0)
     args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);

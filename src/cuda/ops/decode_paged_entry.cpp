@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <span>
 #include <string>
 
 #include <cuda_runtime.h>
 
 #include "cuda/backend/cuda_check.h"
+#include "cuda/backend/device_buffer.h"
 #include "cuda/backend/workspace.h"
 #include "cuda/kernels/decode_paged/decode_paged.h"
 #include "cuda/ops/decode_paged_op.h"
@@ -87,7 +90,42 @@ void check_pages(const DecodePagedTensors &t, const DecodePagedPlan &plan, void 
                         ") (the first bad page index; HONE_CHECK_PAGES=1)");
 }
 
+// The fused merge's arrival counters of each stream, zero between launches.
+struct StreamCounters {
+  std::mutex mutex;
+  std::map<void *, DeviceBuffer> buffers;
+};
+StreamCounters &stream_counters() {
+  static StreamCounters counters;
+  return counters;
+}
+
 } // namespace
+
+int32_t *decode_paged_counters_for(void *stream, size_t count) {
+  StreamCounters &c = stream_counters();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  DeviceBuffer &b = c.buffers[stream];
+  const size_t bytes = count * sizeof(int32_t);
+  if (b.size() < bytes) {
+    const auto s = static_cast<cudaStream_t>(stream);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    HONE_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      HONE_INVALID_ARGUMENT("decode.paged: this stream's merge counters hold " +
+                            str(static_cast<int64_t>(b.size() / sizeof(int32_t))) + ", a batch x "
+                            "hkv of " + str(static_cast<int64_t>(count)) +
+                            " needs more, which cannot be allocated inside a stream capture; run "
+                            "the step once outside the capture first");
+    // Grown by powers of two from 1024, zeroed in stream order before the first launch.
+    size_t grown = std::max<size_t>(1024, b.size() / sizeof(int32_t));
+    while (grown < count)
+      grown *= 2;
+    b = DeviceBuffer(grown * sizeof(int32_t)); // cudaFree of the old one waits for the device
+    HONE_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.size(), s));
+  }
+  return b.as<int32_t>();
+}
 
 DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
                                        const int32_t *kv_last_page_len_host, int64_t batch,
@@ -125,7 +163,7 @@ DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
     if (*kv_chunk_override % ps != 0)
       HONE_INVALID_ARGUMENT("HONE_DECODE_KV_CHUNK=" + str(*kv_chunk_override) +
                             " is not a multiple of page_size=" + str(ps));
-    config = {*kv_chunk_override, decode_paged_default_warps(dim)};
+    config = {*kv_chunk_override, decode_paged_default_warps(dim), 0};
     plan.source = "HONE_DECODE_KV_CHUNK";
   } else {
     const DecodePagedOp &op = entry_op<DecodePagedOp>();
@@ -145,10 +183,16 @@ DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
       plan.source = "heuristic";
     }
   }
-  if (std::string why; !decode_paged_can_implement(config, dim, ps, &why))
+  if (std::string why; !decode_paged_can_implement(config, static_cast<int>(hkv), dim, ps, &why))
     HONE_INVALID_ARGUMENT("decode.paged: " + config.to_tactic().str() + " (from " + plan.source +
                           ") cannot run head_dim=" + str(head_dim) + ", page_size=" + str(ps) +
                           ": " + why);
+  // The plan carries kv_chunk and warps: the entry point runs one KV head per CTA and merges
+  // in the split kernel.
+  if (config.merge_kernel != 0 || config.kv_heads != 1)
+    HONE_INVALID_ARGUMENT("decode.paged: " + config.to_tactic().str() + " (from " + plan.source +
+                          "): the entry point runs kv_heads=1 with the fused merge only; "
+                          "kv_heads and merge_kernel are benchmark fields");
   plan.kv_chunk = config.kv_chunk;
   plan.warps = config.warps;
   const DecodePagedSplit split = decode_paged_split(indptr, ps, config.kv_chunk);
@@ -194,7 +238,11 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   a.workspace_bytes = plan.workspace_bytes;
   if (plan.workspace_bytes > 0)
     a.workspace = workspace_for(stream, plan.workspace_bytes);
-  const DecodePagedConfig config{plan.kv_chunk, plan.warps};
+  const DecodePagedConfig config{plan.kv_chunk, plan.warps, 0};
+  if (plan.max_chunks > 1) {
+    a.counter_count = decode_paged_counter_count(t.batch, t.hkv);
+    a.counters = decode_paged_counters_for(stream, a.counter_count);
+  }
   const LaunchStatus status = decode_paged_launch(config, a, stream);
   if (!status.ok())
     HONE_RUNTIME_ERROR("decode.paged launch (" + config.to_tactic().str() +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/cuda_backend_impl.h"
@@ -59,7 +60,7 @@ std::vector<DecodePagedConfig> decode_paged_candidate_configs(std::span<const in
   std::vector<DecodePagedConfig> out{first};
   const auto add = [&](DecodePagedConfig c) {
     if (std::find(out.begin(), out.end(), c) == out.end() &&
-        decode_paged_can_implement(c, head_dim, page_size, nullptr))
+        decode_paged_can_implement(c, hkv, head_dim, page_size, nullptr))
       out.push_back(c);
   };
   for (int chunk : decode_paged_candidate_chunks(kv_indptr, page_size, hkv, first.warps,
@@ -67,6 +68,23 @@ std::vector<DecodePagedConfig> decode_paged_candidate_configs(std::span<const in
     add({chunk, first.warps});
   for (int warps : {2, 4, 8})
     add({first.kv_chunk, warps});
+  return out;
+}
+
+std::vector<DecodePagedConfig> decode_paged_kv_heads_configs(std::span<const int32_t> kv_indptr,
+                                                             int hkv, int head_dim,
+                                                             int page_size) {
+  std::vector<DecodePagedConfig> out;
+  for (const auto [warps, heads] : {std::pair{8, 2}, std::pair{8, 4}, std::pair{8, 8},
+                                    std::pair{4, 2}, std::pair{4, 4}}) {
+    if (hkv % heads != 0 ||
+        !decode_paged_can_implement({0, warps, 0, heads}, hkv, head_dim, page_size, nullptr))
+      continue;
+    // The heuristic's chunk for hkv / heads CTAs per work item.
+    out.push_back({decode_paged_default_chunk(kv_indptr, page_size, hkv / heads, warps,
+                                              decode_paged_machine(warps, head_dim)),
+                   warps, 0, heads});
+  }
   return out;
 }
 
@@ -86,10 +104,15 @@ DecodePagedWorkload::DecodePagedWorkload(CudaBackend &backend, DecodePagedProble
   upload(indptr_, table_.indptr);
   upload(indices_, table_.indices);
   upload(last_, table_.last_page_len);
+  counters_ = DeviceBuffer(decode_paged_counter_count(p_.batch(), p_.hkv) * sizeof(int32_t));
+  HONE_CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.size(), stream()));
   // Every candidate's partial states exist before any stream capture (tuning times graphs).
   size_t most = 0;
   for (const DecodePagedConfig &c :
        decode_paged_candidate_configs(table_.indptr, p_.hkv, p_.head_dim, p_.page_size))
+    most = std::max(most, decode_paged_workspace_bytes(split(c), p_.hq, p_.head_dim));
+  for (const DecodePagedConfig &c :
+       decode_paged_kv_heads_configs(table_.indptr, p_.hkv, p_.head_dim, p_.page_size))
     most = std::max(most, decode_paged_workspace_bytes(split(c), p_.hq, p_.head_dim));
   reserve_workspace(most);
   set_rotation(1);
@@ -117,6 +140,10 @@ void DecodePagedWorkload::set_write_lse(bool write) {
 
 std::vector<float> DecodePagedWorkload::download_lse() const {
   return download<float>(lse_.data(), static_cast<size_t>(p_.batch()) * p_.hq, stream());
+}
+
+std::vector<int32_t> DecodePagedWorkload::download_counters() const {
+  return download<int32_t>(counters_.data(), counters_.size() / sizeof(int32_t), stream());
 }
 
 DecodePagedReference DecodePagedWorkload::reference_of(int copy) const {
@@ -177,7 +204,8 @@ std::optional<std::string> DecodePagedWorkload::cannot_implement(const Tactic &t
   } catch (const Error &e) {
     return e.what();
   }
-  if (std::string why; !decode_paged_can_implement(config, p_.head_dim, p_.page_size, &why))
+  if (std::string why;
+      !decode_paged_can_implement(config, p_.hkv, p_.head_dim, p_.page_size, &why))
     return why;
   return std::nullopt;
 }
@@ -219,6 +247,8 @@ LaunchStatus DecodePagedWorkload::launch(const DecodePagedConfig &config, int co
   }
   a.workspace = workspace_.data();
   a.workspace_bytes = workspace_.size();
+  a.counters = counters_.as<int32_t>();
+  a.counter_count = counters_.size() / sizeof(int32_t);
   return decode_paged_launch(config, a, stream());
 }
 

@@ -56,9 +56,14 @@ DecodePagedConfig decode_paged_default_config(std::span<const int32_t> kv_indptr
                                               int head_dim, int page_size);
 // The tuning candidates, the default first: every decode_paged_candidate_chunks() value at the
 // default warps, then the default kv_chunk at the other warps counts that fit shared memory.
+// All at kv_heads 1 and merge_kernel 0, the configs the entry point's plan carries.
 std::vector<DecodePagedConfig> decode_paged_candidate_configs(std::span<const int32_t> kv_indptr,
-                                                              int hkv, int head_dim,
-                                                              int page_size);
+                                                              int hkv, int head_dim, int page_size);
+// Benchmark configs with several KV heads per CTA: kv_heads 2, 4, 8 (dividing hkv) at 8 warps
+// and 2, 4 at 4 warps, each at the default heuristic's kv_chunk for hkv / kv_heads CTAs per
+// work item. Not tuning candidates: the entry point's plan has no field for kv_heads yet.
+std::vector<DecodePagedConfig> decode_paged_kv_heads_configs(std::span<const int32_t> kv_indptr,
+                                                             int hkv, int head_dim, int page_size);
 
 // The inputs of one rotation copy: q and the two caches (the page table is shared).
 struct DecodePagedInputs {
@@ -97,6 +102,10 @@ public:
   DecodePagedReference reference_of(int copy) const;
   std::vector<double> reference() const override { return reference_of(0).o; }
 
+  // The fused merge's arrival counters, int32 [batch, hkv]: zero after every launch.
+  const int32_t *counters() const { return counters_.as<const int32_t>(); }
+  std::vector<int32_t> download_counters() const;
+
   // The split of this batch under `config`.
   DecodePagedSplit split(const DecodePagedConfig &config) const;
   // Enqueues `config` on copy `copy` into y() (and lse() when set). Grows the partial-state
@@ -105,11 +114,7 @@ public:
   LaunchStatus launch(const DecodePagedConfig &config, int copy);
 
 private:
-  std::optional<std::string> cannot_implement(const Tactic &tactic) const override;
-  std::optional<KernelResources> resources(const Tactic &tactic) const override;
-  DecodePagedInputs make_copy() const override;
-  void fill_copy(size_t copy) override;
-  LaunchStatus launch(const Tactic &tactic, int copy) override;
+  HONE_CUDA_WORKLOAD_HOOKS(DecodePagedInputs);
   void reserve_workspace(size_t bytes);
 
   DecodePagedProblem p_;
@@ -117,6 +122,7 @@ private:
   double scale_;
   DeviceBuffer indptr_, indices_, last_; // the page table, shared by every copy
   DeviceBuffer workspace_;               // partial states
+  DeviceBuffer counters_;                // fused merge arrivals, int32 [batch, hkv], zeroed once
   DeviceBuffer lse_;                     // float [batch, hq] when set_write_lse(true)
   bool write_lse_ = false;
   LastConfig<DecodePagedConfig> last_config_;
@@ -127,7 +133,7 @@ public:
   DecodePagedOp();
 
   std::string_view name() const override { return "decode.paged"; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }
   std::string_view backend() const override { return "cuda"; }
   DType dtype() const override { return DType::bf16; }
   // batch pow2 1..4096, max_len pow2 1..2^22, total_len pow2 1..2^30, hq exact 1..1024, hkv

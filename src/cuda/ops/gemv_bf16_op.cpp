@@ -10,6 +10,7 @@
 #include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "cuda/ops/gemv_bf16_reference.h"
+#include "cuda/peers/cublaslt_bf16_gemm.h"
 #include "hone/error.h"
 
 namespace hone::cuda {
@@ -56,6 +57,18 @@ void GemvBf16Workload::fill_copy(size_t copy) {
 }
 
 std::optional<std::string> GemvBf16Workload::cannot_implement(const Tactic &tactic) const {
+  if (is_gemv_bf16_vendor(tactic)) {
+    GemvBf16VendorConfig vendor;
+    try {
+      vendor = GemvBf16VendorConfig::from_tactic(tactic);
+    } catch (const Error &e) {
+      return e.what();
+    }
+    std::string why;
+    if (!gemv_bf16_vendor_plan(rows_, n_, k_, vendor.algo, &why))
+      return why;
+    return std::nullopt;
+  }
   GemvBf16Config config;
   try {
     config = GemvBf16Config::from_tactic(tactic);
@@ -71,6 +84,8 @@ std::optional<std::string> GemvBf16Workload::cannot_implement(const Tactic &tact
 }
 
 std::optional<KernelResources> GemvBf16Workload::resources(const Tactic &tactic) const {
+  if (is_gemv_bf16_vendor(tactic))
+    return std::nullopt; // cuBLASLt's own kernels: nothing of hone's spill rule applies
   return gemv_bf16_resources(GemvBf16Config::from_tactic(tactic));
 }
 
@@ -88,11 +103,49 @@ LaunchStatus GemvBf16Workload::launch(const GemvBf16Config &config, const void *
   return gemv_bf16_launch(config, args, stream());
 }
 
+const CublasLtBf16Gemm *GemvBf16Workload::vendor_plan(const GemvBf16VendorConfig &config) {
+  const std::string key = config.algo.str();
+  auto it = vendor_plans_.find(key);
+  if (it == vendor_plans_.end()) {
+    std::string why;
+    std::shared_ptr<const CublasLtBf16Gemm> plan =
+        gemv_bf16_vendor_plan(rows_, n_, k_, config.algo, &why);
+    if (!plan)
+      return nullptr;
+    if (vendor_workspace_.size() < plan->workspace_bytes())
+      vendor_workspace_ = DeviceBuffer(kCublasLtWorkspaceBytes);
+    it = vendor_plans_.emplace(key, std::move(plan)).first;
+  }
+  return it->second.get();
+}
+
+LaunchStatus GemvBf16Workload::launch_vendor(const CublasLtBf16Gemm *plan, int copy) {
+  if (!plan)
+    return LaunchStatus::invalid_value();
+  const cublasStatus_t s = plan->enqueue(x(copy), w(copy), y(), vendor_workspace_.data(),
+                                         vendor_workspace_.size(), stream());
+  return s == CUBLAS_STATUS_SUCCESS ? LaunchStatus() : LaunchStatus::invalid_value();
+}
+
+LaunchStatus GemvBf16Workload::launch(const GemvBf16VendorConfig &config, int copy) {
+  return launch_vendor(vendor_plan(config), copy);
+}
+
 LaunchStatus GemvBf16Workload::launch(const Tactic &tactic, int copy) {
+  if (is_gemv_bf16_vendor(tactic)) {
+    // Parsed and planned once per change of tactic (as last_config_ does), not per timed launch.
+    if (!(tactic == last_vendor_tactic_)) {
+      last_vendor_plan_ = vendor_plan(GemvBf16VendorConfig::from_tactic(tactic));
+      last_vendor_tactic_ = tactic;
+    }
+    return launch_vendor(last_vendor_plan_, copy);
+  }
   return launch(last_config_.of(tactic), x(copy), w(copy), y(), rows_);
 }
 
 std::optional<SummationOrder> GemvBf16Workload::summation_order(const Tactic &tactic) const {
+  if (is_gemv_bf16_vendor(tactic))
+    return std::nullopt; // cuBLASLt promises no order across row counts
   const GemvBf16Config c = GemvBf16Config::from_tactic(tactic);
   return SummationOrder{c.path, gemv_bf16_k_slices(c)};
 }
@@ -119,21 +172,34 @@ std::vector<double> GemvBf16Workload::reference() const {
 
 // --- op -----------------------------------------------------------------------------------
 
-GemvBf16Op::GemvBf16Op()
+GemvBf16Op::GemvBf16Op(GemvBf16VendorHeuristic vendor_heuristic)
     : CudaOp("gemv.bf16",
              BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, 32, 8),
                          DimSpec::exact("n", 1, 1 << 24), DimSpec::exact("k", 8, 1 << 24)}},
-             Numerics::batch_invariant) {}
+             Numerics::batch_invariant),
+      vendor_heuristic_(std::move(vendor_heuristic)) {}
 
 std::vector<Tactic> GemvBf16Op::candidates(const Shape &bucket) const {
+  return tune_candidates(bucket, Numerics::tolerance);
+}
+
+std::vector<Tactic> GemvBf16Op::tune_candidates(const Shape &bucket, Numerics numerics) const {
   const int rows = static_cast<int>(bucket[0]);
   const int n = static_cast<int>(bucket[1]);
   const int k = static_cast<int>(bucket[2]);
-  return default_first(gemv_bf16_default(rows, n, k), gemv_bf16_configs(),
-                       [&](const GemvBf16Config &c) {
-                         std::string why;
-                         return gemv_bf16_can_implement(c, rows, n, k, &why);
-                       });
+  std::vector<Tactic> out = default_first(gemv_bf16_default(rows, n, k), gemv_bf16_configs(),
+                                          [&](const GemvBf16Config &c) {
+                                            std::string why;
+                                            return gemv_bf16_can_implement(c, rows, n, k, &why);
+                                          });
+  if (numerics != Numerics::tolerance || !vendor_heuristic_)
+    return out;
+  for (const CublasLtAlgoId &algo : vendor_heuristic_(rows, n, k)) {
+    Tactic t = GemvBf16VendorConfig{algo}.to_tactic();
+    if (std::find(out.begin(), out.end(), t) == out.end())
+      out.push_back(std::move(t));
+  }
+  return out;
 }
 
 Tactic GemvBf16Op::default_tactic(const Shape &bucket) const {
@@ -168,6 +234,8 @@ void GemvBf16Op::validate(const Shape &shape) const {
 }
 
 CompiledTactic GemvBf16Op::compile(const Tactic &tactic) const {
+  if (is_gemv_bf16_vendor(tactic))
+    return CompiledTactic::of(GemvBf16VendorConfig::from_tactic(tactic));
   return compile_config<GemvBf16Config>(name(), tactic, {&gemv_bf16_configs()});
 }
 

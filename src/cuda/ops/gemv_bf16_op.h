@@ -1,7 +1,9 @@
 // The gemv.bf16 op (backend "cuda"): Y[rows, n] = X[rows, k] . W[n, k]^T in bf16 with fp32
-// accumulation, rows 1..32. Its candidates are the compiled gemv_bf16 kernel configs; its
-// workload owns device inputs with cold-L2 rotation copies and gates a candidate against a
-// float64 host reference and, in batch-invariant mode, bitwise against the rows=1 default.
+// accumulation, rows 1..32. Its candidates are the compiled gemv_bf16 kernel configs and, in
+// a tune in tolerance mode only, cuBLASLt with each of its heuristic's first algorithms
+// (gemv_bf16_vendor.h); its workload owns device inputs with cold-L2 rotation copies and gates
+// a candidate against a float64 host reference and, in batch-invariant mode, bitwise against
+// the rows=1 default.
 //
 //   hone::cuda::GemvBf16Op op;
 //   auto w = op.prepare(hone::Shape{{8, 4096, 4096}, hone::DType::bf16});
@@ -9,11 +11,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/ops/cuda_op.h"
+#include "cuda/ops/gemv_bf16_vendor.h"
 
 namespace hone::cuda {
 
@@ -53,38 +59,54 @@ public:
   // Enqueues `config` over explicit buffers.
   LaunchStatus launch(const GemvBf16Config &config, const void *x, const void *w, void *y,
                       int rows);
+  // Enqueues the vendor tactic `config` (cuBLASLt) on copy `copy` into y().
+  LaunchStatus launch(const GemvBf16VendorConfig &config, int copy);
 
 private:
-  std::optional<std::string> cannot_implement(const Tactic &tactic) const override;
-  std::optional<KernelResources> resources(const Tactic &tactic) const override;
-  GemvBf16Inputs make_copy() const override;
-  void fill_copy(size_t copy) override;
-  LaunchStatus launch(const Tactic &tactic, int copy) override;
-  std::optional<SummationOrder> summation_order(const Tactic &tactic) const override;
-  Tactic single_row_default() const override;
-  LaunchStatus launch_single_row(int row, void *y_row) override;
+  HONE_CUDA_WORKLOAD_HOOKS(GemvBf16Inputs);
+  // The plan of `config` for this problem (kept in vendor_plans_, its workspace allocated), or
+  // null when this cuBLASLt cannot run it.
+  const CublasLtBf16Gemm *vendor_plan(const GemvBf16VendorConfig &config);
+  LaunchStatus launch_vendor(const CublasLtBf16Gemm *plan, int copy);
+  HONE_CUDA_BATCH_INVARIANCE_HOOKS;
 
   int rows_, n_, k_;
   DeviceBuffer workspace_; // largest gemv_bf16_workspace_bytes of any admissible config
   LastConfig<GemvBf16Config> last_config_;
+  // The cuBLASLt plans of the vendor tactics gated so far, by tactic text, and their shared
+  // workspace (kCublasLtWorkspaceBytes), allocated at the first vendor tactic's gate: outside
+  // any timed region, and never for a batch-invariant tune.
+  std::map<std::string, std::shared_ptr<const CublasLtBf16Gemm>> vendor_plans_;
+  DeviceBuffer vendor_workspace_;
+  Tactic last_vendor_tactic_;
+  const CublasLtBf16Gemm *last_vendor_plan_ = nullptr; // null: cuBLASLt cannot run it
 };
+
+// cuBLASLt's candidate algorithms for rows, n, k (gemv_bf16_vendor_algos unless a test
+// supplies its own).
+using GemvBf16VendorHeuristic = std::function<std::vector<CublasLtAlgoId>(int rows, int n, int k)>;
 
 // Buckets: rows exact 1..8, then the power of two at or above (16, 32); n and k exact.
 class GemvBf16Op final : public CudaOp {
 public:
-  GemvBf16Op();
+  explicit GemvBf16Op(GemvBf16VendorHeuristic vendor_heuristic = gemv_bf16_vendor_algos);
 
-  // gemv_bf16_configs() that can implement the bucket, default first.
-  std::vector<Tactic> candidates(const Shape &bucket) const override;
-  Tactic default_tactic(const Shape &bucket) const override;
-  void validate(const Shape &shape) const override;
-  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-  // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config, or names one
-  // not compiled into this build (its launch would fail).
-  CompiledTactic compile(const Tactic &tactic) const override;
-  // One copy: W [n, k] and X [rows, k]; fixed: the output, its reference and the split-K
-  // workspace.
-  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
+  // candidates(): tune_candidates(bucket, Numerics::tolerance): every tactic a tune could pick.
+  // compile(): A GemvBf16Config, or a GemvBf16VendorConfig for a vendor tactic (its fields parsed
+  // only: whether this cuBLASLt has the algorithm is a question of the bucket's candidates). Throws
+  // Error(invalid_argument) for a tactic that is neither, or names a config not compiled into this
+  // build (its launch would fail). workload_bytes(): One copy: W [n, k] and X [rows, k]; fixed: the
+  // output, its reference and the split-K workspace. Not counted: the cuBLASLt workspace
+  // (kCublasLtWorkspaceBytes), allocated at the first vendor tactic's gate.
+  HONE_CUDA_OP_INTERFACE;
+  // gemv_bf16_configs() that can implement the bucket, default first; then, under
+  // Numerics::tolerance only, one vendor tactic per algorithm of the vendor heuristic for the
+  // bucket (none when it has none).
+  std::vector<Tactic> tune_candidates(const Shape &bucket, Numerics numerics) const override;
+  bool is_vendor_tactic(const Tactic &tactic) const override { return is_gemv_bf16_vendor(tactic); }
+
+private:
+  GemvBf16VendorHeuristic vendor_heuristic_;
 };
 
 } // namespace hone::cuda

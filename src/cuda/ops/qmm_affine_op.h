@@ -49,26 +49,20 @@ class QmmAffineOp final : public CudaOp {
 public:
   QmmAffineOp();
 
-  // The default first, then every compiled config that can implement the bucket, less those
-  // that cannot win: an activation tile over twice the next power of two of m (padding), and
-  // split-K / stream-K once the data-parallel grid fills two waves.
-  std::vector<Tactic> candidates(const Shape &bucket) const override;
-  Tactic default_tactic(const Shape &bucket) const override;
-  // Shape {m, n, k, bits, group}, dtype bf16. Throws Error(invalid_argument) naming the bad
-  // value: rank, dtype, m outside 1..16384, n not a multiple of 8, bits, group, k not a
-  // multiple of group, or a build without qmm kernels.
-  void validate(const Shape &shape) const override;
-  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
+  // candidates(): The default first, then every compiled config that can implement the bucket, less
+  // those that cannot win: an activation tile over twice the next power of two of m (padding), and
+  // split-K / stream-K once the data-parallel grid fills two waves. validate(): Shape {m, n, k,
+  // bits, group}, dtype bf16. Throws Error(invalid_argument) naming the bad value: rank, dtype, m
+  // outside 1..16384, n not a multiple of 8, bits, group, k not a multiple of group, or a build
+  // without qmm kernels. compile(): Throws Error(invalid_argument) for a tactic that is not a
+  // compiled config (for either bits), naming the compiled tiles.
+  HONE_CUDA_OP_INTERFACE;
   // HONE_TACTIC_[CUDA_]QMM_AFFINE first (a whole tactic), then HONE_QMM_TILE_M/N/K: the tile
   // verbatim (unset fields from the bucket's default), cluster, schedule and split from the
   // default where that kernel exists with the tile, else the first compiled kernel of it.
   // Throws Error(invalid_argument) naming the variables and the compiled tiles when no kernel
   // has the tile, or naming why the tile cannot run the bucket.
   std::optional<Tactic> env_override(const Shape &bucket, const Settings &settings) const override;
-  // Throws Error(invalid_argument) for a tactic that is not a compiled config (for either
-  // bits), naming the compiled tiles.
-  CompiledTactic compile(const Tactic &tactic) const override;
 };
 
 } // namespace hone::cuda

@@ -51,9 +51,7 @@ private:
   std::optional<std::string> cannot_implement(const Tactic &tactic) const override;
   std::optional<KernelResources> resources(const Tactic &tactic) const override;
   LaunchStatus launch(const Tactic &tactic, int copy) override;
-  std::optional<SummationOrder> summation_order(const Tactic &tactic) const override;
-  Tactic single_row_default() const override;
-  LaunchStatus launch_single_row(int row, void *y_row) override;
+  HONE_CUDA_BATCH_INVARIANCE_HOOKS;
 
   LastConfig<QmvAffineConfig> last_config_;
 };
@@ -64,19 +62,14 @@ class QmvAffineOp final : public CudaOp {
 public:
   QmvAffineOp();
 
-  // qmv_affine_configs(bits) that can implement the bucket, default first.
-  std::vector<Tactic> candidates(const Shape &bucket) const override;
-  Tactic default_tactic(const Shape &bucket) const override;
-  // Shape {rows, n, k, bits, group}, dtype bf16. Throws Error(invalid_argument) naming the
-  // bad value: rank, dtype, rows outside 1..32, n or k out of range, bits, group, k not a
-  // multiple of group, or a shape the default config cannot run.
-  void validate(const Shape &shape) const override;
-  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-  // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config, or names one
-  // compiled into this build for neither bits (its launch would fail).
-  CompiledTactic compile(const Tactic &tactic) const override;
-  // One copy: q, scales, biases and X; fixed: the output and its reference.
-  std::optional<WorkloadBytes> workload_bytes(const Shape &shape) const override;
+  // candidates(): qmv_affine_configs(bits) that can implement the bucket, default first.
+  // validate(): Shape {rows, n, k, bits, group}, dtype bf16. Throws Error(invalid_argument) naming
+  // the bad value: rank, dtype, rows outside 1..32, n or k out of range, bits, group, k not a
+  // multiple of group, or a shape the default config cannot run. compile(): Throws
+  // Error(invalid_argument) for a tactic that is not a qmv.affine config, or names one compiled
+  // into this build for neither bits (its launch would fail). workload_bytes(): One copy: q,
+  // scales, biases and X; fixed: the output and its reference.
+  HONE_CUDA_OP_INTERFACE;
 };
 
 // {rows, n, k, bits, group} of a validated shape.

@@ -5,10 +5,14 @@
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/ops/decode_paged_op.h"
 #include "cuda/ops/gemv_bf16_op.h"
+#include "cuda/ops/kv_append_op.h"
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 #include "cuda/ops/qmm_affine_op.h"
 #include "cuda/ops/qmv_affine_op.h"
 #include "cuda/ops/quantized_linear_op.h"
+#include "cuda/ops/rmsnorm_op.h"
+#include "cuda/ops/rope_op.h"
+#include "cuda/ops/silu_mul_op.h"
 #include "hone/registry.h"
 
 namespace hone::cuda {
@@ -30,6 +34,12 @@ void register_ops(Registry &registry) {
 
   // No C++ peer: PyTorch SDPA on contiguous KV is timed by bench/peers/decode_paged_torch.py.
   registry.add(std::make_unique<DecodePagedOp>());
+
+  // The small ops of a decode step (no matched peer).
+  registry.add(std::make_unique<RmsnormOp>());
+  registry.add(std::make_unique<RopeOp>());
+  registry.add(std::make_unique<KvAppendOp>());
+  registry.add(std::make_unique<SiluMulOp>());
 
   // qmm.affine and quantized_linear only where the build has qmm kernels (CUTLASS found at
   // configure time). Peer: cuBLASLt BF16 dense on the dequantised weights, a representation

@@ -24,6 +24,8 @@ const char *to_string(KernelPath path) {
     return "fma";
   case KernelPath::mma:
     return "mma";
+  case KernelPath::stream:
+    return "stream";
   }
   return "?";
 }

@@ -8,6 +8,12 @@
 //             summation order of a request depends on it
 //   warps     warps per CTA (2, 4, 8), each streaming every warps-th 16-token tile of the
 //             chunk through its own cp.async ring; also part of the summation order
+//   kv_heads  (spelled only when not 1) KV heads per CTA, 2/4/8 dividing hkv and warps: warp w
+//             serves KV head w % kv_heads, so one CTA streams whole token rows of kv_heads heads
+//             (fewer, longer contiguous reads); part of the summation order
+//   merge_kernel  (spelled only when 1) the partial states of a split request are merged by a
+//             second kernel instead of the split kernel's last CTA of each (request, KV head);
+//             same result bits
 #include "cuda/kernels/decode_paged/decode_paged.h"
 
 #include <algorithm>
@@ -156,12 +162,17 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
       args.hq != args.hkv * (args.hq / args.hkv) || args.hq / args.hkv > kDecodePagedMaxGroup ||
       (args.page_size != 16 && args.page_size != 32 && args.page_size != 64) ||
       config.kv_chunk < 0 || config.kv_chunk % args.page_size != 0 || args.split.chunks < 1 ||
-      args.split.chunks * args.hkv > 0x7fffffff || args.split.max_chunks < 1 || args.hq > 65535)
+      args.split.chunks * args.hkv > 0x7fffffff || args.split.max_chunks < 1 || args.hq > 65535 ||
+      !decode_paged_can_implement(config, args.hkv, args.head_dim, args.page_size, nullptr))
     return LaunchStatus::invalid_value();
   const bool merge = args.split.max_chunks > 1;
+  const bool fused = merge && config.merge_kernel == 0;
   if (merge && (args.workspace == nullptr ||
                 args.workspace_bytes < decode_paged_workspace_bytes(args.split, args.hq,
                                                                     args.head_dim)))
+    return LaunchStatus::invalid_value();
+  if (fused && (args.counters == nullptr ||
+                args.counter_count < decode_paged_counter_count(args.batch, args.hkv)))
     return LaunchStatus::invalid_value();
   const size_t smem = decode_paged_shared_bytes(config.warps, args.head_dim);
   if (smem > kDecodePagedMaxSharedBytes)
@@ -183,6 +194,7 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
     p.partial_lse = reinterpret_cast<float *>(base);
     p.partial_o = reinterpret_cast<float *>(base + decode_paged_partial_o_offset(args.split,
                                                                                 args.hq));
+    p.counters = fused ? args.counters : nullptr;
   }
   p.batch = args.batch;
   p.hq = args.hq;
@@ -191,12 +203,14 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
   p.page_size = args.page_size;
   p.page_shift = std::countr_zero(static_cast<unsigned>(args.page_size));
   p.chunk_pages = config.kv_chunk / args.page_size;
+  p.cta_heads = config.kv_heads;
   p.scale_log2 = args.scale * 1.4426950408889634f;
 
-  const dim3 grid(static_cast<unsigned>(args.split.chunks * args.hkv)); // item x hkv + head
+  // item x (hkv / kv_heads) + head group
+  const dim3 grid(static_cast<unsigned>(args.split.chunks * (args.hkv / config.kv_heads)));
   if (const LaunchStatus s =
           launch_kernel(e->split, grid, dim3(32 * config.warps), smem, false, &p, stream);
-      !s.ok() || !merge)
+      !s.ok() || !merge || fused)
     return s;
   return launch_kernel(e->merge,
                        dim3(static_cast<unsigned>(args.batch), static_cast<unsigned>(args.hq)),

@@ -13,7 +13,11 @@
 // no host-built work list and no upload. Batch 1 at long context spreads over every SM
 // through the chunks; the host picks kv_chunk (the plan, decode_paged_config.cpp).
 //
-// Inside a CTA, warp w takes the 16-token tiles w, w + W, w + 2W, ... of the chunk (W warps).
+// With kv_heads = H > 1 (a tactic field) one CTA takes H consecutive KV heads of its item: the
+// grid is item x (hkv / H) + head group, and warp w serves KV head w % H.
+//
+// Inside a CTA, warp w takes the 16-token tiles w, w + W, w + 2W, ... of the chunk (W warps;
+// with H > 1, tiles w / H, w / H + W / H, ... of its KV head).
 // Each warp streams its tiles through a private cp.async ring of S stages in shared memory
 // (K and V tiles, 16-byte copies, tokens past len zero-filled and never read from memory), so
 // S - 1 tiles are in flight while it multiplies one, with no CTA barrier in the loop. The page
@@ -34,18 +38,28 @@
 //                            m_new), the factor fetched from the lanes of head h.
 //
 // Summation order, for one request and head (deterministic for a given (lengths, kv_chunk,
-// warps); independent of the other requests of the batch):
+// warps, kv_heads); independent of the other requests of the batch):
 //   1. each warp: its tiles in increasing token order, 16 tokens per step (mma k order);
-//   2. the CTA: the W warp states (m, l, O) combined in warp order 0 .. W-1, through shared
-//      memory reusing the rings: M = max m_w, L = sum l_w 2^(m_w - M), O = sum O_w 2^(m_w - M)
+//   2. the CTA: the states (m, l, O) of the warps of the head's KV head combined in warp
+//      order, through shared memory reusing the rings: M = max m_w, L = sum l_w 2^(m_w - M), O = sum O_w 2^(m_w - M)
 //      / L. With one chunk, O goes to o as bf16 (and lse = (M + log2 L) ln 2) directly;
 //   3. else the chunk writes its partial state (O fp32 normalised, lse2 = M + log2 L in log2
-//      units) to the workspace at slot = item, and the merge kernel, one CTA per (request,
-//      query head), combines the request's chunks: warp w takes chunks w, w + 4, ... in
-//      increasing order with an online log-sum-exp, then the 4 warp states in warp order.
-// The merge is a programmatic dependent launch: its CTAs become resident while the split
-// kernel's last wave runs (griddepcontrol.launch_dependents at the split kernel's start) and
-// wait (griddepcontrol.wait) for it to complete before reading partial states.
+//      units) to the workspace at slot = item, and the request's chunks are combined per query
+//      head in one fixed order: part w of 4 (kMergeWarps) takes chunks w, w + 4, ... in
+//      increasing order with an online log-sum-exp (merge_part), then the 4 part states are
+//      combined in part order (merge_finish). Who runs it does not change the arithmetic:
+//      a. fused (the default): the CTA that writes the LAST partial state of its (request,
+//         KV head) merges the G query heads of that KV head, its warps taking the (head,
+//         part) pairs. Arrival: every thread's partial stores, __threadfence, a CTA barrier,
+//         then one atomicAdd on the (request, KV head) counter (release); the CTA that sees
+//         chunks - 1 fences (acquire) and reads the other CTAs' states with ld.global.cg
+//         (L2, coherent), never through the non-coherent path. It puts the counter back to 0,
+//         so the counters stay zero between launches (a replayed graph needs no memset).
+//      b. merge_kernel=1: a second kernel, one CTA per (request, query head), warp w taking
+//         part w. It is a programmatic dependent launch: its CTAs become resident while the
+//         split kernel's last wave runs (griddepcontrol.launch_dependents at the split
+//         kernel's start) and wait (griddepcontrol.wait) for it to complete before reading.
+//      Both give bit-identical o and lse (the merge helpers use explicit fma / mul).
 #pragma once
 
 #include <cmath>
@@ -65,7 +79,10 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kTile = 16;        // tokens per tile
 constexpr int kMaxWarps = 8;     // warps per CTA
 constexpr int kMergeWarps = 4;   // warps of a merge CTA
-constexpr int kMergeUnroll = 4;  // partial states in flight per merge warp
+constexpr int kMergeUnroll = 4;  // partial states in flight per merge warp (merge kernel)
+// ... per warp of the fused merge: each of its warps runs several (head, part) pairs one after
+// the other, so each pair should take as few L2 round trips as possible.
+constexpr int kFusedMergeUnroll = 8;
 constexpr int kMaxHeads = 8;     // query heads per KV head (rows 0-7 of the m16 tile)
 constexpr float kLn2 = 0.693147180559945309f;
 
@@ -84,6 +101,10 @@ template <int D> struct Traits {
   static_assert(kCopies >= 1 && kTile * kChunks % 32 == 0, "tile copies per lane");
   // The combine stage reuses a warp's ring for its [8 heads][D + 4] fp32 output.
   static_assert(kMaxHeads * kRedStride * 4 <= kWarpRingElems * 2, "ring holds a warp's O");
+  // The fused merge reuses the rings for [cta_heads x 8 heads][kMergeWarps][D] fp32: one warp's
+  // ring per KV head at most (cta_heads <= warps).
+  static_assert(kMaxHeads * kMergeWarps * D * 4 <= kWarpRingElems * 2,
+                "a warp's ring holds one KV head's merge part states");
 };
 
 struct Params {
@@ -97,9 +118,12 @@ struct Params {
   float *lse;                       // [batch, hq] natural log, or nullptr
   float *partial_lse;               // [items, hq] log2 units (merge only)
   float *partial_o;                 // [items, hq, D] (merge only)
+  int32_t *counters;                // [batch, hkv] arrivals, zero between launches; nullptr:
+                                    // the merge kernel combines the partial states
   int batch, hq, hkv, group;        // group = hq / hkv
   int page_size, page_shift;        // page_size = 1 << page_shift
   int chunk_pages;                  // kv_chunk / page_size; 0: one chunk per request
+  int cta_heads;                    // KV heads per CTA (kv_heads), dividing hkv and warps
   float scale_log2;                 // softmax scale x log2(e)
 };
 
@@ -149,6 +173,13 @@ __device__ __forceinline__ float exp2_approx(float x) {
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t *>(&v);
+}
+
+// %ctaid.x, read afresh (volatile: the compiler neither caches nor hoists it).
+__device__ __forceinline__ unsigned cta_x() {
+  unsigned v;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
+  return v;
 }
 
 // --- work items -------------------------------------------------------------------------------
@@ -225,12 +256,118 @@ __device__ __forceinline__ void request_items(const Params &p, int b, int &befor
   chunks = request_chunks(__ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b), p.chunk_pages);
 }
 
+// --- merge (shared by the fused merge and the merge kernel) ----------------------------------------
+
+// Part `part` of the merge of one request and query head: chunks part, part + kMergeWarps, ...
+// of the request (items first .. first + chunks - 1) in increasing order, online log-sum-exp in
+// log2 units; lane holds floats lane x D/32 .. + D/32 - 1 of the running sum. Partial states
+// written by other CTAs of this grid are read with ld.global.cg (L2), UNROLL in flight; UNROLL
+// changes only how loads are batched, not the arithmetic.
+template <int D> struct MergePart {
+  float m;          // running max of the chunks' lse2
+  float s;          // sum of 2^(lse2 - m)
+  float acc[D / 32]; // sum of O 2^(lse2 - m)
+};
+
+template <int D, int UNROLL>
+__device__ __forceinline__ MergePart<D> merge_part(const Params &p, int first, int chunks,
+                                                   int head, int part, int lane) {
+  constexpr int kPer = D / 32; // floats of a state per lane: 2, 4 or 8
+  MergePart<D> r;
+  r.m = -INFINITY;
+  r.s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    r.acc[i] = 0.0f;
+  for (int c0 = part; c0 < chunks; c0 += kMergeWarps * UNROLL) {
+    float lse[UNROLL], v[UNROLL][kPer];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) { // loads first: UNROLL states in flight
+      const int c = c0 + kMergeWarps * u;
+      lse[u] = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        v[u][i] = 0.0f;
+      if (c < chunks) {
+        const size_t state = static_cast<size_t>(first + c) * p.hq + head;
+        lse[u] = __ldcg(p.partial_lse + state);
+        const float *src = p.partial_o + state * D + lane * kPer;
+        if constexpr (kPer % 4 == 0) { // 16-byte loads at head_dim 128 and 256
+#pragma unroll
+          for (int i = 0; i < kPer; i += 4) {
+            const float4 x = __ldcg(reinterpret_cast<const float4 *>(src + i));
+            v[u][i] = x.x;
+            v[u][i + 1] = x.y;
+            v[u][i + 2] = x.z;
+            v[u][i + 3] = x.w;
+          }
+        } else {
+          const float2 x = __ldcg(reinterpret_cast<const float2 *>(src));
+          v[u][0] = x.x;
+          v[u][1] = x.y;
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      if (c0 + kMergeWarps * u >= chunks)
+        break;
+      const float m_new = fmaxf(r.m, lse[u]);
+      const float a = exp2_approx(r.m - m_new), w = exp2_approx(lse[u] - m_new);
+      r.s = __fmaf_rn(r.s, a, w);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        r.acc[i] = __fmaf_rn(r.acc[i], a, __fmul_rn(v[u][i], w));
+      r.m = m_new;
+    }
+  }
+  return r;
+}
+
+// Combines the kMergeWarps part states of one request and query head in part order and writes
+// o[b, head, d .. d + 3] (and lse at d == 0). m4, s4: [kMergeWarps]; acc4: [kMergeWarps][D].
+template <int D>
+__device__ __forceinline__ void merge_finish(const Params &p, int b, int head, const float *m4,
+                                             const float *s4, const float *acc4, int d) {
+  float big = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kMergeWarps; ++w)
+    big = fmaxf(big, m4[w]);
+  float sum = 0.0f, wt[kMergeWarps];
+#pragma unroll
+  for (int w = 0; w < kMergeWarps; ++w) { // parts without chunks: m = -inf, weight 0
+    wt[w] = exp2_approx(m4[w] - big);
+    sum = __fmaf_rn(s4[w], wt[w], sum);
+  }
+  const float inv = 1.0f / sum;
+  float r[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int w = 0; w < kMergeWarps; ++w) {
+    const float4 x = *reinterpret_cast<const float4 *>(acc4 + w * D + d);
+    r[0] = __fmaf_rn(x.x, wt[w], r[0]);
+    r[1] = __fmaf_rn(x.y, wt[w], r[1]);
+    r[2] = __fmaf_rn(x.z, wt[w], r[2]);
+    r[3] = __fmaf_rn(x.w, wt[w], r[3]);
+  }
+  const size_t out = (static_cast<size_t>(b) * p.hq + head) * D;
+  uint2 packed;
+  packed.x = pack_bf16x2(r[0] * inv, r[1] * inv);
+  packed.y = pack_bf16x2(r[2] * inv, r[3] * inv);
+  *reinterpret_cast<uint2 *>(p.o + out + d) = packed;
+  if (p.lse != nullptr && d == 0)
+    p.lse[static_cast<size_t>(b) * p.hq + head] = (big + log2f(sum)) * kLn2;
+}
+
 // --- split kernel -----------------------------------------------------------------------------
 
 template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(const Params p) {
   using T = Traits<D>;
   extern __shared__ __align__(128) uint16_t rings[]; // [warps][stages][K tile, V tile]
   __shared__ float warp_m[kMaxWarps][kMaxHeads], warp_l[kMaxWarps][kMaxHeads];
+  __shared__ int last_arrival; // fused merge: this CTA wrote its request's last partial state
+  // Fused merge: part states (m, s) of [cta_heads x group query heads][kMergeWarps].
+  __shared__ float part_m[kMaxWarps * kMaxHeads * kMergeWarps];
+  __shared__ float part_s[kMaxWarps * kMaxHeads * kMergeWarps];
 
   // The merge kernel (if any) may launch once every CTA of this grid has started; it waits
   // for this grid's completion before it reads anything written here.
@@ -242,8 +379,14 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int warps = static_cast<int>(blockDim.x) >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int kv_head = static_cast<int>(blockIdx.x % static_cast<unsigned>(p.hkv));
-  const int item_index = static_cast<int>(blockIdx.x / static_cast<unsigned>(p.hkv));
+  // KV heads kv_first .. kv_first + cta_heads - 1; warp w serves kv_first + w % cta_heads and
+  // takes every (warps / cta_heads)-th tile of the chunk from tile w / cta_heads.
+  const unsigned head_groups = static_cast<unsigned>(p.hkv / p.cta_heads);
+  const int kv_first = static_cast<int>(blockIdx.x % head_groups) * p.cta_heads;
+  const int item_index = static_cast<int>(blockIdx.x / head_groups);
+  const int kv_head = kv_first + warp % p.cta_heads;
+  const int head_warp = warp / p.cta_heads;       // rank among the warps of kv_head
+  const int head_warps = warps / p.cta_heads;     // warps per KV head
   const Item it = locate_item(p, item_index);
   if (!it.valid) // the same for every warp: the whole CTA leaves
     return;
@@ -253,7 +396,7 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   const int t0 = it.chunk * chunk_tokens; // page aligned
   const int n_tokens = min(chunk_tokens, len - t0);
   const int tiles = (n_tokens + kTile - 1) / kTile;
-  const int my_tiles = warp < tiles ? (tiles - 1 - warp) / warps + 1 : 0;
+  const int my_tiles = head_warp < tiles ? (tiles - 1 - head_warp) / head_warps + 1 : 0;
   const int chunk_pages = (n_tokens + p.page_size - 1) >> p.page_shift;
   const int32_t *pages = p.kv_indices + it.page_begin + (t0 >> p.page_shift);
 
@@ -281,9 +424,9 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   const uint16_t *k_head = p.k_cache + static_cast<size_t>(kv_head) * D;
   const uint16_t *v_head = p.v_cache + static_cast<size_t>(kv_head) * D;
 
-  // Enqueues my k-th tile (chunk tile warp + k * warps) into ring slot k % kStages.
+  // Enqueues my k-th tile (chunk tile head_warp + k * head_warps) into ring slot k % kStages.
   const auto issue = [&](int k) {
-    const int tok = (warp + k * warps) * kTile; // chunk-local, inside one page
+    const int tok = (head_warp + k * head_warps) * kTile; // chunk-local, inside one page
     const int page_local = tok >> p.page_shift;
     if (page_local - win_base >= 32) { // at most one window per tile: 16 x 8 / 16 = 8 pages
       win = win_next;
@@ -335,7 +478,7 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
 
     const uint16_t *k_tile = ring + (k % T::kStages) * T::kStageElems;
     const uint16_t *v_tile = k_tile + T::kTileElems;
-    const int valid = min(kTile, n_tokens - (warp + k * warps) * kTile);
+    const int valid = min(kTile, n_tokens - (head_warp + k * head_warps) * kTile);
 
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
@@ -382,7 +525,10 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   l_run += __shfl_xor_sync(kFullMask, l_run, 1);
   l_run += __shfl_xor_sync(kFullMask, l_run, 2);
 
-  // Combine the warps: each warp leaves (m, l) per head and its O in its own ring.
+  // Combine the warps: each warp leaves (m, l) per head and its O in its own ring. The CTA's
+  // indices are read again here rather than kept in registers through the loop.
+  const int kv_first_e = static_cast<int>(cta_x() % head_groups) * p.cta_heads;
+  const int item_e = static_cast<int>(cta_x() / head_groups);
   if (t == 0) {
     warp_m[warp][g] = m_run;
     warp_l[warp][g] = l_run;
@@ -398,16 +544,18 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   }
   __syncthreads();
 
+  // Query head kv_first x group + e / (D / 4) of the CTA: its KV head's warps in warp order.
   const bool direct = it.chunks == 1;
-  for (int e = static_cast<int>(threadIdx.x); e < p.group * (D / 4);
+  for (int e = static_cast<int>(threadIdx.x); e < p.cta_heads * p.group * (D / 4);
        e += static_cast<int>(blockDim.x)) {
-    const int h = e / (D / 4), d = (e % (D / 4)) * 4;
+    const int cta_head = e / (D / 4), d = (e % (D / 4)) * 4;
+    const int kv_local = cta_head / p.group, h = cta_head % p.group;
     float big = -INFINITY;
-    for (int w = 0; w < warps; ++w)
+    for (int w = kv_local; w < warps; w += p.cta_heads)
       big = fmaxf(big, warp_m[w][h]);
     float sum = 0.0f;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int w = 0; w < warps; ++w) { // warps without tiles: m = -inf, weight 0
+    for (int w = kv_local; w < warps; w += p.cta_heads) { // no tiles: m = -inf, weight 0
       const float wt = exp2_approx(warp_m[w][h] - big);
       sum += warp_l[w][h] * wt;
       const float4 v = *reinterpret_cast<const float4 *>(
@@ -419,7 +567,7 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
       acc.w += v.w * wt;
     }
     const float inv = 1.0f / sum;
-    const int head = kv_head * p.group + h;
+    const int head = kv_first_e * p.group + cta_head;
     if (direct) {
       uint2 packed;
       packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);
@@ -428,20 +576,65 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
       if (p.lse != nullptr && d == 0)
         p.lse[static_cast<size_t>(it.b) * p.hq + head] = (big + log2f(sum)) * kLn2;
     } else {
-      const size_t state = static_cast<size_t>(item_index) * p.hq + head;
+      const size_t state = static_cast<size_t>(item_e) * p.hq + head;
       *reinterpret_cast<float4 *>(p.partial_o + state * D + d) =
           make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
       if (d == 0)
         p.partial_lse[state] = big + log2f(sum);
     }
   }
+  if (direct || p.counters == nullptr)
+    return;
+
+  // Fused merge: count this chunk's arrival; the last CTA of (request, KV heads) merges. The
+  // counter of (request, kv_first) serves the CTA's cta_heads KV heads.
+  __threadfence(); // release: this thread's partial stores before the arrival below
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t *counter = p.counters + static_cast<size_t>(it.b) * p.hkv + kv_first_e;
+    const bool last = atomicAdd(counter, 1) == it.chunks - 1;
+    if (last) {
+      atomicExch(counter, 0); // every chunk has arrived: ready for the next launch
+      __threadfence();        // acquire: the other CTAs' partial states after their arrivals
+    }
+    last_arrival = last;
+  }
+  __syncthreads();
+  if (!last_arrival)
+    return;
+
+  constexpr int kPer = D / 32;
+  // [cta_heads x group][kMergeWarps][D]: at most a warp's ring per KV head (static_assert).
+  float *part_acc = reinterpret_cast<float *>(rings);
+  const int first = item_e - it.chunk;
+  const int cta_query_heads = p.cta_heads * p.group;
+  for (int j = warp; j < cta_query_heads * kMergeWarps; j += warps) { // head x parts + part
+    const MergePart<D> part =
+        merge_part<D, kFusedMergeUnroll>(p, first, it.chunks,
+                                         kv_first_e * p.group + j / kMergeWarps,
+                                         j % kMergeWarps, lane);
+    if (lane == 0) {
+      part_m[j] = part.m;
+      part_s[j] = part.s;
+    }
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      part_acc[j * D + lane * kPer + i] = part.acc[i];
+  }
+  __syncthreads();
+  for (int e = static_cast<int>(threadIdx.x); e < cta_query_heads * (D / 4);
+       e += static_cast<int>(blockDim.x)) {
+    const int h = e / (D / 4), d = (e % (D / 4)) * 4;
+    merge_finish<D>(p, it.b, kv_first_e * p.group + h, part_m + h * kMergeWarps,
+                    part_s + h * kMergeWarps, part_acc + h * kMergeWarps * D, d);
+  }
 }
 
 // --- merge kernel -----------------------------------------------------------------------------
 
-// One CTA per (request, query head); requests of one chunk were written by the split kernel.
+// merge_kernel=1: one CTA per (request, query head), warp w taking part w of the merge.
 template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kernel(const Params p) {
-  constexpr int kPer = D / 32; // floats of a state per lane: 2, 4 or 8
+  constexpr int kPer = D / 32;
   __shared__ float warp_m[kMergeWarps], warp_s[kMergeWarps];
   __shared__ __align__(16) float warp_acc[kMergeWarps][D];
 
@@ -458,90 +651,17 @@ template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kerne
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 
-  float m = -INFINITY, s = 0.0f, acc[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i)
-    acc[i] = 0.0f;
-  for (int c0 = warp; c0 < chunks; c0 += kMergeWarps * kMergeUnroll) {
-    float lse[kMergeUnroll], v[kMergeUnroll][kPer];
-#pragma unroll
-    for (int u = 0; u < kMergeUnroll; ++u) { // loads first: kMergeUnroll states in flight
-      const int c = c0 + kMergeWarps * u;
-      lse[u] = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        v[u][i] = 0.0f;
-      if (c < chunks) {
-        const size_t state = static_cast<size_t>(before + c) * p.hq + head;
-        lse[u] = p.partial_lse[state];
-        const float *src = p.partial_o + state * D + lane * kPer;
-        if constexpr (kPer % 4 == 0) { // 16-byte loads at head_dim 128 and 256
-#pragma unroll
-          for (int i = 0; i < kPer; i += 4) {
-            const float4 x = *reinterpret_cast<const float4 *>(src + i);
-            v[u][i] = x.x;
-            v[u][i + 1] = x.y;
-            v[u][i + 2] = x.z;
-            v[u][i + 3] = x.w;
-          }
-        } else {
-          const float2 x = *reinterpret_cast<const float2 *>(src);
-          v[u][0] = x.x;
-          v[u][1] = x.y;
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kMergeUnroll; ++u) {
-      if (c0 + kMergeWarps * u >= chunks)
-        break;
-      const float m_new = fmaxf(m, lse[u]);
-      const float a = exp2_approx(m - m_new), w = exp2_approx(lse[u] - m_new);
-      s = s * a + w;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        acc[i] = acc[i] * a + v[u][i] * w;
-      m = m_new;
-    }
-  }
+  const MergePart<D> part = merge_part<D, kMergeUnroll>(p, before, chunks, head, warp, lane);
   if (lane == 0) {
-    warp_m[warp] = m;
-    warp_s[warp] = s;
+    warp_m[warp] = part.m;
+    warp_s[warp] = part.s;
   }
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
-    warp_acc[warp][lane * kPer + i] = acc[i];
+    warp_acc[warp][lane * kPer + i] = part.acc[i];
   __syncthreads();
-
-  float big = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kMergeWarps; ++w)
-    big = fmaxf(big, warp_m[w]);
-  float sum = 0.0f, wt[kMergeWarps];
-#pragma unroll
-  for (int w = 0; w < kMergeWarps; ++w) { // warps without chunks: m = -inf, weight 0
-    wt[w] = exp2_approx(warp_m[w] - big);
-    sum += warp_s[w] * wt[w];
-  }
-  const float inv = 1.0f / sum;
-  const size_t out = (static_cast<size_t>(b) * p.hq + head) * D;
-  for (int d = 4 * static_cast<int>(threadIdx.x); d < D; d += 4 * kMergeWarps * 32) {
-    float r[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int w = 0; w < kMergeWarps; ++w) {
-      const float4 x = *reinterpret_cast<const float4 *>(&warp_acc[w][d]);
-      r[0] += x.x * wt[w];
-      r[1] += x.y * wt[w];
-      r[2] += x.z * wt[w];
-      r[3] += x.w * wt[w];
-    }
-    uint2 packed;
-    packed.x = pack_bf16x2(r[0] * inv, r[1] * inv);
-    packed.y = pack_bf16x2(r[2] * inv, r[3] * inv);
-    *reinterpret_cast<uint2 *>(p.o + out + d) = packed;
-  }
-  if (p.lse != nullptr && threadIdx.x == 0)
-    p.lse[static_cast<size_t>(b) * p.hq + head] = (big + log2f(sum)) * kLn2;
+  for (int d = 4 * static_cast<int>(threadIdx.x); d < D; d += 4 * kMergeWarps * 32)
+    merge_finish<D>(p, b, head, warp_m, warp_s, &warp_acc[0][0], d);
 }
 
 // --- page check -----------------------------------------------------------------------------

@@ -23,10 +23,19 @@
 
 namespace hone::cuda {
 
-// One configuration of decode.paged, `decode.paged:kv_chunk=256,warps=4`.
+// One configuration of decode.paged, `decode.paged:kv_chunk=256,warps=4`; the optional fields
+// are spelled only when not at their default, in this order:
+// `decode.paged:kv_chunk=256,warps=8,kv_heads=4,merge_kernel=1`.
 struct DecodePagedConfig {
   int kv_chunk = 0; // [tokens] per split of a request's KV, a multiple of page_size; 0: no split
   int warps = 4;    // warps per CTA (2, 4 or 8), each taking every warps-th 16-token tile
+  // 0: the split kernel's last CTA of a (request, KV head) merges its partial states (one
+  // kernel); 1: a second kernel merges them. Same result bits either way.
+  int merge_kernel = 0;
+  // KV heads per CTA (1, 2, 4 or 8; dividing hkv and warps): warp w serves KV head w %
+  // kv_heads and every (warps / kv_heads)-th tile, so one CTA reads whole token rows of
+  // kv_heads heads side by side. A CTA still reads each KV byte once.
+  int kv_heads = 1;
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a decode.paged config.
   static DecodePagedConfig from_tactic(const Tactic &tactic);
@@ -56,6 +65,10 @@ struct DecodePagedArgs {
   // Partial states when split.max_chunks > 1: decode_paged_workspace_bytes() bytes.
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Fused merge (merge_kernel = 0) when split.max_chunks > 1: int32 [batch x hkv] arrival
+  // counters, all zero before the launch and left zero by it; not shared with another stream.
+  int32_t *counters = nullptr;
+  size_t counter_count = 0;
 };
 
 // Tokens of one 16-row tile, the unit a warp loads and multiplies.
@@ -111,9 +124,12 @@ int decode_paged_default_warps(int head_dim);
 // [bytes] dynamic shared memory of a CTA: warps x stages x (K + V tile).
 size_t decode_paged_shared_bytes(int warps, int head_dim);
 // False with a reason when `config` cannot run (warps, shared memory, kv_chunk not a
-// multiple of page_size).
+// multiple of page_size, kv_heads not 1/2/4/8 or above warps).
 bool decode_paged_can_implement(const DecodePagedConfig &config, int head_dim, int page_size,
                                 std::string *reason);
+// The same, and kv_heads dividing hkv.
+bool decode_paged_can_implement(const DecodePagedConfig &config, int hkv, int head_dim,
+                                int page_size, std::string *reason);
 
 // --- device (decode_paged.cu) -------------------------------------------------------------------
 
@@ -122,8 +138,14 @@ bool decode_paged_can_implement(const DecodePagedConfig &config, int head_dim, i
 int decode_paged_ctas_per_sm(int warps, int head_dim);
 // Registers and local memory of the main kernel for head_dim (the spill rule).
 KernelResources decode_paged_resources(int head_dim);
-// Enqueues the split kernel and, when args.split.max_chunks > 1, the merge kernel (a
-// programmatic dependent launch) on `stream` (a cudaStream_t); never synchronises.
+// Counters the fused merge needs: batch x hkv.
+inline size_t decode_paged_counter_count(int64_t batch, int64_t hkv) {
+  return static_cast<size_t>(batch) * static_cast<size_t>(hkv);
+}
+
+// Enqueues the split kernel and, when args.split.max_chunks > 1 and config.merge_kernel, the
+// merge kernel (a programmatic dependent launch) on `stream` (a cudaStream_t); never
+// synchronises. Without merge_kernel a split batch needs args.counters.
 // REQUIRES: the device page table equals the host copy the split was computed from; q,
 // k_cache, v_cache, o 16-byte aligned.
 LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePagedArgs &args,

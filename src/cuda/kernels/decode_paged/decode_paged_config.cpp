@@ -82,15 +82,43 @@ int64_t makespan(int64_t total_tokens, const Items &it, int64_t hkv, int page_si
 } // namespace
 
 Tactic DecodePagedConfig::to_tactic() const {
-  return Tactic{kKernel, {{"kv_chunk", kv_chunk}, {"warps", warps}}};
+  Tactic t{kKernel, {{"kv_chunk", kv_chunk}, {"warps", warps}}};
+  if (kv_heads != 1)
+    t.params.emplace_back("kv_heads", kv_heads);
+  if (merge_kernel != 0)
+    t.params.emplace_back("merge_kernel", merge_kernel);
+  return t;
 }
 
 DecodePagedConfig DecodePagedConfig::from_tactic(const Tactic &tactic) {
-  if (tactic.kernel != kKernel || tactic.params.size() != 2 ||
-      tactic.params[0].first != "kv_chunk" || tactic.params[1].first != "warps")
+  const auto not_a_config = [&] {
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() +
-                          "' is not a decode.paged config (decode.paged:kv_chunk=N,warps=W)");
+                          "' is not a decode.paged config "
+                          "(decode.paged:kv_chunk=N,warps=W[,kv_heads=H][,merge_kernel=1])");
+  };
+  const size_t n = tactic.params.size();
+  if (tactic.kernel != kKernel || n < 2 || tactic.params[0].first != "kv_chunk" ||
+      tactic.params[1].first != "warps")
+    not_a_config();
   DecodePagedConfig c;
+  size_t i = 2; // the optional fields, each at most once, in this order
+  if (i < n && tactic.params[i].first == "kv_heads") {
+    const int64_t h = tactic.params[i++].second;
+    if (h != 2 && h != 4 && h != 8)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': kv_heads=" + str(h) +
+                            " is not 2, 4 or 8 (1 is spelled by leaving the field out)");
+    c.kv_heads = static_cast<int>(h);
+  }
+  if (i < n && tactic.params[i].first == "merge_kernel") {
+    if (tactic.params[i].second != 1)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': merge_kernel=" +
+                            str(tactic.params[i].second) +
+                            " is not 1 (0 is spelled by leaving the field out)");
+    c.merge_kernel = 1;
+    ++i;
+  }
+  if (i != n)
+    not_a_config();
   const int64_t chunk = tactic.params[0].second, warps = tactic.params[1].second;
   if (chunk < 0 || chunk > std::numeric_limits<int32_t>::max())
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': kv_chunk=" + str(chunk) +
@@ -100,6 +128,9 @@ DecodePagedConfig DecodePagedConfig::from_tactic(const Tactic &tactic) {
                           " is not 2, 4 or 8");
   c.kv_chunk = static_cast<int>(chunk);
   c.warps = static_cast<int>(warps);
+  if (c.kv_heads > c.warps)
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': kv_heads=" + str(c.kv_heads) +
+                          " exceeds warps=" + str(warps));
   return c;
 }
 
@@ -241,6 +272,14 @@ bool decode_paged_can_implement(const DecodePagedConfig &config, int head_dim, i
                                 std::string *reason) {
   if (config.warps != 2 && config.warps != 4 && config.warps != 8)
     return fail(reason, "warps=" + str(config.warps) + " is not 2, 4 or 8");
+  if (config.merge_kernel != 0 && config.merge_kernel != 1)
+    return fail(reason, "merge_kernel=" + str(config.merge_kernel) + " is not 0 or 1");
+  if (config.kv_heads != 1 && config.kv_heads != 2 && config.kv_heads != 4 &&
+      config.kv_heads != 8)
+    return fail(reason, "kv_heads=" + str(config.kv_heads) + " is not 1, 2, 4 or 8");
+  if (config.kv_heads > config.warps)
+    return fail(reason, "kv_heads=" + str(config.kv_heads) + " exceeds warps=" +
+                            str(config.warps) + " (a warp serves one KV head)");
   if (head_dim != 64 && head_dim != 128 && head_dim != 256)
     return fail(reason, "head_dim=" + str(head_dim) + " is not 64, 128 or 256");
   if (page_size != 16 && page_size != 32 && page_size != 64)
@@ -254,6 +293,15 @@ bool decode_paged_can_implement(const DecodePagedConfig &config, int head_dim, i
                             " needs " + str(static_cast<int64_t>(smem)) +
                             " bytes of shared memory, over " +
                             str(static_cast<int64_t>(kDecodePagedMaxSharedBytes)));
+  return true;
+}
+
+bool decode_paged_can_implement(const DecodePagedConfig &config, int hkv, int head_dim,
+                                int page_size, std::string *reason) {
+  if (!decode_paged_can_implement(config, head_dim, page_size, reason))
+    return false;
+  if (hkv < 1 || hkv % config.kv_heads != 0)
+    return fail(reason, "kv_heads=" + str(config.kv_heads) + " does not divide hkv=" + str(hkv));
   return true;
 }
 

@@ -12,6 +12,12 @@
 //   async             (mma, optional, default 0) 1: fragments of the next S chunks stream
 //                     through a lane-private cp.async ring in shared memory instead of a
 //                     register double buffer; bit-identical to async=0
+// `gemv.bf16.stream:...` (weights once, persistent grid; gemv_bf16.cuh) reads the same fields
+// as: rows_per_cta 8, 16 or 32 (all rows in one CTA: rows <= rows_per_cta), warps = warps_k =
+// consumer warps = K slices (plus one producer warp), outputs_per_warp = weight rows per tile
+// (16 or 32), split_k 1, vec 16, and adds
+//   stages            ring depth: shared-memory stages of outputs_per_warp rows x warps x 128 K
+//   ctas_per_sm       resident CTAs per SM of the persistent grid (1 or 2)
 // k_slices = warps_k x split_k fixes the K summation order (see gemv_bf16.cuh): configs of
 // one path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/weight_stream.h"
 
 #include "cuda/kernels/gemv_bf16/gemv_bf16.cuh"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
@@ -84,6 +91,60 @@ const KernelEntry *find_kernel(const GemvBf16Config &c) {
 // The CUDA-core path's shapes (the tensor-core path takes kMmaCtaShapes).
 constexpr CtaShape kFmaShapes[] = {{1, 1, 4}, {4, 1, 2}, {8, 1, 1}, {4, 2, 1}};
 
+// The stream kernels: <NT, MT> = activation-row tiles of 8, weight-row tiles of 16 per tile.
+struct StreamEntry {
+  int rows_per_cta;     // NT * 8
+  int outputs_per_warp; // MT * 16: weight rows per tile
+  const void *fn;
+};
+template <int NT, int MT> constexpr StreamEntry stream_entry() {
+  return {NT * 8, MT * 16,
+          reinterpret_cast<const void *>(&gemv_bf16_detail::gemv_bf16_stream_kernel<NT, MT>)};
+}
+const StreamEntry kStreamKernels[] = {
+    stream_entry<1, 1>(), stream_entry<1, 2>(), stream_entry<2, 1>(),
+    stream_entry<2, 2>(), stream_entry<4, 1>(), stream_entry<4, 2>(),
+};
+// Tactic axes of the stream path: consumer warps (= K slices), ring depth, CTAs per SM. A
+// config is listed when its shared memory fits kStreamMaxSharedBytes / ctas_per_sm.
+constexpr int kStreamConsumers[] = {1, 2, 4, 8};
+constexpr int kStreamStages[] = {4, 8};
+constexpr int kStreamCtasPerSm[] = {1, 2};
+
+const StreamEntry *find_stream_kernel(const GemvBf16Config &c) {
+  for (const StreamEntry &e : kStreamKernels)
+    if (e.rows_per_cta == c.rows_per_cta && e.outputs_per_warp == c.outputs_per_warp)
+      return &e;
+  return nullptr;
+}
+
+size_t stream_shared_bytes(const GemvBf16Config &c) {
+  return static_cast<size_t>(gemv_bf16_detail::stream_shared_bytes(
+      c.outputs_per_warp / 16, c.rows_per_cta / 8, c.warps_k, c.stages));
+}
+
+void add_stream_configs(std::vector<GemvBf16Config> &out) {
+  for (const StreamEntry &e : kStreamKernels)
+    for (int consumers : kStreamConsumers)
+      for (int stages : kStreamStages)
+        for (int per_sm : kStreamCtasPerSm) {
+          GemvBf16Config c;
+          c.path = KernelPath::stream;
+          c.rows_per_cta = e.rows_per_cta;
+          c.outputs_per_warp = e.outputs_per_warp;
+          c.warps = consumers;
+          c.warps_k = consumers;
+          c.split_k = 1;
+          c.async = 0;
+          c.vec = 16;
+          c.stages = stages;
+          c.ctas_per_sm = per_sm;
+          if (stream_shared_bytes(c) * static_cast<size_t>(per_sm) <= kStreamMaxSharedBytes &&
+              (consumers + 1) * 32 <= gemv_bf16_detail::kStreamMaxThreads)
+            out.push_back(c);
+        }
+}
+
 std::vector<GemvBf16Config> build_configs() {
   std::vector<GemvBf16Config> out;
   for (const KernelEntry &e : kKernels) {
@@ -97,6 +158,7 @@ std::vector<GemvBf16Config> build_configs() {
                                                   : std::span<const CtaShape>(kFmaShapes),
                         out);
   }
+  add_stream_configs(out);
   return out;
 }
 
@@ -108,6 +170,13 @@ const std::vector<GemvBf16Config> &gemv_bf16_configs() {
 }
 
 KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
+  if (config.path == KernelPath::stream) {
+    const StreamEntry *s = find_stream_kernel(config);
+    if (!s)
+      return {};
+    const void *fns[] = {s->fn};
+    return split_k_resources(fns, stream_shared_bytes(config));
+  }
   const KernelEntry *e = find_kernel(config);
   if (!e)
     return {};
@@ -118,6 +187,33 @@ KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
 
 LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args,
                               void *stream) {
+  if (config.path == KernelPath::stream) {
+    const StreamEntry *s = find_stream_kernel(config);
+    const int chunks = (args.k + 31) / 32;
+    if (!s || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || args.n < 1 || args.rows < 1 ||
+        args.rows > config.rows_per_cta || config.warps_k < 1 || config.warps != config.warps_k ||
+        config.split_k != 1 || config.warps_k > chunks || config.stages < 2 || config.stages > 16 ||
+        (config.warps_k + 1) * 32 > gemv_bf16_detail::kStreamMaxThreads)
+      return LaunchStatus::invalid_value();
+    gemv_bf16_detail::StreamParams p;
+    p.x = static_cast<const uint16_t *>(args.x);
+    p.w = static_cast<const uint16_t *>(args.w);
+    p.y = static_cast<uint16_t *>(args.y);
+    p.rows = args.rows;
+    p.n = args.n;
+    p.k = args.k;
+    p.consumer_warps = config.warps_k;
+    const int step_k = config.warps_k * gemv_bf16_detail::kStreamStageK;
+    p.steps = (args.k + step_k - 1) / step_k;
+    p.tiles = (args.n + config.outputs_per_warp - 1) / config.outputs_per_warp;
+    p.stages = config.stages;
+    const int threads = (config.warps_k + 1) * 32;
+    const size_t shared = stream_shared_bytes(config);
+    const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
+    if (ctas < 1)
+      return LaunchStatus::invalid_configuration();
+    return launch_persistent(s->fn, ctas, threads, shared, &p, stream);
+  }
   const KernelEntry *e = find_kernel(config);
   if (!e || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || config.warps_k < 1 ||
       config.split_k < 1)

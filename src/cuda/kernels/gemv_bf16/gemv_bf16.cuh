@@ -19,6 +19,7 @@
 
 #include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
+#include "cuda/kernels/common/weight_stream.cuh"
 
 namespace hone::cuda::gemv_bf16_detail {
 
@@ -281,6 +282,174 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   }
   reduce_and_store(p, partials, O * R, O, R, m_cta, row0,
                    [](int m_in_warp, int r_local) { return m_in_warp * R + r_local; });
+}
+
+// --- stream path (weights once) -----------------------------------------------------------
+//
+// A persistent grid: CTA c of C owns the contiguous weight-row tiles [c T / C, (c + 1) T / C)
+// of T = ceil(n / TM) tiles of TM = 16 MT rows, over all of K, and every activation row
+// (rows <= NT * 8), so every weight byte is read from DRAM once per call. Warp W of the CTA is
+// the producer: its lanes stream each tile in steps of W x kStreamStageK elements of K, one
+// bulk copy per weight row and step (W x 256 bytes), into a ring of `stages` shared-memory
+// stages guarded by full / empty mbarriers (weight_stream.cuh). Warps 0..W-1 are consumers:
+// consumer w takes the K block w of every step (elements [j W + w, j W + w + 1) x
+// kStreamStageK of step j), reads its weight fragments from the stage with 16-byte shared
+// loads (row pitch 64 mod 128 bytes: conflict-free), its activation fragments from L1 / L2
+// (issued before it waits for the stage), and multiplies with mma.sync in the fragment layout
+// of the mma path (lane (g, t) takes elements 8t..8t+7 of a 32-element chunk of rows g, g + 8
+// and activation row g; A and B share the K permutation, so no ldmatrix).
+// Summation order: each consumer sums its blocks in increasing K; at the end of a tile the W
+// partials are added in order 0..W-1 (shared memory, consumer warps only). The order is a
+// function of (k, W) alone: never of rows, NT, MT, stages or the grid, so every stream config
+// with W = warps_k consumers is bit-identical per row at every row count.
+constexpr int kStreamStageK = 128;        // [elements] of K per consumer and step
+constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
+constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
+
+// [bytes] one weight row of a stage: W blocks of kStreamStageK bf16, plus 64 so that the pitch
+// is 64 mod 128 (the 8 rows x 64 bytes of one quarter-warp's loads hit distinct banks).
+__host__ __device__ constexpr int stream_pitch(int consumer_warps) {
+  return consumer_warps * kStreamStageK * 2 + 64;
+}
+
+struct StreamParams {
+  const uint16_t *x; // bf16 [rows, k]
+  const uint16_t *w; // bf16 [n, k]
+  uint16_t *y;       // bf16 [rows, n]
+  int rows, n, k;
+  int consumer_warps; // W = k_slices
+  int steps;          // ring steps per tile: ceil(k / (W kStreamStageK))
+  int tiles;          // ceil(n / TM)
+  int stages;         // ring depth, <= 16
+};
+
+// [bytes] dynamic shared memory of the stream kernel: barriers, the consumers' partials, ring.
+__host__ __device__ constexpr int stream_shared_bytes(int mt, int nt, int consumer_warps,
+                                                      int stages) {
+  return kStreamBarrierBytes + consumer_warps * mt * nt * 512 +
+         stages * 16 * mt * stream_pitch(consumer_warps);
+}
+
+template <int NT, int MT>
+__global__ void __launch_bounds__(kStreamMaxThreads, 1)
+    gemv_bf16_stream_kernel(const StreamParams p) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int TM = 16 * MT;
+  constexpr int kChunks = kStreamStageK / 32; // chunks per consumer and step
+  extern __shared__ __align__(128) uint8_t stream_shared[];
+  const int consumers = p.consumer_warps;
+  uint64_t *barriers = reinterpret_cast<uint64_t *>(stream_shared);
+  const StageRing ring{barriers, barriers + p.stages, p.stages};
+  float4 *partials = reinterpret_cast<float4 *>(stream_shared + kStreamBarrierBytes);
+  uint8_t *stages_base = stream_shared + kStreamBarrierBytes + consumers * MT * NT * 512;
+  const int pitch = stream_pitch(consumers);
+  const int stage_bytes = TM * pitch;
+  const int step_k = consumers * kStreamStageK;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  if (threadIdx.x == 0)
+    ring.init(consumers);
+  __syncthreads();
+
+  const int ctas = static_cast<int>(gridDim.x);
+  const int cta = static_cast<int>(blockIdx.x);
+  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
+  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
+
+  if (warp == consumers) { // producer
+    const uint64_t policy = evict_first_policy();
+    StageCursor q;
+    for (int tile = tile_begin; tile < tile_end; ++tile) {
+      const int m0 = tile * TM;
+      const int valid_rows = min(TM, p.n - m0);
+      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+        ring.acquire_empty(q);
+        const int len = min(step_k, p.k - j * step_k); // > 0 for j < steps; a multiple of 8
+        if (lane == 0)
+          ring.expect(q, static_cast<uint32_t>(len * 2 * valid_rows));
+        __syncwarp();
+        uint8_t *dst = stages_base + q.stage * stage_bytes;
+        for (int r = lane; r < valid_rows; r += 32)
+          bulk_copy_to_shared(dst + r * pitch, p.w + static_cast<size_t>(m0 + r) * p.k + j * step_k,
+                              static_cast<uint32_t>(len) * 2u, ring.full_at(q), policy);
+      }
+    }
+    return;
+  }
+
+  // Consumer `warp`: block `warp` of every step.
+  const int g = lane >> 2, t = lane & 3;
+  const uint16_t *xp[NT]; // activation row g of each n8 tile (the lane's K offset added at use)
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
+  const float *partials_f = reinterpret_cast<const float *>(partials);
+  const int consumer_threads = consumers * 32;
+  StageCursor q;
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    float acc[MT][NT][4];
+    zero_accumulators(acc);
+    for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+      const int block = j * step_k + warp * kStreamStageK;
+      // Activations first: their L1 / L2 latency overlaps the wait for the weights.
+      uint4 x[kChunks][NT];
+      bool in_k[kChunks];
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int kk = block + c * 32 + 8 * t;
+        in_k[c] = kk < p.k; // K is a multiple of 8
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+          x[c][nt] = in_k[c] ? load_activation(xp[nt] + kk) : make_uint4(0, 0, 0, 0);
+      }
+      ring.wait_full(q);
+      const uint8_t *sw =
+          stages_base + q.stage * stage_bytes + g * pitch + warp * kStreamStageK * 2 + 16 * t;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        uint4 w[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            w[mt][h] =
+                in_k[c] ? *reinterpret_cast<const uint4 *>(sw + (mt * 16 + h * 8) * pitch + c * 64)
+                        : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            mma_m16n8k16(acc[mt][nt], w[mt][0].x, w[mt][1].x, w[mt][0].y, w[mt][1].y, x[c][nt].x,
+                         x[c][nt].y);
+            mma_m16n8k16(acc[mt][nt], w[mt][0].z, w[mt][1].z, w[mt][0].w, w[mt][1].w, x[c][nt].z,
+                         x[c][nt].w);
+          }
+      }
+      ring.release(q, lane);
+    }
+    // Consumer partials in order (consumer warps only; the producer runs ahead).
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
+            make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+    named_barrier(1, consumer_threads);
+    const int m0 = tile * TM;
+    for (int o = static_cast<int>(threadIdx.x); o < TM * NT * 8; o += consumer_threads) {
+      const int m_local = o % TM, r = o / TM;
+      if (m0 + m_local >= p.n || r >= p.rows)
+        continue;
+      const int offset = mma_partial_offset<NT>(m_local, r);
+      float sum = 0.0f;
+      for (int s = 0; s < consumers; ++s)
+        sum += partials_f[s * MT * NT * 128 + offset];
+      p.y[static_cast<size_t>(r) * p.n + m0 + m_local] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+    }
+    named_barrier(1, consumer_threads);
+  }
+#endif
 }
 
 } // namespace hone::cuda::gemv_bf16_detail

@@ -18,10 +18,15 @@ namespace hone::cuda {
 // `gemv.bf16.<path>:name=value,...`; the kernel-specific fields are documented in the .cu.
 // The CTA and cluster fields (rows_per_cta, warps, warps_k, outputs_per_warp, split_k,
 // async) are the family's (SplitKCta); outputs_per_warp is 16 or 32 on the mma path, 1..4 on
-// the fma path.
+// the fma path. The stream path (weights once, persistent grid) reads them as: warps = warps_k
+// = consumer warps = K slices (one producer warp more), outputs_per_warp = weight rows per
+// tile (16 or 32), split_k = 1, async = 0; and adds stages and ctas_per_sm.
 struct GemvBf16Config : SplitKCta {
-  KernelPath path = KernelPath::fma; // fma: CUDA cores; mma: mma.sync, rows on the n dimension
+  KernelPath path = KernelPath::fma; // fma: CUDA cores; mma: mma.sync, rows on the n dimension;
+                                     // stream: weights once through a shared-memory ring
   int vec = 16;                      // bytes per weight load
+  int stages = 0;                    // stream: ring depth (0 on the other paths)
+  int ctas_per_sm = 0;               // stream: resident CTAs per SM (0 on the other paths)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.
   static GemvBf16Config from_tactic(const Tactic &tactic);
@@ -41,6 +46,10 @@ struct GemvBf16Args {
 const std::vector<GemvBf16Config> &gemv_bf16_configs();
 // The static default for a shape (also the batch-invariant reference order).
 GemvBf16Config gemv_bf16_default(int rows, int n, int k);
+// The stream path's candidate for the default (weights once at every row count; its K order,
+// k_slices consumer warps, depends on k alone). gemv_bf16_default returns it only when
+// kGemvBf16DefaultIsStream (gemv_bf16_config.cpp) is set, which waits for the H200 sweep.
+GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k);
 // False with a reason when `config` cannot run this shape (alignment, rows, K multiple).
 bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
                              std::string *reason);

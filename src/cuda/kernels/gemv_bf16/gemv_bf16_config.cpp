@@ -2,6 +2,7 @@
 // kernels and the config list are in gemv_bf16.cu.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/split_k_family.h"
@@ -15,7 +16,20 @@ namespace {
 
 constexpr const char *kMmaKernel = "gemv.bf16.mma";
 constexpr const char *kFmaKernel = "gemv.bf16.fma";
+constexpr const char *kStreamKernel = "gemv.bf16.stream";
 constexpr const char *kOwnFields[] = {"vec"}; // after the family's (split_k_tactic)
+constexpr const char *kStreamFields[] = {"vec", "stages", "ctas_per_sm"};
+
+// SWITCH: true makes gemv_bf16_default the stream path's default (gemv_bf16_stream_default).
+// Flip it only after the H200 sweep of tests/device/gemv_bf16_kernel_test.cu shows the stream
+// default at or above the mma default in every cell (docs/notes/gemv_bf16.md, v6).
+constexpr bool kGemvBf16DefaultIsStream = false;
+
+// The stream default: 4 consumer warps (K slices) where K has 4 chunks of 32, fewer below;
+// weight tiles of 16 rows (more tiles balance the persistent grid better), 4 stages of 20 KB
+// (60 KB in flight per SM), one CTA per SM.
+constexpr int kStreamDefaultSlices = 4;
+constexpr int kStreamDefaultStages = 4;
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: k_slices = 2^floor(log2(kTargetWarps / m16 tiles)), at most 16, and no slice
@@ -37,24 +51,57 @@ int default_k_slices(int n, int k) {
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
+  if (path == KernelPath::stream) {
+    const int own[] = {vec, stages, ctas_per_sm};
+    return split_k_tactic(kStreamKernel, *this, kStreamFields, own);
+  }
   const int own[] = {vec};
   return split_k_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, *this, kOwnFields, own);
 }
 
 GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   GemvBf16Config c;
+  if (tactic.kernel == kStreamKernel) {
+    c.path = KernelPath::stream;
+    const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
+    c.vec = own[0];
+    c.stages = own[1];
+    c.ctas_per_sm = own[2];
+    return c;
+  }
   if (tactic.kernel == kMmaKernel)
     c.path = KernelPath::mma;
   else if (tactic.kernel == kFmaKernel)
     c.path = KernelPath::fma;
   else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
-                          kMmaKernel + " or " + kFmaKernel + ")");
+                          kMmaKernel + ", " + kFmaKernel + " or " + kStreamKernel + ")");
   c.vec = parse_split_k_tactic(tactic, kOwnFields, c)[0];
   return c;
 }
 
+GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k) {
+  (void)n;
+  GemvBf16Config c;
+  c.path = KernelPath::stream;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  int slices = kStreamDefaultSlices;
+  while (slices > 1 && slices > (k + 31) / 32)
+    slices /= 2;
+  c.warps = slices;
+  c.warps_k = slices;
+  c.split_k = 1;
+  c.async = 0;
+  c.vec = 16;
+  c.stages = kStreamDefaultStages;
+  c.ctas_per_sm = 1;
+  return c;
+}
+
 GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
+  if constexpr (kGemvBf16DefaultIsStream)
+    return gemv_bf16_stream_default(rows, n, k);
   GemvBf16Config c;
   c.path = KernelPath::mma;
   c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
@@ -94,6 +141,17 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
     return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) +
                               " exceeds the " + std::to_string(chunks) +
                               " 32-element K chunks (empty slices)");
+  if (config.path == KernelPath::stream) {
+    // Weights once: every activation row in the CTA's one row group.
+    if (rows > config.rows_per_cta)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                                " < rows=" + std::to_string(rows) +
+                                " (the stream path reads W once for all rows)");
+    if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                                " pads rows=" + std::to_string(rows) + " to more than twice");
+    return true;
+  }
   // Candidate pruning (split_k_rows_fit): the fma path has 1-row CTAs, the mma path 8.
   return split_k_rows_fit(config, rows, config.path == KernelPath::mma ? 8 : 1, reason);
 }

@@ -8,11 +8,12 @@ namespace hone::cuda {
 // Number of K slices summed in fixed order: warps_k x split_k.
 inline int gemv_bf16_k_slices(const GemvBf16Config &c) { return c.warps_k * c.split_k; }
 
-// [8-element granules] K covered by one slice: whole 32-element chunks on the mma path
-// (a multiple of 4 granules), whole granules on the fma path. Depends on k and k_slices only.
+// [8-element granules] K covered by one slice: whole 32-element chunks on the mma and stream
+// paths (a multiple of 4 granules), whole granules on the fma path. Depends on k and k_slices
+// only.
 inline int gemv_bf16_slice_granules(const GemvBf16Config &c, int k) {
   const int slices = gemv_bf16_k_slices(c);
-  if (c.path == KernelPath::mma) {
+  if (c.path != KernelPath::fma) {
     const int chunks = (k + 31) / 32;
     return 4 * ((chunks + slices - 1) / slices);
   }

@@ -11,8 +11,14 @@
 //   async             (optional, default 0) 1: the packed words of the next S chunks stream
 //                     through a lane-private cp.async ring in shared memory instead of a
 //                     register double buffer; bit-identical to async=0
-// k_slices = warps_k x split_k fixes the K summation order (see qmv_affine.cuh): configs with
-// equal k_slices give bit-identical rows for every row count.
+// `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
+// as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
+// slices (plus one producer warp), outputs_per_warp 16 (weight rows per tile), split_k 1, and
+// adds
+//   stages            ring depth: shared-memory stages of 16 rows x warps x 256 bytes
+//   ctas_per_sm       resident CTAs per SM of the persistent grid (1 or 2)
+// k_slices = warps_k x split_k fixes the K summation order (see qmv_affine.cuh): configs of one
+// path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 #include <bit>
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/weight_stream.h"
 
 #include "cuda/kernels/qmv_affine/qmv_affine.cuh"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
@@ -75,6 +82,38 @@ const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
   return nullptr;
 }
 
+// The stream kernels: <BITS, NT>, 16 weight rows per tile.
+struct StreamEntry {
+  int bits;
+  int rows_per_cta; // NT * 8
+  const void *fn;
+};
+template <int BITS, int NT> constexpr StreamEntry stream_entry() {
+  return {BITS, NT * 8,
+          reinterpret_cast<const void *>(&qmv_affine_detail::qmv_affine_stream_kernel<BITS, NT>)};
+}
+const StreamEntry kStreamKernels[] = {
+    stream_entry<4, 1>(), stream_entry<4, 2>(), stream_entry<4, 4>(),
+    stream_entry<8, 1>(), stream_entry<8, 2>(), stream_entry<8, 4>(),
+};
+// Tactic axes of the stream path: consumer warps (= K slices), ring depth, CTAs per SM. A
+// config is listed when its shared memory fits kStreamMaxSharedBytes / ctas_per_sm.
+constexpr int kStreamConsumers[] = {1, 2, 4, 8};
+constexpr int kStreamStages[] = {4, 8};
+constexpr int kStreamCtasPerSm[] = {1, 2};
+
+const StreamEntry *find_stream_kernel(const QmvAffineConfig &c, int bits) {
+  for (const StreamEntry &e : kStreamKernels)
+    if (e.bits == bits && e.rows_per_cta == c.rows_per_cta && c.outputs_per_warp == 16)
+      return &e;
+  return nullptr;
+}
+
+size_t stream_shared_bytes(const QmvAffineConfig &c) {
+  return static_cast<size_t>(
+      qmv_affine_detail::stream_shared_bytes(c.rows_per_cta / 8, c.warps_k, c.stages));
+}
+
 std::vector<QmvAffineConfig> build_configs(int bits) {
   std::vector<QmvAffineConfig> out;
   for (const KernelEntry &e : kKernels)
@@ -84,6 +123,24 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.outputs_per_warp = e.outputs_per_warp;
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
+  for (const StreamEntry &e : kStreamKernels)
+    if (e.bits == bits)
+      for (int consumers : kStreamConsumers)
+        for (int stages : kStreamStages)
+          for (int per_sm : kStreamCtasPerSm) {
+            QmvAffineConfig c;
+            c.path = KernelPath::stream;
+            c.rows_per_cta = e.rows_per_cta;
+            c.outputs_per_warp = 16;
+            c.warps = consumers;
+            c.warps_k = consumers;
+            c.split_k = 1;
+            c.async = 0;
+            c.stages = stages;
+            c.ctas_per_sm = per_sm;
+            if (stream_shared_bytes(c) * static_cast<size_t>(per_sm) <= kStreamMaxSharedBytes)
+              out.push_back(c);
+          }
   return out;
 }
 
@@ -97,6 +154,13 @@ const std::vector<QmvAffineConfig> &qmv_affine_configs(int bits) {
 }
 
 KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
+  if (config.path == KernelPath::stream) {
+    const StreamEntry *s = find_stream_kernel(config, bits);
+    if (!s)
+      return {};
+    const void *fns[] = {s->fn};
+    return split_k_resources(fns, stream_shared_bytes(config));
+  }
   const KernelEntry *e = find_kernel(config, bits);
   if (!e)
     return {};
@@ -109,6 +173,41 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                void *stream) {
+  if (config.path == KernelPath::stream) {
+    const StreamEntry *s = find_stream_kernel(config, args.bits);
+    const int chunk_k = qmv_affine_chunk_k(args.bits);
+    const int chunks = (args.k + chunk_k - 1) / chunk_k;
+    if (!s || args.k < 32 || args.k % 32 != 0 ||
+        (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
+        args.n < 1 || args.rows < 1 || args.rows > config.rows_per_cta || config.warps_k < 1 ||
+        config.warps != config.warps_k || config.split_k != 1 || config.warps_k > chunks ||
+        config.stages < 2 || config.stages > 16 ||
+        (config.warps_k + 1) * 32 > qmv_affine_detail::kStreamMaxThreads)
+      return LaunchStatus::invalid_value();
+    qmv_affine_detail::StreamParams p;
+    p.x = static_cast<const uint16_t *>(args.x);
+    p.q = args.q;
+    p.scales = static_cast<const uint16_t *>(args.scales);
+    p.biases = static_cast<const uint16_t *>(args.biases);
+    p.y = static_cast<uint16_t *>(args.y);
+    p.rows = args.rows;
+    p.n = args.n;
+    p.k = args.k;
+    p.groups_per_row = args.k / args.group;
+    p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
+    p.consumer_warps = config.warps_k;
+    const int row_bytes = args.k / 8 * args.bits;
+    const int step_bytes = config.warps_k * qmv_affine_detail::kStreamStageBytes;
+    p.steps = (row_bytes + step_bytes - 1) / step_bytes;
+    p.tiles = (args.n + 15) / 16;
+    p.stages = config.stages;
+    const int threads = (config.warps_k + 1) * 32;
+    const size_t shared = stream_shared_bytes(config);
+    const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
+    if (ctas < 1)
+      return LaunchStatus::invalid_configuration();
+    return launch_persistent(s->fn, ctas, threads, shared, &p, stream);
+  }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 ||
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||

@@ -33,6 +33,7 @@
 
 #include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
+#include "cuda/kernels/common/weight_stream.cuh"
 
 namespace hone::cuda::qmv_affine_detail {
 
@@ -446,6 +447,246 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   }
 
   store_mma_partials_and_reduce<MT, NT>(p, shared_partials, acc, warp, lane, m_cta, row0);
+}
+
+// --- stream path (weights once) -----------------------------------------------------------
+//
+// The gemv.bf16 stream kernel's structure (../gemv_bf16/gemv_bf16.cuh) over packed words: a
+// persistent grid, CTA c owning the contiguous 16-row tiles [c T / C, (c + 1) T / C) over all of
+// K and every activation row (rows <= NT * 8); warp W is the producer and bulk-copies the
+// packed words, one copy of W x kStreamStageBytes per weight row and step, into the ring
+// (weight_stream.cuh); consumer w takes block w (kStreamStageBytes = 4 chunks of 16 words per
+// row) of every step and reads its words from shared memory in the fragment layout of the mma
+// path (lane (g, t): words 4t..4t+3 of a chunk of rows g and g + 8; row pitch 64 mod 128
+// bytes, conflict-free).
+// Scales and biases (1/16 of the bytes at 4 bits and group 64) are read by the consumers with
+// __ldg, issued with the activations before the wait for the stage.
+// Dequantisation per weight, as the per-weight path of the mma kernel (one rounding to bf16).
+// Summation order: each consumer sums its blocks in increasing K; at the end of a tile the W
+// partials are added in order. A function of (bits, k, W) alone, so every stream config with W
+// consumers is bit-identical per row at every row count.
+constexpr int kStreamStageBytes = 256;    // [bytes] per weight row, consumer and step
+constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
+constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
+
+// [bytes] one weight row of a stage, 64 mod 128 (conflict-free fragment loads).
+__host__ __device__ constexpr int stream_pitch(int consumer_warps) {
+  return consumer_warps * kStreamStageBytes + 64;
+}
+
+struct StreamParams {
+  const uint16_t *x;      // bf16 [rows, k]
+  const uint32_t *q;      // [n, k * bits / 32]
+  const uint16_t *scales; // bf16 [n, k / group]
+  const uint16_t *biases; // bf16 [n, k / group]
+  uint16_t *y;            // bf16 [rows, n]
+  int rows, n, k;
+  int groups_per_row; // k / group
+  int group_shift;    // log2(group)
+  int consumer_warps; // W = k_slices
+  int steps;          // ring steps per tile: ceil(row bytes / (W kStreamStageBytes))
+  int tiles;          // ceil(n / 16)
+  int stages;         // ring depth, <= 16
+};
+
+// [bytes] dynamic shared memory: barriers, the consumers' partials, the ring.
+__host__ __device__ constexpr int stream_shared_bytes(int nt, int consumer_warps, int stages) {
+  return kStreamBarrierBytes + consumer_warps * nt * 512 +
+         stages * 16 * stream_pitch(consumer_warps);
+}
+
+template <int BITS, int NT>
+__global__ void __launch_bounds__(kStreamMaxThreads, 1)
+    qmv_affine_stream_kernel(const StreamParams p) {
+#if __CUDA_ARCH__ >= 900
+  using L = Layout<BITS>;
+  constexpr int TM = 16;
+  constexpr int kChunks = kStreamStageBytes / 64; // chunks per step
+  constexpr bool kXAhead = !(BITS == 4 && NT == 4);
+  extern __shared__ __align__(128) uint8_t stream_shared[];
+  const int consumers = p.consumer_warps;
+  uint64_t *barriers = reinterpret_cast<uint64_t *>(stream_shared);
+  const StageRing ring{barriers, barriers + p.stages, p.stages};
+  float4 *partials = reinterpret_cast<float4 *>(stream_shared + kStreamBarrierBytes);
+  uint8_t *stages_base = stream_shared + kStreamBarrierBytes + consumers * NT * 512;
+  const int pitch = stream_pitch(consumers);
+  const int stage_bytes = TM * pitch;
+  const int step_bytes = consumers * kStreamStageBytes; // per row
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  if (threadIdx.x == 0)
+    ring.init(consumers);
+  __syncthreads();
+
+  const int ctas = static_cast<int>(gridDim.x);
+  const int cta = static_cast<int>(blockIdx.x);
+  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
+  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
+  const int row_bytes = p.k / L::kValuesPerWord * 4; // a multiple of 16 (K % 32 == 0)
+
+  if (warp == consumers) { // producer
+    const uint64_t policy = evict_first_policy();
+    StageCursor q;
+    for (int tile = tile_begin; tile < tile_end; ++tile) {
+      const int m0 = tile * TM;
+      const int valid_rows = min(TM, p.n - m0);
+      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+        ring.acquire_empty(q);
+        const int len = min(step_bytes, row_bytes - j * step_bytes); // > 0 for j < steps
+        if (lane == 0)
+          ring.expect(q, static_cast<uint32_t>(len * valid_rows));
+        __syncwarp();
+        uint8_t *dst = stages_base + q.stage * stage_bytes;
+        const uint8_t *src = reinterpret_cast<const uint8_t *>(p.q);
+        for (int r = lane; r < valid_rows; r += 32)
+          bulk_copy_to_shared(dst + r * pitch,
+                              src + static_cast<size_t>(m0 + r) * row_bytes + j * step_bytes,
+                              static_cast<uint32_t>(len), ring.full_at(q), policy);
+      }
+    }
+    return;
+  }
+
+  // Consumer `warp`: block `warp` of every step.
+  constexpr int kBlockK = kChunks * L::kChunkK; // [values] per consumer and step
+  const int g = lane >> 2, t = lane & 3;
+  const uint16_t *xp[NT]; // activation row g of each n8 tile (the lane's K offset added at use)
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
+  const float *partials_f = reinterpret_cast<const float *>(partials);
+  const int consumer_threads = consumers * 32;
+  StageCursor q;
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    const int m0 = tile * TM;
+    const uint16_t *sp[2], *bp[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const size_t row = static_cast<size_t>(min(m0 + h * 8 + g, p.n - 1));
+      sp[h] = p.scales + row * p.groups_per_row;
+      bp[h] = p.biases + row * p.groups_per_row;
+    }
+    float acc[1][NT][4];
+    zero_accumulators(acc);
+    for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+      const int segment = (j * consumers + warp) * kBlockK; // [values]
+      // Scales and biases of the step, and the first chunk's activations, before the wait.
+      uint32_t s2[kChunks][2], b2[kChunks][2];
+      bool in_k[kChunks];
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int kk = segment + c * L::kChunkK + L::kLaneK * t;
+        in_k[c] = kk < p.k; // K is a multiple of 32, a lane's range is in or out
+        const int group = kk >> p.group_shift;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t sc = in_k[c] ? __ldg(sp[h] + group) : 0u;
+          const uint32_t bi = in_k[c] ? __ldg(bp[h] + group) : 0u;
+          if constexpr (BITS == 4) {
+            s2[c][h] = __byte_perm(sc, 0, 0x1010);
+            b2[c][h] = __byte_perm(bi, 0, 0x1010);
+          } else {
+            s2[c][h] = sc << 16; // fp32 bits
+            b2[c][h] = bi << 16;
+          }
+        }
+      }
+      uint4 x[NT][L::kXVectors];
+      auto load_x = [&](int c, uint4(&dst)[NT][L::kXVectors]) {
+        const int kk = segment + c * L::kChunkK + L::kLaneK * t;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int v = 0; v < L::kXVectors; ++v)
+            dst[nt][v] = in_k[c] ? load_activation(xp[nt] + kk + 8 * v) : make_uint4(0, 0, 0, 0);
+      };
+      load_x(0, x);
+      ring.wait_full(q);
+      const uint8_t *sw =
+          stages_base + q.stage * stage_bytes + g * pitch + warp * kStreamStageBytes + 16 * t;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        // The next chunk's activations are loaded before this one is multiplied, except at
+        // four n8 tiles (int4), where the second copy would spill: they load at use.
+        [[maybe_unused]] uint4 x_next[NT][L::kXVectors];
+        if constexpr (kXAhead) {
+          if (c + 1 < kChunks)
+            load_x(c + 1, x_next);
+        } else if (c > 0) {
+          load_x(c, x);
+        }
+        uint4 wq[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          wq[h] = in_k[c] ? *reinterpret_cast<const uint4 *>(sw + h * 8 * pitch + c * 64)
+                          : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int wi = 0; wi < 4; ++wi) {
+          const uint32_t w0 = (&wq[0].x)[wi];
+          const uint32_t w1 = (&wq[1].x)[wi];
+          if constexpr (BITS == 4) {
+            uint32_t a[2][4]; // [h][pair]: pairs (0,4), (1,5), (2,6), (3,7)
+            a[0][0] = fma_bf16x2(int4_pair<0>(w0), s2[c][0], b2[c][0]);
+            a[0][1] = fma_bf16x2(int4_pair<1>(w0), s2[c][0], b2[c][0]);
+            a[0][2] = fma_bf16x2(int4_pair<2>(w0), s2[c][0], b2[c][0]);
+            a[0][3] = fma_bf16x2(int4_pair<3>(w0), s2[c][0], b2[c][0]);
+            a[1][0] = fma_bf16x2(int4_pair<0>(w1), s2[c][1], b2[c][1]);
+            a[1][1] = fma_bf16x2(int4_pair<1>(w1), s2[c][1], b2[c][1]);
+            a[1][2] = fma_bf16x2(int4_pair<2>(w1), s2[c][1], b2[c][1]);
+            a[1][3] = fma_bf16x2(int4_pair<3>(w1), s2[c][1], b2[c][1]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              const uint32_t xb0 = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x5410);
+              const uint32_t xb1 = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x7632);
+              const uint32_t xb2 = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x5410);
+              const uint32_t xb3 = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x7632);
+              mma_m16n8k16(acc[0][nt], a[0][0], a[1][0], a[0][1], a[1][1], xb0, xb1);
+              mma_m16n8k16(acc[0][nt], a[0][2], a[1][2], a[0][3], a[1][3], xb2, xb3);
+            }
+          } else {
+            const float sc0 = __uint_as_float(s2[c][0]), bi0 = __uint_as_float(b2[c][0]);
+            const float sc1 = __uint_as_float(s2[c][1]), bi1 = __uint_as_float(b2[c][1]);
+            const uint32_t a0 = int8_pair<0>(w0, sc0, bi0), a2 = int8_pair<2>(w0, sc0, bi0);
+            const uint32_t a1 = int8_pair<0>(w1, sc1, bi1), a3 = int8_pair<2>(w1, sc1, bi1);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              const uint4 &v = x[nt][wi / 2];
+              mma_m16n8k16(acc[0][nt], a0, a1, a2, a3, wi % 2 == 0 ? v.x : v.z,
+                           wi % 2 == 0 ? v.y : v.w);
+            }
+          }
+        }
+        if constexpr (kXAhead) {
+          if (c + 1 < kChunks)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+              for (int v = 0; v < L::kXVectors; ++v)
+                x[nt][v] = x_next[nt][v];
+        }
+      }
+      ring.release(q, lane);
+    }
+    // Consumer partials in order (consumer warps only; the producer runs ahead).
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      partials[(warp * NT + nt) * 32 + lane] =
+          make_float4(acc[0][nt][0], acc[0][nt][1], acc[0][nt][2], acc[0][nt][3]);
+    named_barrier(1, consumer_threads);
+    for (int o = static_cast<int>(threadIdx.x); o < TM * NT * 8; o += consumer_threads) {
+      const int m_local = o % TM, r = o / TM;
+      if (m0 + m_local >= p.n || r >= p.rows)
+        continue;
+      const int offset = mma_partial_offset<NT>(m_local, r);
+      float sum = 0.0f;
+      for (int s = 0; s < consumers; ++s)
+        sum += partials_f[s * NT * 128 + offset];
+      p.y[static_cast<size_t>(r) * p.n + m0 + m_local] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+    }
+    named_barrier(1, consumer_threads);
+  }
+#endif
 }
 
 } // namespace hone::cuda::qmv_affine_detail

@@ -23,8 +23,15 @@ namespace hone::cuda {
 // (the kernel-specific fields are documented in qmv_affine.cu).
 // The CTA and cluster fields are the family's (SplitKCta): rows_per_cta 8, 16 or 32;
 // outputs_per_warp 16 or 32; async: the cp.async ring for the packed words (same order).
+// The stream path (`qmv.affine.stream:...`, weights once, persistent grid) reads the fields as:
+// warps = warps_k = consumer warps = K slices (one producer warp more), outputs_per_warp 16
+// (weight rows per tile), split_k 1, async 0; rows <= rows_per_cta; and adds stages and
+// ctas_per_sm.
 struct QmvAffineConfig : SplitKCta {
-  KernelPath path = KernelPath::mma; // mma.sync on weights dequantised in registers
+  KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
+                                     // stream: the packed words once through a shared ring
+  int stages = 0;                    // stream: ring depth (0 on the mma path)
+  int ctas_per_sm = 0;               // stream: resident CTAs per SM (0 on the mma path)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
   static QmvAffineConfig from_tactic(const Tactic &tactic);
@@ -46,6 +53,10 @@ const std::vector<QmvAffineConfig> &qmv_affine_configs(int bits);
 // The static default for a shape (also the batch-invariant reference order: its K summation
 // order depends on (bits, n, k, group) only, never on rows).
 QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group);
+// The stream path's candidate for the default (weights once at every row count; its K order
+// depends on (bits, k) alone). qmv_affine_default returns it only when
+// kQmvAffineDefaultIsStream (qmv_affine_config.cpp) is set, which waits for the H200 sweep.
+QmvAffineConfig qmv_affine_stream_default(int rows, int n, int k, int bits, int group);
 // False with a reason when `config` cannot run this shape.
 bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
                               int group, std::string *reason);

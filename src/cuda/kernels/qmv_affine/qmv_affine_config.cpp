@@ -1,6 +1,7 @@
 // qmv.affine host logic: tactic conversion, the static default and can_implement. The
 // compiled kernels and the config list are in qmv_affine.cu.
 #include <string>
+#include <vector>
 
 #include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/split_k_family.h"
@@ -13,6 +14,18 @@ namespace hone::cuda {
 namespace {
 
 constexpr const char *kMmaKernel = "qmv.affine.mma";
+constexpr const char *kStreamKernel = "qmv.affine.stream";
+constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
+
+// SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
+// Flip it only after the H200 sweep of tests/device/qmv_affine_kernel_test.cu shows the stream
+// default at or above the mma default in every cell (docs/notes/qmv_affine.md, v5).
+constexpr bool kQmvAffineDefaultIsStream = false;
+
+// The stream default: 4 consumer warps (K slices) where K has 4 chunks, fewer below; 8 stages
+// of 20 KB, one CTA per SM.
+constexpr int kStreamDefaultSlices = 4;
+constexpr int kStreamDefaultStages = 8;
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: the largest power-of-two k_slices <= 16 that keeps the launch at most kTargetWarps
@@ -36,19 +49,52 @@ int default_k_slices(int n, int k, int bits) {
 
 } // namespace
 
-Tactic QmvAffineConfig::to_tactic() const { return split_k_tactic(kMmaKernel, *this, {}, {}); }
+Tactic QmvAffineConfig::to_tactic() const {
+  if (path == KernelPath::stream) {
+    const int own[] = {stages, ctas_per_sm};
+    return split_k_tactic(kStreamKernel, *this, kStreamFields, own);
+  }
+  return split_k_tactic(kMmaKernel, *this, {}, {});
+}
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
+  QmvAffineConfig c;
+  if (tactic.kernel == kStreamKernel) {
+    c.path = KernelPath::stream;
+    const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
+    c.stages = own[0];
+    c.ctas_per_sm = own[1];
+    return c;
+  }
   if (tactic.kernel != kMmaKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
-                          kMmaKernel + ")");
-  QmvAffineConfig c;
+                          kMmaKernel + " or " + kStreamKernel + ")");
   c.path = KernelPath::mma;
   parse_split_k_tactic(tactic, {}, c);
   return c;
 }
 
-QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int /*group*/) {
+QmvAffineConfig qmv_affine_stream_default(int rows, int /*n*/, int k, int bits, int /*group*/) {
+  QmvAffineConfig c;
+  c.path = KernelPath::stream;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  const int chunk_k = qmv_affine_chunk_k(bits);
+  int slices = kStreamDefaultSlices;
+  while (slices > 1 && slices > (k + chunk_k - 1) / chunk_k)
+    slices /= 2;
+  c.warps = slices;
+  c.warps_k = slices;
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = kStreamDefaultStages;
+  c.ctas_per_sm = 1;
+  return c;
+}
+
+QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) {
+  if constexpr (kQmvAffineDefaultIsStream)
+    return qmv_affine_stream_default(rows, n, k, bits, group);
   QmvAffineConfig c;
   c.path = KernelPath::mma;
   // Up to 8 rows: one 8-row tile. Past 8: 16-row CTAs with two m16 tiles per warp (X loads
@@ -85,6 +131,17 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
     return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
                               " exceeds the " + std::to_string(chunks) + " " +
                               std::to_string(chunk_k) + "-value K chunks (empty slices)");
+  if (config.path == KernelPath::stream) {
+    // Weights once: every activation row in the CTA's one row group.
+    if (rows > config.rows_per_cta)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                                " < rows=" + std::to_string(rows) +
+                                " (the stream path reads the weights once for all rows)");
+    if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                                " pads rows=" + std::to_string(rows) + " to more than twice");
+    return true;
+  }
   return split_k_rows_fit(config, rows, 8, reason);
 }
 

@@ -1,0 +1,39 @@
+// Host side of the GEMV-family "stream" kernels (weight_stream.cuh): the persistent grid (one
+// CTA per SM and resident slot, each owning a balanced, contiguous range of weight-row tiles)
+// and its launch. No CUDA header needed by includers.
+//
+//   const int ctas = persistent_ctas(fn, threads, shared_bytes, tiles, config.ctas_per_sm);
+//   return launch_persistent(fn, ctas, threads, shared_bytes, &params, stream);
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/kernels/common/kernel_types.h"
+
+namespace hone::cuda {
+
+// [bytes] the largest dynamic shared memory a stream config may ask for (sm_90 opt-in is
+// 227 KB; the rest is static shared memory and the driver's reserve).
+inline constexpr size_t kStreamMaxSharedBytes = 220 * 1024;
+
+// CTAs of the persistent grid for `tiles` work tiles: min(tiles, SMs x resident), resident =
+// min(ctas_per_sm, what the occupancy calculator allows `kernel` with `threads` threads and
+// `shared_bytes` of dynamic shared memory), so that the grid is one wave. 0 when the device
+// cannot be queried or not one CTA fits.
+int persistent_ctas(const void *kernel, int threads, size_t shared_bytes, int tiles,
+                    int ctas_per_sm);
+
+// The first weight-row tile of CTA `cta` of `ctas` over `tiles` (CTA c owns
+// [stream_first_tile(c), stream_first_tile(c + 1))): contiguous, sizes differ by at most one.
+inline int stream_first_tile(int cta, int ctas, int tiles) {
+  return static_cast<int>(static_cast<long long>(cta) * tiles / ctas);
+}
+
+// Enqueues `kernel` (a __global__ function whose one parameter is the struct at `params`) on
+// `stream` with `ctas` CTAs of `threads` threads and `shared_bytes` of dynamic shared memory,
+// raising the kernel's shared-memory limit to the device's opt-in limit at its first launch.
+// cudaErrorInvalidConfiguration when `shared_bytes` exceeds that limit. Never synchronises.
+LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t shared_bytes,
+                               void *params, void *stream);
+
+} // namespace hone::cuda

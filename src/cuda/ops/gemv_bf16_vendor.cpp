@@ -1,0 +1,160 @@
+#include "cuda/ops/gemv_bf16_vendor.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "cuda/backend/workspace.h"
+#include "cuda/peers/cublaslt_bf16_gemm.h"
+#include "hone/error.h"
+#include "hone/log.h"
+
+namespace hone::cuda {
+
+namespace {
+
+// The tactic's fields, in order, with the largest value of each attribute's type.
+struct Field {
+  const char *name;
+  int64_t CublasLtAlgoId::*member;
+  int64_t max;
+};
+constexpr int64_t kU32 = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kI32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kU16 = std::numeric_limits<uint16_t>::max();
+const Field kFields[] = {
+    {"algo", &CublasLtAlgoId::algo, kI32},
+    {"tile", &CublasLtAlgoId::tile, kU32},
+    {"stages", &CublasLtAlgoId::stages, kU32},
+    {"split_k", &CublasLtAlgoId::split_k, kI32},
+    {"reduction", &CublasLtAlgoId::reduction, kU32},
+    {"swizzle", &CublasLtAlgoId::swizzle, kU32},
+    {"custom", &CublasLtAlgoId::custom, kU32},
+    {"inner_shape", &CublasLtAlgoId::inner_shape, kU16},
+    {"cluster_shape", &CublasLtAlgoId::cluster_shape, kU16},
+};
+constexpr size_t kFieldCount = sizeof kFields / sizeof kFields[0];
+
+using ShapeKey = std::tuple<int, int, int>;
+
+// One warning per text for the process.
+void warn_once(const std::string &text) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(text).second)
+    log_warn(text);
+}
+
+std::string shape_text(int rows, int n, int k) {
+  return "rows=" + std::to_string(rows) + ",n=" + std::to_string(n) + ",k=" + std::to_string(k);
+}
+
+} // namespace
+
+Tactic GemvBf16VendorConfig::to_tactic() const {
+  Tactic t;
+  t.kernel = std::string(kGemvBf16VendorKernel);
+  for (const Field &f : kFields)
+    t.params.emplace_back(f.name, algo.*(f.member));
+  return t;
+}
+
+GemvBf16VendorConfig GemvBf16VendorConfig::from_tactic(const Tactic &tactic) {
+  if (tactic.kernel != kGemvBf16VendorKernel)
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a " +
+                          std::string(kGemvBf16VendorKernel) + " tactic");
+  if (tactic.params.size() != kFieldCount) {
+    std::string expected;
+    for (const Field &f : kFields)
+      expected += (expected.empty() ? "" : ",") + std::string(f.name);
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " +
+                          std::string(kGemvBf16VendorKernel) + " takes the fields " + expected +
+                          ", in that order");
+  }
+  GemvBf16VendorConfig c;
+  for (size_t i = 0; i < kFieldCount; ++i) {
+    const Field &f = kFields[i];
+    const auto &[name, value] = tactic.params[i];
+    if (name != f.name)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': field " + std::to_string(i + 1) +
+                            " is '" + name + "', expected '" + f.name + "'");
+    if (value < 0 || value > f.max)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " + f.name + "=" +
+                            std::to_string(value) + " outside 0.." + std::to_string(f.max));
+    c.algo.*(f.member) = value;
+  }
+  return c;
+}
+
+bool is_gemv_bf16_vendor(const Tactic &tactic) { return tactic.kernel == kGemvBf16VendorKernel; }
+
+std::vector<CublasLtAlgoId> gemv_bf16_vendor_algos(int rows, int n, int k) {
+  static std::mutex mutex;
+  static std::map<ShapeKey, std::vector<CublasLtAlgoId>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const ShapeKey key{rows, n, k};
+  if (auto it = known.find(key); it != known.end())
+    return it->second;
+  std::vector<CublasLtAlgoId> algos;
+  try {
+    algos = CublasLtBf16Gemm::heuristic(rows, n, k, kGemvBf16VendorCandidates);
+  } catch (const Error &e) {
+    warn_once("gemv.bf16: no cuBLASLt candidates for " + shape_text(rows, n, k) + ": " +
+              e.what());
+  }
+  known.emplace(key, algos);
+  return algos;
+}
+
+std::shared_ptr<const CublasLtBf16Gemm> gemv_bf16_vendor_plan(int rows, int n, int k,
+                                                              const CublasLtAlgoId &algo,
+                                                              std::string *reason) {
+  struct Plan {
+    std::shared_ptr<const CublasLtBf16Gemm> gemm;
+    std::string reason;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<ShapeKey, std::string>, Plan> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::pair<ShapeKey, std::string> key{{rows, n, k}, algo.str()};
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    Plan p;
+    try {
+      p.gemm = std::make_shared<const CublasLtBf16Gemm>(rows, n, k, algo);
+    } catch (const Error &e) {
+      p.reason = e.what();
+    }
+    it = plans.emplace(key, std::move(p)).first;
+  }
+  if (!it->second.gemm && reason)
+    *reason = it->second.reason;
+  return it->second.gemm;
+}
+
+LaunchStatus gemv_bf16_vendor_launch(const GemvBf16VendorConfig &config, GemvBf16Args args,
+                                     void *stream) {
+  std::string why;
+  if (std::shared_ptr<const CublasLtBf16Gemm> gemm =
+          gemv_bf16_vendor_plan(args.rows, args.n, args.k, config.algo, &why)) {
+    const size_t bytes = gemm->workspace_bytes();
+    void *workspace = bytes > 0 ? workspace_for(stream, bytes) : nullptr;
+    const cublasStatus_t s = gemm->enqueue(args.x, args.w, args.y, workspace, bytes,
+                                           static_cast<cudaStream_t>(stream));
+    return s == CUBLAS_STATUS_SUCCESS ? LaunchStatus() : LaunchStatus::invalid_value();
+  }
+  const GemvBf16Config def = gemv_bf16_default(args.rows, args.n, args.k);
+  warn_once("gemv.bf16: " + config.to_tactic().str() + " cannot run " +
+            shape_text(args.rows, args.n, args.k) + " (" + why + "); running the default " +
+            def.to_tactic().str());
+  args.workspace_bytes = gemv_bf16_workspace_bytes(def, args.rows, args.n, args.k);
+  args.workspace = args.workspace_bytes > 0 ? workspace_for(stream, args.workspace_bytes) : nullptr;
+  return gemv_bf16_launch(def, args, stream);
+}
+
+} // namespace hone::cuda

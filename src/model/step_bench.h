@@ -1,0 +1,65 @@
+// Timing a DecodeStep: each variant (a dispatcher and PDL on or off) is captured once in a
+// CUDA graph and the graphs are replayed interleaved, sample by sample, so that default and
+// tuned see the same clocks; the time is the median over samples of (sample time / replays).
+// Mode: warm replays of the whole step. Every model this runs reads weights far larger than
+// the L2 (60 MiB on an H200), so the weights come from memory on every step; the activations
+// (a few KB per token) stay in L2, as they do in a serving runtime.
+//
+//   StepBenchResult r = bench_decode_step(step, {{"default", &defaults, false},
+//                                                {"tuned", &tuned, true}}, {});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/decode_step.h"
+
+namespace hone {
+class Dispatcher;
+}
+
+namespace hone::model {
+
+struct StepVariant {
+  std::string name;
+  Dispatcher *dispatcher = nullptr;
+  bool pdl = false;
+};
+
+struct StepBenchOptions {
+  int samples = 9;               // medians over this many interleaved samples (>= 3)
+  double sample_seconds = 0.02;  // replays per sample: enough for this long at the first time
+  int check_replays = 1000;      // PDL variants: replays compared bit for bit with PDL off
+  bool breakdown = true;         // time each kind of launch alone (first variant's tactics)
+};
+
+struct StepVariantResult {
+  std::string name;
+  bool pdl = false;
+  double seconds = 0;               // median per step
+  double spread = 0;                // (max - min) / median over samples
+  // PDL variants: 16-bit words of the logits and final hidden state that differed from the
+  // same dispatcher's PDL-off step, summed over check_replays replays (0: bit-identical).
+  int64_t mismatches = -1;          // -1: not checked
+  int check_replays = 0;
+};
+
+struct StepOpTime {
+  StepOp op;
+  int launches = 0;     // per step
+  double seconds = 0;   // median, all launches of this kind in one graph
+};
+
+struct StepBenchResult {
+  std::vector<StepVariantResult> variants;
+  std::vector<StepOpTime> breakdown;
+  int replays_per_sample = 0;
+};
+
+// REQUIRES: variants non-empty, every dispatcher non-null. PDL variants are checked against
+// the PDL-off step of their dispatcher (run once, outside any graph). Synchronises.
+StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVariant> &variants,
+                                  const StepBenchOptions &options);
+
+} // namespace hone::model

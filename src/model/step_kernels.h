@@ -1,0 +1,21 @@
+// The step's own small device helpers: seeded weight fills, the q/k/v bias add (Qwen2) and a
+// bit-exact comparison of two outputs. Enqueued on the caller's stream, never synchronised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace hone::model {
+
+// dst[i] = bf16(offset + scale * u), u uniform in [-1, 1) from (seed, i).
+void fill_uniform_bf16(void *dst, size_t count, uint64_t seed, float scale, float offset,
+                       cudaStream_t stream);
+// y[r, j] = bf16(y[r, j] + bias[j]) for r < rows, j < width (bf16).
+void add_bias_bf16(void *y, const void *bias, int64_t rows, int64_t width, cudaStream_t stream);
+// Sets *mismatches += the count of 16-bit words where a and b differ (bit patterns).
+void count_mismatches_u16(const void *a, const void *b, size_t count,
+                          unsigned long long *mismatches, cudaStream_t stream);
+
+} // namespace hone::model

@@ -1,0 +1,217 @@
+// rope (cuda): the frequencies (plain and Llama-3.1 scaling) on the host; every tactic against
+// the float64 reference on fresh random inputs; batch invariance; the entry point in place on
+// q/k slices of a fused q/k/v output at long positions, out of place with the same bits, as a
+// dependent launch; bad input named.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/kernels/rope/rope.h"
+#include "cuda/ops/rope_op.h"
+#include "device_test.h"
+#include "hone/ops/cuda.h"
+#include "op_test_helpers.h"
+#include "step_op_test_util.h"
+
+namespace hone::cuda {
+namespace {
+
+using testing::check_every_tactic;
+using testing::DeviceTest;
+using testing::download_bf16;
+using testing::expect_defaults_batch_invariant;
+using testing::expect_invalid;
+using testing::expect_invalid_call;
+using testing::poisoned;
+using testing::random_bf16;
+using testing::reduced_shapes;
+using testing::registered_op;
+using testing::upload;
+
+Shape shape_of(int rows, int hq, int hkv, int head_dim) {
+  return Shape{{rows, hq, hkv, head_dim}, DType::bf16};
+}
+
+const TunableOp &rope_op() { return registered_op("rope"); }
+
+TEST(RopeOpHostTest, OpIdentityBucketsAndCandidates) {
+  const TunableOp &op = rope_op();
+  EXPECT_EQ(op.backend(), "cuda");
+  EXPECT_EQ(op.default_numerics(), Numerics::batch_invariant);
+  const Shape b = op.buckets().map(shape_of(12, 32, 8, 128)).value();
+  EXPECT_EQ(op.buckets().describe(b), "rows=16,hq=32,hkv=8,head_dim=128");
+  const std::vector<Tactic> c = op.candidates(b);
+  ASSERT_GT(c.size(), 2u);
+  EXPECT_EQ(c.front(), op.default_tactic(b));
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t j = i + 1; j < c.size(); ++j)
+      EXPECT_NE(c[i], c[j]) << "duplicate candidate " << c[i].str();
+}
+
+TEST(RopeOpHostTest, ValidateNamesTheBadValue) {
+  const TunableOp &op = rope_op();
+  expect_invalid(op, shape_of(4, 32, 8, 100), "head_dim=100");
+  expect_invalid(op, shape_of(4, 32, 8, 512), "head_dim=512");
+  expect_invalid(op, shape_of(0, 32, 8, 128), "rows=0");
+  expect_invalid(op, shape_of(4, 0, 8, 128), "hq=0");
+}
+
+TEST(RopeOpHostTest, FrequenciesPlainAndLlama3) {
+  const std::vector<double> plain = rope_inv_freq(RopeFrequencies{10000.0}, 128);
+  ASSERT_EQ(plain.size(), 64u);
+  for (int i = 0; i < 64; ++i)
+    EXPECT_DOUBLE_EQ(plain[static_cast<size_t>(i)], std::pow(10000.0, -2.0 * i / 128));
+  // Llama-3.1-8B's rope_scaling: high frequencies kept, low ones divided by the factor, the
+  // band between interpolated.
+  RopeFrequencies f{500000.0, 8.0, 1.0, 4.0, 8192.0};
+  const std::vector<double> scaled = rope_inv_freq(f, 128);
+  int kept = 0, divided = 0, smoothed = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double base = std::pow(500000.0, -2.0 * i / 128);
+    const double wavelen = 2 * std::numbers::pi / base;
+    const double got = scaled[static_cast<size_t>(i)];
+    if (wavelen < 8192.0 / 4) {
+      EXPECT_DOUBLE_EQ(got, base) << i;
+      ++kept;
+    } else if (wavelen > 8192.0) {
+      EXPECT_DOUBLE_EQ(got, base / 8) << i;
+      ++divided;
+    } else {
+      const double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+      EXPECT_NEAR(got, (1 - smooth) * base / 8 + smooth * base, 1e-15 * base) << i;
+      ++smoothed;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(smoothed, 0);
+  try {
+    rope_inv_freq(RopeFrequencies{1.0}, 128);
+    ADD_FAILURE() << "theta=1 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("theta=1"), std::string::npos) << e.what();
+  }
+  try {
+    rope_inv_freq(RopeFrequencies{500000.0, 0.5}, 128);
+    ADD_FAILURE() << "factor 0.5 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("factor=0.5"), std::string::npos) << e.what();
+  }
+}
+
+class RopeOpTest : public DeviceTest {};
+
+TEST_F(RopeOpTest, EveryTacticMatchesTheReference) {
+  const std::vector<int> rows =
+      reduced_shapes() ? std::vector<int>{1, 5} : std::vector<int>{1, 3, 16, 64};
+  for (int r : rows)
+    for (const auto &[hq, hkv, d] :
+         {std::tuple{32, 8, 128}, std::tuple{12, 2, 128}, std::tuple{32, 8, 64},
+          std::tuple{4, 1, 8}, std::tuple{8, 8, 256}})
+      EXPECT_GT(check_every_tactic(rope_op(), shape_of(r, hq, hkv, d), kRopeRelativeL2Bound), 0);
+}
+
+TEST_F(RopeOpTest, DefaultsAreBatchInvariant) {
+  expect_defaults_batch_invariant(rope_op(), shape_of(24, 28, 4, 128),
+                                  rope_default(24, 28, 4, 128).to_tactic());
+}
+
+TEST_F(RopeOpTest, EntryPointInPlaceOutOfPlaceAndDependent) {
+  const int rows = 5, hq = 4, hkv = 2, head_dim = 128;
+  const int64_t row = static_cast<int64_t>(hq + 2 * hkv) * head_dim; // fused q/k/v
+  const std::vector<uint16_t> qkv = random_bf16(static_cast<size_t>(rows * row));
+  const std::vector<int32_t> positions{0, 1, 4095, 70000, 131071};
+  DeviceBuffer dqkv = upload(qkv), dpos = upload(positions);
+  DeviceBuffer q_out = poisoned(static_cast<size_t>(rows) * hq * head_dim * 2);
+  DeviceBuffer k_out = poisoned(static_cast<size_t>(rows) * hkv * head_dim * 2);
+  ops::cuda::RopeTensors t;
+  t.q = dqkv.data();
+  t.k = static_cast<const uint16_t *>(dqkv.data()) + hq * head_dim;
+  t.q_stride = t.k_stride = row;
+  t.q_out = q_out.data();
+  t.k_out = k_out.data();
+  t.positions = dpos.as<const int32_t>();
+  t.rows = rows;
+  t.hq = hq;
+  t.hkv = hkv;
+  t.head_dim = head_dim;
+  t.theta = 500000.0;
+  t.llama3_factor = 8.0;
+  ops::cuda::rope(t, nullptr);
+  const std::vector<uint16_t> yq = download_bf16(q_out, static_cast<size_t>(rows) * hq * head_dim);
+  const std::vector<uint16_t> yk = download_bf16(k_out, static_cast<size_t>(rows) * hkv * head_dim);
+
+  // Reference: the q and k heads gathered from the fused rows.
+  std::vector<uint16_t> q, k;
+  for (int r = 0; r < rows; ++r) {
+    const auto at = qkv.begin() + r * row;
+    q.insert(q.end(), at, at + hq * head_dim);
+    k.insert(k.end(), at + hq * head_dim, at + (hq + hkv) * head_dim);
+  }
+  RopeFrequencies f{500000.0, 8.0};
+  const std::vector<double> inv = rope_inv_freq(f, head_dim);
+  const Bf16Comparison cq = compare_bf16(yq, rope_reference(q, positions, inv, rows, hq, head_dim));
+  const Bf16Comparison ck =
+      compare_bf16(yk, rope_reference(k, positions, inv, rows, hkv, head_dim));
+  EXPECT_EQ(cq.nan_count + ck.nan_count, 0u);
+  EXPECT_LE(cq.relative_l2, kRopeRelativeL2Bound);
+  EXPECT_LE(ck.relative_l2, kRopeRelativeL2Bound);
+
+  // In place, as a dependent launch: the same bits in the fused rows; v untouched.
+  ops::cuda::RopeTensors in_place = t;
+  in_place.q_out = in_place.k_out = nullptr;
+  in_place.dependent = true;
+  ops::cuda::rope(in_place, nullptr);
+  const std::vector<uint16_t> after = download_bf16(dqkv, qkv.size());
+  for (int r = 0; r < rows; ++r) {
+    const auto at = after.begin() + r * row;
+    EXPECT_TRUE(std::equal(at, at + hq * head_dim, yq.begin() + r * hq * head_dim)) << r;
+    EXPECT_TRUE(
+        std::equal(at + hq * head_dim, at + (hq + hkv) * head_dim, yk.begin() + r * hkv * head_dim))
+        << r;
+    EXPECT_TRUE(std::equal(at + (hq + hkv) * head_dim, at + row,
+                           qkv.begin() + r * row + (hq + hkv) * head_dim))
+        << "v of row " << r << " changed";
+  }
+}
+
+TEST_F(RopeOpTest, EntryPointNamesBadInput) {
+  const int hq = 2, hkv = 1, head_dim = 64;
+  DeviceBuffer q = upload(random_bf16(hq * head_dim)), k = upload(random_bf16(hkv * head_dim));
+  DeviceBuffer pos = upload(std::vector<int32_t>{3});
+  ops::cuda::RopeTensors t;
+  t.q = q.data();
+  t.k = k.data();
+  t.positions = pos.as<const int32_t>();
+  t.rows = 1;
+  t.hq = hq;
+  t.hkv = hkv;
+  t.head_dim = head_dim;
+  auto bad = t;
+  bad.positions = nullptr;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "positions is null");
+  bad = t;
+  bad.k = static_cast<const char *>(k.data()) + 4;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "k (");
+  bad = t;
+  bad.head_dim = 100;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "head_dim=100");
+  bad = t;
+  bad.q_stride = 100;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "q_stride=100");
+  bad = t;
+  bad.theta = 0.5;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "theta=0.5");
+  bad = t;
+  bad.q_out = q.data(); // k_out missing
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "k_out is null");
+}
+
+} // namespace
+} // namespace hone::cuda

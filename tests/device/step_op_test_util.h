@@ -1,0 +1,78 @@
+// Shared by the device tests of the small ops of a decode step (rmsnorm, rope, kv_append,
+// silu_mul): fresh random host data, uploads, poisoned device outputs and downloads, all
+// synchronous on the legacy stream.
+//
+//   std::vector<uint16_t> x = random_bf16(rows * hidden);   // new seed per call
+//   DeviceBuffer dx = upload(x), dy = poisoned(x.size() * 2);
+//   ... launch ...; std::vector<uint16_t> y = download_bf16(dy, x.size());
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/backend/bf16.h"
+#include "cuda/backend/cuda_check.h"
+#include "cuda/backend/device_buffer.h"
+#include "cuda/backend/random_fill.h"
+
+namespace hone::cuda::testing {
+
+// `count` bf16 values uniform in [-scale, scale), drawn from a fresh seed.
+inline std::vector<uint16_t> random_bf16(size_t count, float scale = 1.0f) {
+  std::mt19937_64 random(next_random_seed());
+  std::uniform_real_distribution<float> value(-scale, scale);
+  std::vector<uint16_t> out(count);
+  for (uint16_t &v : out)
+    v = float_to_bf16(value(random));
+  return out;
+}
+
+template <class T> DeviceBuffer upload(const std::vector<T> &host) {
+  DeviceBuffer d(host.size() * sizeof(T));
+  HONE_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), d.size(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// `bytes` of device memory holding 0xff: bf16 NaN everywhere, so that an unwritten output
+// shows.
+inline DeviceBuffer poisoned(size_t bytes) {
+  DeviceBuffer d(bytes);
+  HONE_CUDA_CHECK(cudaMemset(d.data(), 0xff, bytes));
+  return d;
+}
+
+// Waits for the device, then copies `count` bf16 values back.
+inline std::vector<uint16_t> download_bf16(const DeviceBuffer &d, size_t count) {
+  HONE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint16_t> out(count);
+  HONE_CUDA_CHECK(
+      cudaMemcpy(out.data(), d.data(), count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+} // namespace hone::cuda::testing
+
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "hone/error.h"
+
+namespace hone::cuda::testing {
+
+// `call` must throw Error(invalid_argument) whose message contains `needle`.
+inline void expect_invalid_call(const std::function<void()> &call, const std::string &needle) {
+  try {
+    call();
+    ADD_FAILURE() << "expected invalid_argument naming " << needle;
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+} // namespace hone::cuda::testing
