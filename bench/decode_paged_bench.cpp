@@ -1,7 +1,7 @@
 // decode_paged_bench: the decode.paged acceptance configs (docs/notes/decode_paged.md), each
 // timed at the default heuristic kv_chunk, at every tuning candidate (the fastest of them is
 // what tuning would pick), unsplit (kv_chunk = 0) and, where the default splits, the default
-// with the separate merge kernel (merge_kernel=1, the two-kernel path), and with several KV
+// with the merge fused into the split kernel (fused_merge=1, one kernel), and with several KV
 // heads per CTA (decode_paged_kv_heads_configs: kv_heads=2/4/8); the last two are not tuning
 // candidates (the entry point's plan runs neither) and are reported beside the tuned pick.
 // Subjects are interleaved sample by sample on one workload with cold L2, after every subject
@@ -76,7 +76,7 @@ std::vector<Config> acceptance_configs() {
 }
 
 struct Subject {
-  std::string label; // "default", "unsplit", "candidate", "merge_kernel" or "kv_heads"
+  std::string label; // "default", "unsplit", "candidate", "fused_merge" or "kv_heads"
   DecodePagedConfig config;
   double error = 0;  // relative L2 against the reference
   std::vector<double> times;
@@ -99,11 +99,11 @@ struct Result {
   int copies = 1, batch = 0;
   bool flush = false;
   std::vector<Subject> subjects;
-  // The fastest tuning candidate (merge_kernel and kv_heads are measured beside them).
+  // The fastest tuning candidate (fused_merge and kv_heads are measured beside them).
   const Subject &best() const {
     const Subject *b = nullptr;
     for (const Subject &s : subjects)
-      if (s.label != "merge_kernel" && s.label != "kv_heads" &&
+      if (s.label != "fused_merge" && s.label != "kv_heads" &&
           (b == nullptr || s.median < b->median))
         b = &s;
     return *b;
@@ -152,9 +152,9 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
     if (!(cand == candidates.front()) && !(cand == unsplit))
       r.subjects.push_back(subject("candidate", cand));
   if (w.split(candidates.front()).max_chunks > 1) {
-    DecodePagedConfig two_kernels = candidates.front();
-    two_kernels.merge_kernel = 1;
-    r.subjects.push_back(subject("merge_kernel", two_kernels));
+    DecodePagedConfig fused = candidates.front();
+    fused.fused_merge = 1;
+    r.subjects.push_back(subject("fused_merge", fused));
   }
   for (const DecodePagedConfig &cand : hone::cuda::decode_paged_kv_heads_configs(
            w.table().indptr, p.hkv, p.head_dim, p.page_size))
@@ -162,7 +162,7 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
   // The gate first: every subject must match the float64 reference on these lengths, every
   // output written (poisoned before each run). One set of random inputs and one reference
   // serve every subject (the device tests draw fresh inputs per check).
-  // The merge kernel must also give the default's bits exactly (the same merge order).
+  // The fused merge must also give the default's bits exactly (the same merge order).
   w.randomize_inputs();
   const hone::cuda::DecodePagedReference ref = w.reference_of(0);
   std::vector<uint16_t> default_o;
@@ -174,9 +174,9 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
     const std::vector<uint16_t> o = w.download_y();
     if (s.label == "default")
       default_o = o;
-    if (s.label == "merge_kernel" && o != default_o)
+    if (s.label == "fused_merge" && o != default_o)
       HONE_RUNTIME_ERROR(c.name + ": " + tactic_text(s.config) +
-                         " differs from the fused merge's bits");
+                         " differs from the merge kernel's bits");
     const hone::cuda::DecodePagedComparison cmp =
         hone::cuda::compare_decode_paged(o, nullptr, ref, p.head_dim);
     if (cmp.nan_count > 0 || !(cmp.relative_l2 <= hone::cuda::kDecodePagedRelativeL2Bound))
@@ -214,7 +214,7 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
 nlohmann::json subject_json(const Subject &s, size_t kv_bytes, double bandwidth) {
   return {{"label", s.label},         {"tactic", tactic_text(s.config)},
           {"kv_chunk", s.config.kv_chunk}, {"warps", s.config.warps},
-          {"kv_heads", s.config.kv_heads}, {"merge_kernel", s.config.merge_kernel},
+          {"kv_heads", s.config.kv_heads}, {"fused_merge", s.config.fused_merge},
           {"median_s", s.median},     {"spread", s.spread},
           {"kv_gbps", kv_bytes / s.median / 1e9},
           {"read_fraction", kv_bytes / s.median / bandwidth},
@@ -293,8 +293,8 @@ int run(int argc, char **argv) {
                                           ? subject_json(*r.best_kv_heads(), r.kv_bytes,
                                                          bandwidth)
                                           : nlohmann::json(nullptr)},
-                         {"merge_kernel", r.find("merge_kernel")
-                                              ? subject_json(*r.find("merge_kernel"), r.kv_bytes,
+                         {"fused_merge", r.find("fused_merge")
+                                              ? subject_json(*r.find("fused_merge"), r.kv_bytes,
                                                              bandwidth)
                                               : nlohmann::json(nullptr)},
                          {"subjects", subjects}});
@@ -306,13 +306,13 @@ int run(int argc, char **argv) {
   }
 
   std::printf("\n| config | KV MB | default us (frac) | tuned us (frac) | tactic | unsplit us "
-              "(frac) | default/tuned | unsplit/tuned | merge kernel us (/default) | best kv_heads "
+              "(frac) | default/tuned | unsplit/tuned | fused merge us (/default) | best kv_heads "
               "us (frac) | kv_heads tactic |\n|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
   for (const Result &r : done) {
     const Subject &def = r.labelled("default"), &best = r.best(), &un = r.labelled("unsplit");
     const auto frac = [&](const Subject &s) { return r.kv_bytes / s.median / bandwidth; };
     char two[64] = "-";
-    if (const Subject *mk = r.find("merge_kernel"))
+    if (const Subject *mk = r.find("fused_merge"))
       std::snprintf(two, sizeof two, "%.2f (%.2f)", mk->median * 1e6, mk->median / def.median);
     char heads[64] = "-";
     std::string heads_tactic = "-";

@@ -128,7 +128,7 @@ bw = bench.get("read_bandwidth") or peer.get("read_bandwidth") or 0
 sdpa = {r["config"]: r for r in peer["results"]}
 print("read bandwidth %.0f GB/s; frac = KV bytes / t / read bandwidth" % (bw / 1e9))
 print("| config | KV MB | tuned us (frac) | tactic | default us (frac) | unsplit us (frac) "
-      "| SDPA us (peer) | tuned/default | unsplit/tuned | hone vs SDPA | merge kernel us "
+      "| SDPA us (peer) | tuned/default | unsplit/tuned | hone vs SDPA | fused merge us "
       "| kv_heads us (frac) | kv_heads tactic | kv_heads vs SDPA |")
 print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 checks = []
@@ -141,7 +141,7 @@ for r in bench["results"]:
     p = sdpa.get(r["config"])
     cell = "%.2f (%s)" % (p["sdpa_s"] * 1e6, p["peer"]) if p else "-"
     vs = p["speedup"] if p else None
-    mk, kh = r.get("merge_kernel"), r.get("kv_heads")
+    mk, kh = r.get("fused_merge"), r.get("kv_heads")
     # kv_heads against SDPA: the peer's SDPA time over the bench's kv_heads time (two programs).
     kh_vs = p["sdpa_s"] / kh["median_s"] if p and kh else None
     print("| %s | %.1f | %.2f (%.2f) | %s | %.2f (%.2f) | %.2f (%.2f) | %s | %.2f | %.2f | %s "

@@ -227,25 +227,29 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
 
 DecodeStep::~DecodeStep() = default;
 
-void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) { run(nullptr, stream, d, pdl); }
-
-void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
-  run(&op, stream, d, pdl);
+void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl, int l2_prefetch_bytes) {
+  run(nullptr, stream, d, pdl, l2_prefetch_bytes);
 }
 
-void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl) {
+void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
+  run(&op, stream, d, pdl, 0);
+}
+
+void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl,
+                     int l2_prefetch_bytes) {
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;
   const int64_t B = o.batch;
   const int64_t attn_width = m.hq * m.head_dim;
   auto on = [&](StepOp op) { return only == nullptr || *only == op; };
+  const ops::ChainLaunch chain{pdl, l2_prefetch_bytes};
   auto linear = [&](const Linear &l, const void *x, void *y) {
     if (o.bits == 16)
-      ops::gemv_bf16(x, l.w, y, B, l.n, l.k, stream, d);
+      ops::gemv_bf16(x, l.w, y, B, l.n, l.k, stream, d, chain);
     else
       ops::quantized_linear(x, l.q, l.scales, l.biases, y, B, l.n, l.k, o.bits, o.group, stream,
-                            d);
+                            d, chain);
   };
   auto norm = [&](const void *x, const void *residual, void *residual_out, const void *w,
                   void *out) {

@@ -184,9 +184,18 @@ CheckSummary check_problem(const Problem &p) {
     for (const auto &e : stream_expected)
       if (e.first == c.warps_k)
         return e.second;
-    QmvAffineConfig one = qmv_affine_stream_default(1, p.n, p.k, p.bits, p.group);
-    one.warps = c.warps_k;
-    one.warps_k = c.warps_k;
+    // A compiled rows=1 stream config of this order: W consumers, 8 activation rows, the
+    // shallowest ring at one CTA per SM (the stream default's 8 stages do not fit at W = 8).
+    QmvAffineConfig one{};
+    bool found = false;
+    for (const QmvAffineConfig &e : qmv_affine_configs(p.bits))
+      if (e.path == KernelPath::stream && e.rows_per_cta == 8 && e.warps_k == c.warps_k &&
+          e.ctas_per_sm == 1 && (!found || e.stages < one.stages))
+        one = e, found = true;
+    if (!found) {
+      std::fprintf(stderr, "no rows=1 stream config with %d consumers\n", c.warps_k);
+      std::exit(1);
+    }
     KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
     for (int r = 0; r < p.rows; ++r)
       KT_CHECK(static_cast<cudaError_t>(

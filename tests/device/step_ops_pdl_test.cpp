@@ -1,15 +1,22 @@
-// The small ops of a decode step as programmatic dependent launches: a chain rmsnorm ->
-// silu_mul -> rmsnorm -> rope -> kv_append, captured in a CUDA graph whose replays first poison
-// every intermediate. A kernel that read an activation before griddepcontrol.wait would read
-// the poison of its replay (or a stale value), so every replay must give the bits of the same
-// chain launched without PDL.
+// The kernels of a decode step as programmatic dependent launches, captured in CUDA graphs
+// whose replays first poison every intermediate: the small ops (rmsnorm -> silu_mul -> rmsnorm
+// -> rope -> kv_append), and the linears (gemv.bf16 and qmv.affine on every kernel path --
+// register and cp.async pipelines, CUDA cores, split-K clusters, the weights-once stream -- with
+// and without an L2 prefetch before the wait). A kernel that read an activation before
+// griddepcontrol.wait would read the poison of its replay (or a stale value), so every replay
+// must give the bits of the same chain launched without PDL.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include "cuda/backend/cuda_check.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "device_test.h"
 #include "hone/ops/cuda.h"
 #include "step_op_test_util.h"
@@ -139,6 +146,150 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
     mismatched += outputs() != serial ? 1 : 0;
   }
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays";
+  HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+  HONE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// One config of each kernel path that can run (rows, n, k): the first of the compiled table per
+// (path, async, split_k > 1), the default first.
+template <class Config, class CanImplement>
+std::vector<Config> one_per_path(const Config &def, const std::vector<Config> &configs,
+                                 CanImplement can_implement) {
+  std::vector<Config> out{def};
+  const auto kind = [](const Config &c) { return int(c.path) * 4 + c.async * 2 + (c.split_k > 1); };
+  for (const Config &c : configs) {
+    bool seen = false;
+    for (const Config &o : out)
+      seen = seen || kind(o) == kind(c);
+    if (!seen && can_implement(c))
+      out.push_back(c);
+  }
+  return out;
+}
+
+// rmsnorm -> gemv.bf16 under every path's config -> qmv.affine (int4 g64) under every path's
+// config -> rmsnorm, each linear a dependent launch with an L2 prefetch of 0 or 4 KB per row
+// slice, ping-ponging between two activation buffers.
+TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
+  const int rows = 4, n = 1024, k = 1024, bits = 4, group = 64;
+  const size_t act = static_cast<size_t>(rows) * k;
+  DeviceBuffer x = upload(random_bf16(act)), norm_w = upload(random_bf16(k));
+  DeviceBuffer w = upload(random_bf16(static_cast<size_t>(n) * k, 0.05f));
+  std::vector<uint32_t> words(static_cast<size_t>(n) * k * bits / 32);
+  for (uint32_t &v : words)
+    v = static_cast<uint32_t>(next_random_seed());
+  DeviceBuffer q = upload(words);
+  DeviceBuffer scales = upload(random_bf16(static_cast<size_t>(n) * k / group, 0.005f));
+  DeviceBuffer biases = upload(random_bf16(static_cast<size_t>(n) * k / group, 0.02f));
+  DeviceBuffer a = poisoned(act * 2), b = poisoned(act * 2), out = poisoned(act * 2);
+  cudaStream_t stream = nullptr;
+  HONE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  const std::vector<GemvBf16Config> gemvs = one_per_path(
+      gemv_bf16_default(rows, n, k), gemv_bf16_configs(),
+      [&](const GemvBf16Config &c) { return gemv_bf16_can_implement(c, rows, n, k, nullptr); });
+  const std::vector<QmvAffineConfig> qmvs =
+      one_per_path(qmv_affine_default(rows, n, k, bits, group), qmv_affine_configs(bits),
+                   [&](const QmvAffineConfig &c) {
+                     return qmv_affine_can_implement(c, rows, n, k, bits, group, nullptr);
+                   });
+  size_t workspace_bytes = 0;
+  for (const GemvBf16Config &c : gemvs)
+    workspace_bytes = std::max(workspace_bytes, gemv_bf16_workspace_bytes(c, rows, n, k));
+  DeviceBuffer workspace(std::max<size_t>(workspace_bytes, 16));
+  std::string paths;
+  for (const GemvBf16Config &c : gemvs)
+    paths += " " + c.to_tactic().str();
+  for (const QmvAffineConfig &c : qmvs)
+    paths += " " + c.to_tactic().str();
+  ASSERT_GE(gemvs.size(), 3u) << paths;
+  ASSERT_GE(qmvs.size(), 2u) << paths;
+
+  const auto chain = [&](bool dependent) {
+    ops::cuda::RmsnormTensors n1;
+    n1.x = x.data();
+    n1.w = norm_w.data();
+    n1.out = a.data();
+    n1.rows = rows;
+    n1.hidden = k;
+    ops::cuda::rmsnorm(n1, stream); // waits for the poison in stream order
+    DeviceBuffer *from = &a, *to = &b;
+    int link = 0;
+    const auto next = [&] {
+      std::swap(from, to);
+      ++link;
+    };
+    for (const GemvBf16Config &c : gemvs) {
+      GemvBf16Args args;
+      args.x = from->data();
+      args.w = w.data();
+      args.y = to->data();
+      args.rows = rows;
+      args.n = n;
+      args.k = k;
+      args.workspace = workspace.data();
+      args.workspace_bytes = workspace.size();
+      args.chain = {dependent, link % 2 ? 4096 : 0};
+      ASSERT_TRUE(gemv_bf16_launch(c, args, stream).ok()) << c.to_tactic().str();
+      next();
+    }
+    for (const QmvAffineConfig &c : qmvs) {
+      QmvAffineArgs args;
+      args.x = from->data();
+      args.q = q.as<const uint32_t>();
+      args.scales = scales.data();
+      args.biases = biases.data();
+      args.y = to->data();
+      args.rows = rows;
+      args.n = n;
+      args.k = k;
+      args.bits = bits;
+      args.group = group;
+      args.chain = {dependent, link % 2 ? 4096 : 0};
+      ASSERT_TRUE(qmv_affine_launch(c, args, stream).ok()) << c.to_tactic().str();
+      next();
+    }
+    ops::cuda::RmsnormTensors n2;
+    n2.x = from->data();
+    n2.w = norm_w.data();
+    n2.out = out.data();
+    n2.rows = rows;
+    n2.hidden = k;
+    n2.dependent = dependent;
+    ops::cuda::rmsnorm(n2, stream);
+  };
+  const auto poison = [&] {
+    for (DeviceBuffer *d : {&a, &b, &out})
+      HONE_CUDA_CHECK(cudaMemsetAsync(d->data(), 0xff, d->size(), stream));
+  };
+  const auto outputs = [&] {
+    HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return download_bf16(out, act);
+  };
+
+  poison();
+  chain(false);
+  const std::vector<uint16_t> serial = outputs();
+  size_t finite = 0;
+  for (uint16_t v : serial)
+    finite += (v & 0x7f80u) != 0x7f80u ? 1 : 0;
+  ASSERT_EQ(finite, act) << "the serial chain left outputs unwritten or not finite:" << paths;
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  poison();
+  chain(true);
+  HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const int replays = reduced_shapes() ? 20 : 1000;
+  int mismatched = 0;
+  for (int i = 0; i < replays; ++i) {
+    HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    mismatched += outputs() != serial ? 1 : 0;
+  }
+  EXPECT_EQ(mismatched, 0) << "of " << replays << " replays;" << paths;
   HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   HONE_CUDA_CHECK(cudaGraphDestroy(graph));
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));

@@ -69,28 +69,28 @@ TEST(DecodePagedConfigTest, TacticRoundTrip) {
 }
 
 // The optional fields are spelled only away from their defaults, in a fixed order, so the
-// default's spelling (and every cached kv_heads=1, fused tactic) is unchanged.
+// default's spelling (and every cached kv_heads=1, two-kernel tactic) is unchanged.
 TEST(DecodePagedConfigTest, OptionalFieldsRoundTripInOrder) {
   EXPECT_EQ((DecodePagedConfig{256, 4, 0, 1}).to_tactic().str(),
             "decode.paged:kv_chunk=256,warps=4");
   EXPECT_EQ((DecodePagedConfig{256, 8, 0, 4}).to_tactic().str(),
             "decode.paged:kv_chunk=256,warps=8,kv_heads=4");
   EXPECT_EQ((DecodePagedConfig{64, 4, 1, 1}).to_tactic().str(),
-            "decode.paged:kv_chunk=64,warps=4,merge_kernel=1");
+            "decode.paged:kv_chunk=64,warps=4,fused_merge=1");
   const DecodePagedConfig both{64, 8, 1, 8};
-  EXPECT_EQ(both.to_tactic().str(), "decode.paged:kv_chunk=64,warps=8,kv_heads=8,merge_kernel=1");
+  EXPECT_EQ(both.to_tactic().str(), "decode.paged:kv_chunk=64,warps=8,kv_heads=8,fused_merge=1");
   EXPECT_EQ(DecodePagedConfig::from_tactic(both.to_tactic()), both);
   EXPECT_EQ(DecodePagedConfig::from_tactic(
-                Tactic::parse("decode.paged:kv_chunk=0,warps=4,merge_kernel=1")),
+                Tactic::parse("decode.paged:kv_chunk=0,warps=4,fused_merge=1")),
             (DecodePagedConfig{0, 4, 1, 1}));
   const auto bad = [](const char *text, const std::string &needle) {
     expect_invalid([&] { DecodePagedConfig::from_tactic(Tactic::parse(text)); }, needle);
   };
-  bad("decode.paged:kv_chunk=64,warps=4,merge_kernel=0", "merge_kernel=0");
+  bad("decode.paged:kv_chunk=64,warps=4,fused_merge=0", "fused_merge=0");
   bad("decode.paged:kv_chunk=64,warps=4,kv_heads=1", "kv_heads=1");
   bad("decode.paged:kv_chunk=64,warps=4,kv_heads=3", "kv_heads=3");
   bad("decode.paged:kv_chunk=64,warps=4,kv_heads=8", "kv_heads=8 exceeds warps=4");
-  bad("decode.paged:kv_chunk=64,warps=4,merge_kernel=1,kv_heads=2", "not a decode.paged config");
+  bad("decode.paged:kv_chunk=64,warps=4,fused_merge=1,kv_heads=2", "not a decode.paged config");
   bad("decode.paged:kv_chunk=64,warps=4,stages=3", "not a decode.paged config");
 
   std::string why;
@@ -310,7 +310,7 @@ TEST(DecodePagedReferenceTest, UniformAndOneHotAttention) {
 TEST(DecodePagedOpHostTest, RegisteredWithBucketsAndValidation) {
   const TunableOp *op = Registry::global().find("decode.paged", "cuda");
   ASSERT_NE(op, nullptr);
-  EXPECT_EQ(op->version(), 2);
+  EXPECT_EQ(op->version(), 1);
   EXPECT_EQ(op->default_numerics(), Numerics::tolerance);
   const Shape raw{{12, 30000, 200000, 32, 8, 128, 16}, DType::bf16};
   const Shape b = op->buckets().map(raw).value();

@@ -15,6 +15,20 @@ class Dispatcher;
 
 namespace hone::ops::cuda {
 
+// How one call is launched as a link of a chain of kernels on one stream (a model step). Both
+// fields are tactics of the chain (`hone step` measures them), not of the op, and neither
+// changes a bit of the output.
+struct ChainLaunch {
+  // A programmatic dependent launch: the kernel may start while the kernel before it on the
+  // stream still runs; it loads only its weights before it waits for that kernel to complete
+  // (griddepcontrol.wait), and lets the next kernel start early. Ignored where the device has
+  // no programmatic dependent launch (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
+  bool dependent = false;
+  // [bytes] of the start of every weight row slice a warp reads, prefetched into L2 before that
+  // wait (0: none): the L2 prefetch distance.
+  int l2_prefetch_bytes = 0;
+};
+
 // The process-wide dispatcher over the CUDA backend, configured from the environment.
 // Throws Error(runtime) when no CUDA device is present.
 Dispatcher &dispatcher();
@@ -25,7 +39,7 @@ Dispatcher &dispatcher();
 // Throws Error(invalid_argument) naming a bad rows, n or k, Error(runtime) when the launch
 // fails. A split-K tactic uses a workspace kept per stream (grown on demand, never shrunk).
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
-               void *stream, Dispatcher &d);
+               void *stream, Dispatcher &d, const ChainLaunch &chain = {});
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
                void *stream);
 
@@ -39,7 +53,7 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
 // the launch fails.
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
-                Dispatcher &d);
+                Dispatcher &d, const ChainLaunch &chain = {});
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream);
 
@@ -65,7 +79,7 @@ void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void
 // qmm_affine's (qmv runs at most 32 rows).
 void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
-                      void *stream, Dispatcher &d);
+                      void *stream, Dispatcher &d, const ChainLaunch &chain = {});
 void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
                       void *stream);

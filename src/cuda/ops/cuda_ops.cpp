@@ -25,7 +25,7 @@ Dispatcher &dispatcher() {
 }
 
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
-               void *stream, Dispatcher &d) {
+               void *stream, Dispatcher &d, const ChainLaunch &chain) {
   const Resolution &r = d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, n, k}, DType::bf16});
   require_aligned("gemv.bf16", {{"x", x}, {"w", w}});
   require_aligned("gemv.bf16", {{"y", y}}, 2);
@@ -36,6 +36,7 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   args.rows = static_cast<int>(rows);
   args.n = static_cast<int>(n);
   args.k = static_cast<int>(k);
+  args.chain = {chain.dependent, chain.l2_prefetch_bytes};
   // A vendor tactic (cuBLASLt) is a pick of a tolerance-mode tune.
   if (const auto *vendor = r.compiled.get_if<hone::cuda::GemvBf16VendorConfig>()) {
     check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_vendor_launch(*vendor, args, stream));
@@ -55,7 +56,7 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
 
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
-                Dispatcher &d) {
+                Dispatcher &d, const ChainLaunch &chain) {
   // lookup() validates the shape (rows, n, k, bits, group, k % group) before any launch.
   const Resolution &r = d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
   require_aligned("qmv.affine", {{"x", x}, {"q", q}});
@@ -72,6 +73,7 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   args.k = static_cast<int>(k);
   args.bits = bits;
   args.group = group;
+  args.chain = {chain.dependent, chain.l2_prefetch_bytes};
   check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
 }
 

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <span>
 #include <string>
 
@@ -90,42 +88,7 @@ void check_pages(const DecodePagedTensors &t, const DecodePagedPlan &plan, void 
                         ") (the first bad page index; HONE_CHECK_PAGES=1)");
 }
 
-// The fused merge's arrival counters of each stream, zero between launches.
-struct StreamCounters {
-  std::mutex mutex;
-  std::map<void *, DeviceBuffer> buffers;
-};
-StreamCounters &stream_counters() {
-  static StreamCounters counters;
-  return counters;
-}
-
 } // namespace
-
-int32_t *decode_paged_counters_for(void *stream, size_t count) {
-  StreamCounters &c = stream_counters();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  DeviceBuffer &b = c.buffers[stream];
-  const size_t bytes = count * sizeof(int32_t);
-  if (b.size() < bytes) {
-    const auto s = static_cast<cudaStream_t>(stream);
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    HONE_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
-    if (capture != cudaStreamCaptureStatusNone)
-      HONE_INVALID_ARGUMENT("decode.paged: this stream's merge counters hold " +
-                            str(static_cast<int64_t>(b.size() / sizeof(int32_t))) + ", a batch x "
-                            "hkv of " + str(static_cast<int64_t>(count)) +
-                            " needs more, which cannot be allocated inside a stream capture; run "
-                            "the step once outside the capture first");
-    // Grown by powers of two from 1024, zeroed in stream order before the first launch.
-    size_t grown = std::max<size_t>(1024, b.size() / sizeof(int32_t));
-    while (grown < count)
-      grown *= 2;
-    b = DeviceBuffer(grown * sizeof(int32_t)); // cudaFree of the old one waits for the device
-    HONE_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.size(), s));
-  }
-  return b.as<int32_t>();
-}
 
 DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
                                        const int32_t *kv_last_page_len_host, int64_t batch,
@@ -188,11 +151,11 @@ DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
                           ") cannot run head_dim=" + str(head_dim) + ", page_size=" + str(ps) +
                           ": " + why);
   // The plan carries kv_chunk and warps: the entry point runs one KV head per CTA and merges
-  // in the split kernel.
-  if (config.merge_kernel != 0 || config.kv_heads != 1)
+  // in a second kernel.
+  if (config.fused_merge != 0 || config.kv_heads != 1)
     HONE_INVALID_ARGUMENT("decode.paged: " + config.to_tactic().str() + " (from " + plan.source +
-                          "): the entry point runs kv_heads=1 with the fused merge only; "
-                          "kv_heads and merge_kernel are benchmark fields");
+                          "): the entry point runs kv_heads=1 with the merge kernel only; "
+                          "kv_heads and fused_merge are benchmark fields");
   plan.kv_chunk = config.kv_chunk;
   plan.warps = config.warps;
   const DecodePagedSplit split = decode_paged_split(indptr, ps, config.kv_chunk);
@@ -239,10 +202,6 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   if (plan.workspace_bytes > 0)
     a.workspace = workspace_for(stream, plan.workspace_bytes);
   const DecodePagedConfig config{plan.kv_chunk, plan.warps, 0};
-  if (plan.max_chunks > 1) {
-    a.counter_count = decode_paged_counter_count(t.batch, t.hkv);
-    a.counters = decode_paged_counters_for(stream, a.counter_count);
-  }
   const LaunchStatus status = decode_paged_launch(config, a, stream);
   if (!status.ok())
     HONE_RUNTIME_ERROR("decode.paged launch (" + config.to_tactic().str() +

@@ -21,10 +21,6 @@ ops::cuda::DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
                                                   int64_t head_dim, int64_t page_size,
                                                   std::optional<int> kv_chunk_override,
                                                   Dispatcher &d);
-// The fused merge's arrival counters of `stream` (at least `count` int32, zero between
-// launches: each launch leaves them zero). Grown, and zeroed in stream order, outside a stream
-// capture only; throws Error(invalid_argument) when growth is needed inside one.
-int32_t *decode_paged_counters_for(void *stream, size_t count);
 // decode_paged(t, plan, stream) with `check_pages` in place of HONE_CHECK_PAGES.
 void decode_paged_run(const ops::cuda::DecodePagedTensors &t, const ops::cuda::DecodePagedPlan &plan,
                       void *stream, bool check_pages);

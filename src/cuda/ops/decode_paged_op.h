@@ -56,7 +56,7 @@ DecodePagedConfig decode_paged_default_config(std::span<const int32_t> kv_indptr
                                               int head_dim, int page_size);
 // The tuning candidates, the default first: every decode_paged_candidate_chunks() value at the
 // default warps, then the default kv_chunk at the other warps counts that fit shared memory.
-// All at kv_heads 1 and merge_kernel 0, the configs the entry point's plan carries.
+// All at kv_heads 1 and fused_merge 0, the configs the entry point's plan carries.
 std::vector<DecodePagedConfig> decode_paged_candidate_configs(std::span<const int32_t> kv_indptr,
                                                               int hkv, int head_dim, int page_size);
 // Benchmark configs with several KV heads per CTA: kv_heads 2, 4, 8 (dividing hkv) at 8 warps
@@ -133,7 +133,7 @@ public:
   DecodePagedOp();
 
   std::string_view name() const override { return "decode.paged"; }
-  int version() const override { return 2; }
+  int version() const override { return 1; }
   std::string_view backend() const override { return "cuda"; }
   DType dtype() const override { return DType::bf16; }
   // batch pow2 1..4096, max_len pow2 1..2^22, total_len pow2 1..2^30, hq exact 1..1024, hkv

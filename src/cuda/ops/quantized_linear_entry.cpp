@@ -48,15 +48,15 @@ void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void
 
 void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
-                      void *stream, Dispatcher &d) {
+                      void *stream, Dispatcher &d, const ChainLaunch &chain) {
   const Resolution &r = d.resolve(entry_op<hone::cuda::QuantizedLinearOp>(),
                                   Shape{{rows, n, k, bits, group}, DType::bf16});
   // A bucket's side holds for its representative; rows above qmv's 32 in the bucket of 32
   // (33..45) run qmm whatever it says.
   if (r.compiled.as<hone::cuda::QuantizedLinearSide>() == hone::cuda::QuantizedLinearSide::qmv &&
       rows <= hone::cuda::kQmvMaxRows)
-    qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d);
-  else
+    qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d, chain);
+  else // the CUTLASS kernels wait for the kernel before them as any launch does
     qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d);
 }
 

@@ -36,6 +36,17 @@ private:
   int code_ = 0;
 };
 
+// How a kernel is launched as one link of a chain of kernels on a stream (a decode step); both
+// fields are tactics of the chain, not of the op, and leave the results' bits unchanged.
+struct ChainLink {
+  // A programmatic dependent launch: the kernel may start while the one before it on the
+  // stream runs; it reads that one's outputs only after griddepcontrol.wait.
+  bool dependent = false;
+  // [bytes] of the start of each weight row slice a warp reads, prefetched into L2 before that
+  // wait (0: none): the L2 prefetch distance.
+  int l2_prefetch_bytes = 0;
+};
+
 // What cudaFuncGetAttributes reports of a compiled kernel, plus the dynamic shared memory a
 // config asks for.
 struct KernelResources {

@@ -35,6 +35,17 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// L2 prefetch of the `bytes` (rounded down to 16; none when <= 0) at `p` (16-byte aligned),
+// cp.async.bulk.prefetch.L2: a hint with no effect on results. A chain link prefetches the
+// start of its weights before pdl_wait().
+__device__ __forceinline__ void prefetch_l2(const void *p, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t size = static_cast<uint32_t>(bytes > 0 ? bytes : 0) & ~15u;
+  if (size > 0)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(size) : "memory");
+#endif
+}
+
 // Whether the current device runs dependent launches (sm_90 and newer); remembered per process.
 inline bool pdl_supported() {
   static const bool supported = [] {

@@ -131,7 +131,8 @@ KernelResources split_k_resources(std::span<const void *const> fns, size_t dynam
 }
 
 LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
-                                   int rows, void *params, void *stream, const void *fn) {
+                                   int rows, void *params, void *stream, const void *fn,
+                                   bool dependent) {
   if ((cta.async != 0 && cta.async != 1) || (cta.async && !kernel.async_fn) || cta.warps_k < 1 ||
       cta.split_k < 1 || cta.warps < 1 || cta.warps % cta.warps_k != 0 ||
       cta.warps * 32 > kernel.max_threads || rows < 1 || n < 1)
@@ -147,7 +148,7 @@ LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &
                         .rows_per_cta = cta.rows_per_cta,
                         .split_k = cta.split_k,
                         .threads = cta.warps * 32};
-  return LaunchStatus::from_cuda(launch_split_k(grid, smem, fn, params, stream));
+  return LaunchStatus::from_cuda(launch_split_k(grid, smem, fn, params, stream, dependent));
 }
 
 } // namespace hone::cuda

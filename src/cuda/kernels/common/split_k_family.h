@@ -138,8 +138,10 @@ bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std:
 // shared memory: the ring kernel when cta.async, whose shared memory must fit the device's
 // opt-in limit (cudaErrorInvalidConfiguration otherwise). `fn` overrides kernel.fn /
 // kernel.async_fn when a family has several entry points per slot (nullptr: the slot's).
-// Refuses (invalid value) a cta the kernel cannot take. Never synchronises.
+// Refuses (invalid value) a cta the kernel cannot take. Never synchronises. `dependent`: a
+// programmatic dependent launch (launch_split_k).
 LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
-                                   int rows, void *params, void *stream, const void *fn = nullptr);
+                                   int rows, void *params, void *stream, const void *fn = nullptr,
+                                   bool dependent = false);
 
 } // namespace hone::cuda

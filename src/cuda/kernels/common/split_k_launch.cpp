@@ -5,7 +5,7 @@
 namespace hone::cuda {
 
 int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kernel, void *params,
-                   void *stream) {
+                   void *stream, bool dependent) {
   cudaLaunchConfig_t launch{};
   launch.gridDim =
       dim3(static_cast<unsigned>((grid.n + grid.outputs_per_cta - 1) / grid.outputs_per_cta),
@@ -14,15 +14,22 @@ int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kern
   launch.blockDim = dim3(static_cast<unsigned>(grid.threads));
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute cluster{};
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
   if (grid.split_k > 1) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = static_cast<unsigned>(grid.split_k);
-    cluster.val.clusterDim.z = 1;
-    launch.attrs = &cluster;
-    launch.numAttrs = 1;
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = 1;
+    attributes[count].val.clusterDim.y = static_cast<unsigned>(grid.split_k);
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
   }
+  if (dependent) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  launch.attrs = count > 0 ? attributes : nullptr;
+  launch.numAttrs = count;
   // What the cudaLaunchKernelEx template does with its arguments: one pointer per parameter.
   void *args[] = {params};
   const cudaError_t status = cudaLaunchKernelExC(&launch, kernel, args);

@@ -51,7 +51,7 @@ int persistent_ctas(const void *kernel, int threads, size_t shared_bytes, int ti
 }
 
 LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t shared_bytes,
-                               void *params, void *stream) {
+                               void *params, void *stream, bool dependent) {
   if (ctas < 1 || threads < 1)
     return LaunchStatus::invalid_value();
   if (shared_bytes > opt_in_limit(kernel))
@@ -61,6 +61,13 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
   launch.blockDim = dim3(static_cast<unsigned>(threads));
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute attribute{};
+  if (dependent) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    launch.attrs = &attribute;
+    launch.numAttrs = 1;
+  }
   void *args[] = {params};
   const cudaError_t status = cudaLaunchKernelExC(&launch, kernel, args);
   if (status != cudaSuccess)

@@ -14,6 +14,11 @@
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+
+#include "cuda/kernels/common/pdl.cuh"
+#include "cuda/kernels/common/split_k_reduce.cuh"
+
 namespace hone::cuda::kernel_detail {
 
 __device__ __forceinline__ uint32_t shared_address(const void *p) {
@@ -148,5 +153,122 @@ struct StageRing {
       mbarrier_arrive(empty + q.stage);
   }
 };
+
+// --- the persistent weight stream of a CTA --------------------------------------------------
+//
+// A persistent grid: CTA c of C owns the contiguous weight-row tiles [c T / C, (c + 1) T / C) of
+// T tiles of `tile_rows` rows, over all of K and every activation row, so every weight byte is
+// read from DRAM once per call. Warp W of the CTA is the producer (stream_weights): its lanes
+// copy each tile in steps of W x kStreamStepBytes of every row, one bulk copy per row and step,
+// into the ring; warps 0..W-1 are consumers, consumer w taking block w of every step. At the end
+// of a tile the consumers' fp32 partials are added in consumer order (stream_store_tile).
+constexpr int kStreamStepBytes = 256;     // [bytes] per weight row, consumer and step
+constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
+constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
+
+// [bytes] one weight row of a stage: W blocks, plus 64 so that the pitch is 64 mod 128 (the 8
+// rows x 64 bytes of one quarter-warp's 16-byte fragment loads hit distinct banks).
+__host__ __device__ constexpr int stream_pitch(int consumer_warps) {
+  return consumer_warps * kStreamStepBytes + 64;
+}
+
+// [bytes] dynamic shared memory of a stream kernel: barriers, the consumers' partials (W x MT x
+// NT x 512: one m16n8 fp32 tile per lane), the ring of `stages` stages of 16 MT rows.
+__host__ __device__ constexpr int stream_shared_bytes(int mt, int nt, int consumer_warps,
+                                                      int stages) {
+  return kStreamBarrierBytes + consumer_warps * mt * nt * 512 +
+         stages * 16 * mt * stream_pitch(consumer_warps);
+}
+
+// One CTA's view of its stream: the ring, the partials, the stages and its tile range.
+struct StreamCta {
+  StageRing ring;
+  float4 *partials;     // consumer partials, [W][MT x NT][32 lanes]
+  uint8_t *stages_base; // stage s at stages_base + s x stage_bytes
+  int pitch, stage_bytes;
+  int tile_begin, tile_end;
+  int lane, warp;
+};
+
+// Lays out `shared` (stream_shared_bytes(mt, nt, consumers, stages)), initialises the ring's
+// barriers and synchronises the CTA (every thread calls it); the CTA's tiles of `tiles`.
+__device__ __forceinline__ StreamCta stream_cta_begin(uint8_t *shared, int mt, int nt,
+                                                      int consumers, int stages, int tiles) {
+  uint64_t *barriers = reinterpret_cast<uint64_t *>(shared);
+  StreamCta s{StageRing{barriers, barriers + stages, stages},
+              reinterpret_cast<float4 *>(shared + kStreamBarrierBytes),
+              shared + kStreamBarrierBytes + consumers * mt * nt * 512,
+              stream_pitch(consumers),
+              16 * mt * stream_pitch(consumers),
+              0,
+              0,
+              static_cast<int>(threadIdx.x) & 31,
+              static_cast<int>(threadIdx.x) >> 5};
+  const int ctas = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x);
+  s.tile_begin = static_cast<int>(static_cast<long long>(cta) * tiles / ctas);
+  s.tile_end = static_cast<int>(static_cast<long long>(cta + 1) * tiles / ctas);
+  if (threadIdx.x == 0)
+    s.ring.init(consumers);
+  __syncthreads();
+  return s;
+}
+
+// The producer warp: rows [t x tile_rows, (t + 1) x tile_rows) of `n` of every tile t of the
+// CTA, `row_bytes` each (a multiple of 16), in `steps` steps of consumers x kStreamStepBytes
+// (the last one shorter), into the ring. L2 policy evict-first: weights are read once. It reads
+// weights only, so it never waits for a previous kernel (programmatic dependent launch).
+__device__ __forceinline__ void stream_weights(const StreamCta &s, const uint8_t *w, int n,
+                                               int row_bytes, int steps, int consumers,
+                                               int tile_rows) {
+  const int step_bytes = consumers * kStreamStepBytes;
+  const uint64_t policy = evict_first_policy();
+  StageCursor q;
+  for (int tile = s.tile_begin; tile < s.tile_end; ++tile) {
+    const int m0 = tile * tile_rows;
+    const int valid_rows = min(tile_rows, n - m0);
+    for (int j = 0; j < steps; ++j, q.advance(s.ring.stages)) {
+      s.ring.acquire_empty(q);
+      const int len = min(step_bytes, row_bytes - j * step_bytes); // > 0 for j < steps
+      if (s.lane == 0)
+        s.ring.expect(q, static_cast<uint32_t>(len * valid_rows));
+      __syncwarp();
+      uint8_t *dst = s.stages_base + q.stage * s.stage_bytes;
+      for (int r = s.lane; r < valid_rows; r += 32)
+        bulk_copy_to_shared(dst + r * s.pitch,
+                            w + static_cast<size_t>(m0 + r) * row_bytes + j * step_bytes,
+                            static_cast<uint32_t>(len), s.ring.full_at(q), policy);
+    }
+  }
+}
+
+// A consumer at the end of tile `m0`: its m16n8 accumulators to the partials, then (consumer
+// warps only: named barrier 1, which the producer never joins) every output of the tile summed
+// over the consumers in order 0..W-1 and stored as bf16 into y [rows, n].
+template <int MT, int NT>
+__device__ __forceinline__ void stream_store_tile(const StreamCta &s, const float (&acc)[MT][NT][4],
+                                                  int consumers, int m0, int n, int rows,
+                                                  uint16_t *y) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      s.partials[(s.warp * MT * NT + mt * NT + nt) * 32 + s.lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+  const int consumer_threads = consumers * 32;
+  named_barrier(1, consumer_threads);
+  const float *partials = reinterpret_cast<const float *>(s.partials);
+  constexpr int TM = 16 * MT;
+  for (int o = static_cast<int>(threadIdx.x); o < TM * NT * 8; o += consumer_threads) {
+    const int m_local = o % TM, r = o / TM;
+    if (m0 + m_local >= n || r >= rows)
+      continue;
+    const int offset = mma_partial_offset<NT>(m_local, r);
+    float sum = 0.0f;
+    for (int c = 0; c < consumers; ++c)
+      sum += partials[c * MT * NT * 128 + offset];
+    y[static_cast<size_t>(r) * n + m0 + m_local] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  }
+  named_barrier(1, consumer_threads);
+}
 
 } // namespace hone::cuda::kernel_detail

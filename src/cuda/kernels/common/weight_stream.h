@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "cuda/kernels/common/kernel_types.h"
 
@@ -33,7 +34,32 @@ inline int stream_first_tile(int cta, int ctas, int tiles) {
 // `stream` with `ctas` CTAs of `threads` threads and `shared_bytes` of dynamic shared memory,
 // raising the kernel's shared-memory limit to the device's opt-in limit at its first launch.
 // cudaErrorInvalidConfiguration when `shared_bytes` exceeds that limit. Never synchronises.
+// `dependent`: a programmatic dependent launch (the kernel waits with griddepcontrol.wait
+// before it reads what the kernel before it on the stream writes; the caller checks that the
+// device has PDL).
 LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t shared_bytes,
-                               void *params, void *stream);
+                               void *params, void *stream, bool dependent = false);
+
+// Appends one stream config per point of the stream path's tactic axes -- consumer warps (= K
+// slices) 1/2/4/8, ring depth 4/8, CTAs per SM 1/2 -- whose shared memory x ctas_per_sm fits
+// kStreamMaxSharedBytes: `base` (its kernel's fields set: rows_per_cta, outputs_per_warp, ...)
+// with the path and those fields. `shared_bytes(config)`: a config's dynamic shared memory.
+template <class Config, class SharedBytes>
+void append_stream_configs(const Config &base, SharedBytes shared_bytes, std::vector<Config> &out) {
+  for (int consumers : {1, 2, 4, 8})
+    for (int stages : {4, 8})
+      for (int per_sm : {1, 2}) {
+        Config c = base;
+        c.path = KernelPath::stream;
+        c.warps = consumers;
+        c.warps_k = consumers;
+        c.split_k = 1;
+        c.async = 0;
+        c.stages = stages;
+        c.ctas_per_sm = per_sm;
+        if (shared_bytes(c) * static_cast<size_t>(per_sm) <= kStreamMaxSharedBytes)
+          out.push_back(c);
+      }
+}
 
 } // namespace hone::cuda

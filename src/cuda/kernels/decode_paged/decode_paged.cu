@@ -11,8 +11,8 @@
 //   kv_heads  (spelled only when not 1) KV heads per CTA, 2/4/8 dividing hkv and warps: warp w
 //             serves KV head w % kv_heads, so one CTA streams whole token rows of kv_heads heads
 //             (fewer, longer contiguous reads); part of the summation order
-//   merge_kernel  (spelled only when 1) the partial states of a split request are merged by a
-//             second kernel instead of the split kernel's last CTA of each (request, KV head);
+//   fused_merge  (spelled only when 1) the partial states of a split request are merged by the
+//             split kernel's last CTA of each (request, KV head) instead of a second kernel;
 //             same result bits
 #include "cuda/kernels/decode_paged/decode_paged.h"
 
@@ -166,7 +166,7 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
       !decode_paged_can_implement(config, args.hkv, args.head_dim, args.page_size, nullptr))
     return LaunchStatus::invalid_value();
   const bool merge = args.split.max_chunks > 1;
-  const bool fused = merge && config.merge_kernel == 0;
+  const bool fused = merge && config.fused_merge == 1;
   if (merge && (args.workspace == nullptr ||
                 args.workspace_bytes < decode_paged_workspace_bytes(args.split, args.hq,
                                                                     args.head_dim)))

@@ -48,14 +48,14 @@
 //      head in one fixed order: part w of 4 (kMergeWarps) takes chunks w, w + 4, ... in
 //      increasing order with an online log-sum-exp (merge_part), then the 4 part states are
 //      combined in part order (merge_finish). Who runs it does not change the arithmetic:
-//      a. fused (the default): the CTA that writes the LAST partial state of its (request,
+//      a. fused_merge=1: the CTA that writes the LAST partial state of its (request,
 //         KV head) merges the G query heads of that KV head, its warps taking the (head,
 //         part) pairs. Arrival: every thread's partial stores, __threadfence, a CTA barrier,
 //         then one atomicAdd on the (request, KV head) counter (release); the CTA that sees
 //         chunks - 1 fences (acquire) and reads the other CTAs' states with ld.global.cg
 //         (L2, coherent), never through the non-coherent path. It puts the counter back to 0,
 //         so the counters stay zero between launches (a replayed graph needs no memset).
-//      b. merge_kernel=1: a second kernel, one CTA per (request, query head), warp w taking
+//      b. the default: a second kernel, one CTA per (request, query head), warp w taking
 //         part w. It is a programmatic dependent launch: its CTAs become resident while the
 //         split kernel's last wave runs (griddepcontrol.launch_dependents at the split
 //         kernel's start) and wait (griddepcontrol.wait) for it to complete before reading.
@@ -632,7 +632,7 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
 
 // --- merge kernel -----------------------------------------------------------------------------
 
-// merge_kernel=1: one CTA per (request, query head), warp w taking part w of the merge.
+// The default merge (fused_merge=0): one CTA per (request, query head), warp w taking part w.
 template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kernel(const Params p) {
   constexpr int kPer = D / 32;
   __shared__ float warp_m[kMergeWarps], warp_s[kMergeWarps];

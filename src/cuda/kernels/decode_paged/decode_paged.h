@@ -25,13 +25,15 @@ namespace hone::cuda {
 
 // One configuration of decode.paged, `decode.paged:kv_chunk=256,warps=4`; the optional fields
 // are spelled only when not at their default, in this order:
-// `decode.paged:kv_chunk=256,warps=8,kv_heads=4,merge_kernel=1`.
+// `decode.paged:kv_chunk=256,warps=8,kv_heads=4,fused_merge=1`.
 struct DecodePagedConfig {
   int kv_chunk = 0; // [tokens] per split of a request's KV, a multiple of page_size; 0: no split
   int warps = 4;    // warps per CTA (2, 4 or 8), each taking every warps-th 16-token tile
-  // 0: the split kernel's last CTA of a (request, KV head) merges its partial states (one
-  // kernel); 1: a second kernel merges them. Same result bits either way.
-  int merge_kernel = 0;
+  // 0: a second kernel (a programmatic dependent launch) merges a split request's partial
+  // states; 1: the split kernel's last CTA of each (request, KV head) merges them (one kernel,
+  // arrival counters). Same result bits either way; the second kernel measured faster on the
+  // H200 at every acceptance config (docs/notes/decode_paged.md).
+  int fused_merge = 0;
   // KV heads per CTA (1, 2, 4 or 8; dividing hkv and warps): warp w serves KV head w %
   // kv_heads and every (warps / kv_heads)-th tile, so one CTA reads whole token rows of
   // kv_heads heads side by side. A CTA still reads each KV byte once.
@@ -65,7 +67,7 @@ struct DecodePagedArgs {
   // Partial states when split.max_chunks > 1: decode_paged_workspace_bytes() bytes.
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
-  // Fused merge (merge_kernel = 0) when split.max_chunks > 1: int32 [batch x hkv] arrival
+  // Fused merge (fused_merge = 1) when split.max_chunks > 1: int32 [batch x hkv] arrival
   // counters, all zero before the launch and left zero by it; not shared with another stream.
   int32_t *counters = nullptr;
   size_t counter_count = 0;
@@ -143,9 +145,9 @@ inline size_t decode_paged_counter_count(int64_t batch, int64_t hkv) {
   return static_cast<size_t>(batch) * static_cast<size_t>(hkv);
 }
 
-// Enqueues the split kernel and, when args.split.max_chunks > 1 and config.merge_kernel, the
+// Enqueues the split kernel and, when args.split.max_chunks > 1 and not config.fused_merge, the
 // merge kernel (a programmatic dependent launch) on `stream` (a cudaStream_t); never
-// synchronises. Without merge_kernel a split batch needs args.counters.
+// synchronises. With fused_merge a split batch needs args.counters.
 // REQUIRES: the device page table equals the host copy the split was computed from; q,
 // k_cache, v_cache, o 16-byte aligned.
 LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePagedArgs &args,

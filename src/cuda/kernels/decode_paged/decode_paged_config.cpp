@@ -85,8 +85,8 @@ Tactic DecodePagedConfig::to_tactic() const {
   Tactic t{kKernel, {{"kv_chunk", kv_chunk}, {"warps", warps}}};
   if (kv_heads != 1)
     t.params.emplace_back("kv_heads", kv_heads);
-  if (merge_kernel != 0)
-    t.params.emplace_back("merge_kernel", merge_kernel);
+  if (fused_merge != 0)
+    t.params.emplace_back("fused_merge", fused_merge);
   return t;
 }
 
@@ -94,7 +94,7 @@ DecodePagedConfig DecodePagedConfig::from_tactic(const Tactic &tactic) {
   const auto not_a_config = [&] {
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() +
                           "' is not a decode.paged config "
-                          "(decode.paged:kv_chunk=N,warps=W[,kv_heads=H][,merge_kernel=1])");
+                          "(decode.paged:kv_chunk=N,warps=W[,kv_heads=H][,fused_merge=1])");
   };
   const size_t n = tactic.params.size();
   if (tactic.kernel != kKernel || n < 2 || tactic.params[0].first != "kv_chunk" ||
@@ -109,12 +109,12 @@ DecodePagedConfig DecodePagedConfig::from_tactic(const Tactic &tactic) {
                             " is not 2, 4 or 8 (1 is spelled by leaving the field out)");
     c.kv_heads = static_cast<int>(h);
   }
-  if (i < n && tactic.params[i].first == "merge_kernel") {
+  if (i < n && tactic.params[i].first == "fused_merge") {
     if (tactic.params[i].second != 1)
-      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': merge_kernel=" +
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': fused_merge=" +
                             str(tactic.params[i].second) +
                             " is not 1 (0 is spelled by leaving the field out)");
-    c.merge_kernel = 1;
+    c.fused_merge = 1;
     ++i;
   }
   if (i != n)
@@ -272,8 +272,8 @@ bool decode_paged_can_implement(const DecodePagedConfig &config, int head_dim, i
                                 std::string *reason) {
   if (config.warps != 2 && config.warps != 4 && config.warps != 8)
     return fail(reason, "warps=" + str(config.warps) + " is not 2, 4 or 8");
-  if (config.merge_kernel != 0 && config.merge_kernel != 1)
-    return fail(reason, "merge_kernel=" + str(config.merge_kernel) + " is not 0 or 1");
+  if (config.fused_merge != 0 && config.fused_merge != 1)
+    return fail(reason, "fused_merge=" + str(config.fused_merge) + " is not 0 or 1");
   if (config.kv_heads != 1 && config.kv_heads != 2 && config.kv_heads != 4 &&
       config.kv_heads != 8)
     return fail(reason, "kv_heads=" + str(config.kv_heads) + " is not 1, 2, 4 or 8");

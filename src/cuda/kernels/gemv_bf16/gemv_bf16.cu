@@ -105,11 +105,6 @@ const StreamEntry kStreamKernels[] = {
     stream_entry<1, 1>(), stream_entry<1, 2>(), stream_entry<2, 1>(),
     stream_entry<2, 2>(), stream_entry<4, 1>(), stream_entry<4, 2>(),
 };
-// Tactic axes of the stream path: consumer warps (= K slices), ring depth, CTAs per SM. A
-// config is listed when its shared memory fits kStreamMaxSharedBytes / ctas_per_sm.
-constexpr int kStreamConsumers[] = {1, 2, 4, 8};
-constexpr int kStreamStages[] = {4, 8};
-constexpr int kStreamCtasPerSm[] = {1, 2};
 
 const StreamEntry *find_stream_kernel(const GemvBf16Config &c) {
   for (const StreamEntry &e : kStreamKernels)
@@ -124,25 +119,13 @@ size_t stream_shared_bytes(const GemvBf16Config &c) {
 }
 
 void add_stream_configs(std::vector<GemvBf16Config> &out) {
-  for (const StreamEntry &e : kStreamKernels)
-    for (int consumers : kStreamConsumers)
-      for (int stages : kStreamStages)
-        for (int per_sm : kStreamCtasPerSm) {
-          GemvBf16Config c;
-          c.path = KernelPath::stream;
-          c.rows_per_cta = e.rows_per_cta;
-          c.outputs_per_warp = e.outputs_per_warp;
-          c.warps = consumers;
-          c.warps_k = consumers;
-          c.split_k = 1;
-          c.async = 0;
-          c.vec = 16;
-          c.stages = stages;
-          c.ctas_per_sm = per_sm;
-          if (stream_shared_bytes(c) * static_cast<size_t>(per_sm) <= kStreamMaxSharedBytes &&
-              (consumers + 1) * 32 <= gemv_bf16_detail::kStreamMaxThreads)
-            out.push_back(c);
-        }
+  for (const StreamEntry &e : kStreamKernels) {
+    GemvBf16Config base;
+    base.rows_per_cta = e.rows_per_cta;
+    base.outputs_per_warp = e.outputs_per_warp;
+    base.vec = 16;
+    append_stream_configs(base, stream_shared_bytes, out);
+  }
 }
 
 std::vector<GemvBf16Config> build_configs() {
@@ -212,7 +195,8 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
     const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
     if (ctas < 1)
       return LaunchStatus::invalid_configuration();
-    return launch_persistent(s->fn, ctas, threads, shared, &p, stream);
+    return launch_persistent(s->fn, ctas, threads, shared, &p, stream,
+                             args.chain.dependent && kernel_detail::pdl_supported());
   }
   const KernelEntry *e = find_kernel(config);
   if (!e || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || config.warps_k < 1 ||
@@ -224,7 +208,9 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   p.y = static_cast<uint16_t *>(args.y);
   set_split_k_params(p, config, args.rows, args.n, args.k);
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
-  return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream);
+  p.prefetch_bytes = args.chain.l2_prefetch_bytes;
+  return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream, nullptr,
+                               args.chain.dependent && kernel_detail::pdl_supported());
 }
 
 } // namespace hone::cuda

@@ -17,6 +17,7 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
@@ -30,6 +31,7 @@ struct Params {
   int rows, n, k;
   int warps_n, warps_k, split_k;
   int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
+  int prefetch_bytes; // [bytes] of each weight row slice prefetched into L2 before pdl_wait
 };
 
 using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
@@ -82,6 +84,19 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
   int c = slice * slice_chunks;
   const int c_end = min(c + slice_chunks, total_chunks);
   const int c_full = min(c_end, p.k / 32); // chunks [c, c_full) need no K guard
+
+  // A chain link: the start of this warp's weight rows into L2, then the wait for the kernel
+  // before (no-ops outside a dependent launch). Nothing before this reads X or writes Y.
+  if (t == 0) {
+    const int bytes = min(p.prefetch_bytes, (min(c_end * 32, p.k) - c * 32) * 2);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        prefetch_l2(wp[mt][h] + c * 32, bytes);
+  }
+  pdl_wait();
+  pdl_launch_dependents();
 
   // Weights and activations of the next J chunks are in flight while the current J are
   // multiplied, so neither DRAM nor L1/L2 latency is exposed per iteration.
@@ -235,6 +250,14 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   const int granules = p.k / 8;
   int gb = slice * p.slice_granules;
   const int ge = min(gb + p.slice_granules, granules);
+  // A chain link: the start of each weight row slice into L2 (lane o takes row o), then the
+  // wait for the kernel before. Nothing before this reads X or writes Y.
+#pragma unroll
+  for (int o = 0; o < O; ++o)
+    if (lane == o)
+      prefetch_l2(wp[o] - 8 * lane + gb * 8, min(p.prefetch_bytes, (ge - gb) * 16));
+  pdl_wait();
+  pdl_launch_dependents();
   for (; gb + 32 * U <= ge; gb += 32 * U) {
     uint4 w[U][O];
     uint4 x[U][R];
@@ -302,15 +325,7 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
 // partials are added in order 0..W-1 (shared memory, consumer warps only). The order is a
 // function of (k, W) alone: never of rows, NT, MT, stages or the grid, so every stream config
 // with W = warps_k consumers is bit-identical per row at every row count.
-constexpr int kStreamStageK = 128;        // [elements] of K per consumer and step
-constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
-constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
-
-// [bytes] one weight row of a stage: W blocks of kStreamStageK bf16, plus 64 so that the pitch
-// is 64 mod 128 (the 8 rows x 64 bytes of one quarter-warp's loads hit distinct banks).
-__host__ __device__ constexpr int stream_pitch(int consumer_warps) {
-  return consumer_warps * kStreamStageK * 2 + 64;
-}
+constexpr int kStreamStageK = kStreamStepBytes / 2; // [elements] of K per consumer and step
 
 struct StreamParams {
   const uint16_t *x; // bf16 [rows, k]
@@ -323,13 +338,6 @@ struct StreamParams {
   int stages;         // ring depth, <= 16
 };
 
-// [bytes] dynamic shared memory of the stream kernel: barriers, the consumers' partials, ring.
-__host__ __device__ constexpr int stream_shared_bytes(int mt, int nt, int consumer_warps,
-                                                      int stages) {
-  return kStreamBarrierBytes + consumer_warps * mt * nt * 512 +
-         stages * 16 * mt * stream_pitch(consumer_warps);
-}
-
 template <int NT, int MT>
 __global__ void __launch_bounds__(kStreamMaxThreads, 1)
     gemv_bf16_stream_kernel(const StreamParams p) {
@@ -338,55 +346,26 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
   constexpr int kChunks = kStreamStageK / 32; // chunks per consumer and step
   extern __shared__ __align__(128) uint8_t stream_shared[];
   const int consumers = p.consumer_warps;
-  uint64_t *barriers = reinterpret_cast<uint64_t *>(stream_shared);
-  const StageRing ring{barriers, barriers + p.stages, p.stages};
-  float4 *partials = reinterpret_cast<float4 *>(stream_shared + kStreamBarrierBytes);
-  uint8_t *stages_base = stream_shared + kStreamBarrierBytes + consumers * MT * NT * 512;
-  const int pitch = stream_pitch(consumers);
-  const int stage_bytes = TM * pitch;
-  const int step_k = consumers * kStreamStageK;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  if (threadIdx.x == 0)
-    ring.init(consumers);
-  __syncthreads();
-
-  const int ctas = static_cast<int>(gridDim.x);
-  const int cta = static_cast<int>(blockIdx.x);
-  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
-  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
-
-  if (warp == consumers) { // producer
-    const uint64_t policy = evict_first_policy();
-    StageCursor q;
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
-      const int m0 = tile * TM;
-      const int valid_rows = min(TM, p.n - m0);
-      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
-        ring.acquire_empty(q);
-        const int len = min(step_k, p.k - j * step_k); // > 0 for j < steps; a multiple of 8
-        if (lane == 0)
-          ring.expect(q, static_cast<uint32_t>(len * 2 * valid_rows));
-        __syncwarp();
-        uint8_t *dst = stages_base + q.stage * stage_bytes;
-        for (int r = lane; r < valid_rows; r += 32)
-          bulk_copy_to_shared(dst + r * pitch, p.w + static_cast<size_t>(m0 + r) * p.k + j * step_k,
-                              static_cast<uint32_t>(len) * 2u, ring.full_at(q), policy);
-      }
-    }
+  const StreamCta s = stream_cta_begin(stream_shared, MT, NT, consumers, p.stages, p.tiles);
+  if (s.warp == consumers) { // producer: weights only, before any wait
+    stream_weights(s, reinterpret_cast<const uint8_t *>(p.w), p.n, p.k * 2, p.steps, consumers, TM);
     return;
   }
+  // Consumers read the activations and write y: only once the previous kernel of a dependent
+  // launch has completed. Every consumer waits, so the CTA completes after that kernel.
+  pdl_wait();
+  pdl_launch_dependents();
 
   // Consumer `warp`: block `warp` of every step.
+  const int lane = s.lane, warp = s.warp;
   const int g = lane >> 2, t = lane & 3;
+  const int step_k = consumers * kStreamStageK;
   const uint16_t *xp[NT]; // activation row g of each n8 tile (the lane's K offset added at use)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
     xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
-  const float *partials_f = reinterpret_cast<const float *>(partials);
-  const int consumer_threads = consumers * 32;
   StageCursor q;
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
+  for (int tile = s.tile_begin; tile < s.tile_end; ++tile) {
     float acc[MT][NT][4];
     zero_accumulators(acc);
     for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
@@ -402,9 +381,9 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
         for (int nt = 0; nt < NT; ++nt)
           x[c][nt] = in_k[c] ? load_activation(xp[nt] + kk) : make_uint4(0, 0, 0, 0);
       }
-      ring.wait_full(q);
+      s.ring.wait_full(q);
       const uint8_t *sw =
-          stages_base + q.stage * stage_bytes + g * pitch + warp * kStreamStageK * 2 + 16 * t;
+          s.stages_base + q.stage * s.stage_bytes + g * s.pitch + warp * kStreamStepBytes + 16 * t;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         uint4 w[MT][2];
@@ -413,8 +392,9 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
             w[mt][h] =
-                in_k[c] ? *reinterpret_cast<const uint4 *>(sw + (mt * 16 + h * 8) * pitch + c * 64)
-                        : make_uint4(0, 0, 0, 0);
+                in_k[c]
+                    ? *reinterpret_cast<const uint4 *>(sw + (mt * 16 + h * 8) * s.pitch + c * 64)
+                    : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -425,29 +405,9 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
                          x[c][nt].w);
           }
       }
-      ring.release(q, lane);
+      s.ring.release(q, lane);
     }
-    // Consumer partials in order (consumer warps only; the producer runs ahead).
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-        partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
-            make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
-    named_barrier(1, consumer_threads);
-    const int m0 = tile * TM;
-    for (int o = static_cast<int>(threadIdx.x); o < TM * NT * 8; o += consumer_threads) {
-      const int m_local = o % TM, r = o / TM;
-      if (m0 + m_local >= p.n || r >= p.rows)
-        continue;
-      const int offset = mma_partial_offset<NT>(m_local, r);
-      float sum = 0.0f;
-      for (int s = 0; s < consumers; ++s)
-        sum += partials_f[s * MT * NT * 128 + offset];
-      p.y[static_cast<size_t>(r) * p.n + m0 + m_local] =
-          __bfloat16_as_ushort(__float2bfloat16_rn(sum));
-    }
-    named_barrier(1, consumer_threads);
+    stream_store_tile<MT, NT>(s, acc, consumers, tile * TM, p.n, p.rows, p.y);
   }
 #endif
 }

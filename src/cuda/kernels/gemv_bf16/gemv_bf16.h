@@ -40,6 +40,7 @@ struct GemvBf16Args {
   int rows = 0, n = 0, k = 0;
   void *workspace = nullptr; // split-K partials; see gemv_bf16_workspace_bytes
   size_t workspace_bytes = 0;
+  ChainLink chain; // a link of a decode step: dependent launch, L2 prefetch
 };
 
 // Every config compiled in (the candidate universe); filter with gemv_bf16_can_implement.

@@ -96,11 +96,6 @@ const StreamEntry kStreamKernels[] = {
     stream_entry<4, 1>(), stream_entry<4, 2>(), stream_entry<4, 4>(),
     stream_entry<8, 1>(), stream_entry<8, 2>(), stream_entry<8, 4>(),
 };
-// Tactic axes of the stream path: consumer warps (= K slices), ring depth, CTAs per SM. A
-// config is listed when its shared memory fits kStreamMaxSharedBytes / ctas_per_sm.
-constexpr int kStreamConsumers[] = {1, 2, 4, 8};
-constexpr int kStreamStages[] = {4, 8};
-constexpr int kStreamCtasPerSm[] = {1, 2};
 
 const StreamEntry *find_stream_kernel(const QmvAffineConfig &c, int bits) {
   for (const StreamEntry &e : kStreamKernels)
@@ -111,7 +106,7 @@ const StreamEntry *find_stream_kernel(const QmvAffineConfig &c, int bits) {
 
 size_t stream_shared_bytes(const QmvAffineConfig &c) {
   return static_cast<size_t>(
-      qmv_affine_detail::stream_shared_bytes(c.rows_per_cta / 8, c.warps_k, c.stages));
+      qmv_affine_detail::stream_shared_bytes(1, c.rows_per_cta / 8, c.warps_k, c.stages));
 }
 
 std::vector<QmvAffineConfig> build_configs(int bits) {
@@ -124,23 +119,12 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
   for (const StreamEntry &e : kStreamKernels)
-    if (e.bits == bits)
-      for (int consumers : kStreamConsumers)
-        for (int stages : kStreamStages)
-          for (int per_sm : kStreamCtasPerSm) {
-            QmvAffineConfig c;
-            c.path = KernelPath::stream;
-            c.rows_per_cta = e.rows_per_cta;
-            c.outputs_per_warp = 16;
-            c.warps = consumers;
-            c.warps_k = consumers;
-            c.split_k = 1;
-            c.async = 0;
-            c.stages = stages;
-            c.ctas_per_sm = per_sm;
-            if (stream_shared_bytes(c) * static_cast<size_t>(per_sm) <= kStreamMaxSharedBytes)
-              out.push_back(c);
-          }
+    if (e.bits == bits) {
+      QmvAffineConfig base;
+      base.rows_per_cta = e.rows_per_cta;
+      base.outputs_per_warp = 16;
+      append_stream_configs(base, stream_shared_bytes, out);
+    }
   return out;
 }
 
@@ -206,7 +190,8 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
     if (ctas < 1)
       return LaunchStatus::invalid_configuration();
-    return launch_persistent(s->fn, ctas, threads, shared, &p, stream);
+    return launch_persistent(s->fn, ctas, threads, shared, &p, stream,
+                             args.chain.dependent && kernel_detail::pdl_supported());
   }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 ||
@@ -224,9 +209,11 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
   p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
+  p.prefetch_bytes = args.chain.l2_prefetch_bytes;
   const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                               reinterpret_cast<const void *>(fn));
+                               reinterpret_cast<const void *>(fn),
+                               args.chain.dependent && kernel_detail::pdl_supported());
 }
 
 } // namespace hone::cuda

@@ -31,6 +31,7 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
@@ -49,8 +50,9 @@ struct Params {
   int groups_per_row; // k / group
   int group_shift;    // log2(group)
   int warps_n, warps_k, split_k;
-  int slice_chunks; // chunks per K slice
-  int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
+  int slice_chunks;   // chunks per K slice
+  int factored;       // 1: group >= chunk, scales applied per chunk to exact-integer products
+  int prefetch_bytes; // [bytes] of each row's packed words of the slice prefetched before pdl_wait
 };
 
 template <int BITS> struct Layout {
@@ -192,6 +194,20 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // docs/notes/qmv_affine.md); the factored ring kernels with four m16 x n8 tiles per warp
   // would spill with it, so they load at use.
   constexpr bool kXAhead = !(S > 0 && FACTORED && NT * MT >= 4);
+
+  // A chain link: the start of this warp's packed words into L2, then the wait for the kernel
+  // before (no-ops outside a dependent launch). Nothing before this reads X or writes Y.
+  if (t == 0) {
+    const int bytes = min(p.prefetch_bytes, (min(c_end * 16, words_per_row) - c * 16) * 4);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        prefetch_l2(qp[mt][h] + c * 16, bytes);
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+
   uint4 x[NT][L::kXVectors];
   if constexpr (kXAhead)
     load_x(c, x);
@@ -465,14 +481,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 // Summation order: each consumer sums its blocks in increasing K; at the end of a tile the W
 // partials are added in order. A function of (bits, k, W) alone, so every stream config with W
 // consumers is bit-identical per row at every row count.
-constexpr int kStreamStageBytes = 256;    // [bytes] per weight row, consumer and step
-constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
-constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
-
-// [bytes] one weight row of a stage, 64 mod 128 (conflict-free fragment loads).
-__host__ __device__ constexpr int stream_pitch(int consumer_warps) {
-  return consumer_warps * kStreamStageBytes + 64;
-}
+constexpr int kStreamStageBytes = kStreamStepBytes; // [bytes] per weight row, consumer and step
 
 struct StreamParams {
   const uint16_t *x;      // bf16 [rows, k]
@@ -489,12 +498,6 @@ struct StreamParams {
   int stages;         // ring depth, <= 16
 };
 
-// [bytes] dynamic shared memory: barriers, the consumers' partials, the ring.
-__host__ __device__ constexpr int stream_shared_bytes(int nt, int consumer_warps, int stages) {
-  return kStreamBarrierBytes + consumer_warps * nt * 512 +
-         stages * 16 * stream_pitch(consumer_warps);
-}
-
 template <int BITS, int NT>
 __global__ void __launch_bounds__(kStreamMaxThreads, 1)
     qmv_affine_stream_kernel(const StreamParams p) {
@@ -505,47 +508,17 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
   constexpr bool kXAhead = !(BITS == 4 && NT == 4);
   extern __shared__ __align__(128) uint8_t stream_shared[];
   const int consumers = p.consumer_warps;
-  uint64_t *barriers = reinterpret_cast<uint64_t *>(stream_shared);
-  const StageRing ring{barriers, barriers + p.stages, p.stages};
-  float4 *partials = reinterpret_cast<float4 *>(stream_shared + kStreamBarrierBytes);
-  uint8_t *stages_base = stream_shared + kStreamBarrierBytes + consumers * NT * 512;
-  const int pitch = stream_pitch(consumers);
-  const int stage_bytes = TM * pitch;
-  const int step_bytes = consumers * kStreamStageBytes; // per row
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  if (threadIdx.x == 0)
-    ring.init(consumers);
-  __syncthreads();
-
-  const int ctas = static_cast<int>(gridDim.x);
-  const int cta = static_cast<int>(blockIdx.x);
-  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
-  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
-  const int row_bytes = p.k / L::kValuesPerWord * 4; // a multiple of 16 (K % 32 == 0)
-
-  if (warp == consumers) { // producer
-    const uint64_t policy = evict_first_policy();
-    StageCursor q;
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
-      const int m0 = tile * TM;
-      const int valid_rows = min(TM, p.n - m0);
-      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
-        ring.acquire_empty(q);
-        const int len = min(step_bytes, row_bytes - j * step_bytes); // > 0 for j < steps
-        if (lane == 0)
-          ring.expect(q, static_cast<uint32_t>(len * valid_rows));
-        __syncwarp();
-        uint8_t *dst = stages_base + q.stage * stage_bytes;
-        const uint8_t *src = reinterpret_cast<const uint8_t *>(p.q);
-        for (int r = lane; r < valid_rows; r += 32)
-          bulk_copy_to_shared(dst + r * pitch,
-                              src + static_cast<size_t>(m0 + r) * row_bytes + j * step_bytes,
-                              static_cast<uint32_t>(len), ring.full_at(q), policy);
-      }
-    }
+  const StreamCta s = stream_cta_begin(stream_shared, 1, NT, consumers, p.stages, p.tiles);
+  if (s.warp == consumers) { // producer: packed words only, before any wait
+    stream_weights(s, reinterpret_cast<const uint8_t *>(p.q), p.n, p.k / L::kValuesPerWord * 4,
+                   p.steps, consumers, TM);
     return;
   }
+  // Consumers read the activations and write y: only once the previous kernel of a dependent
+  // launch has completed. Every consumer waits, so the CTA completes after that kernel.
+  pdl_wait();
+  pdl_launch_dependents();
+  const int lane = s.lane, warp = s.warp;
 
   // Consumer `warp`: block `warp` of every step.
   constexpr int kBlockK = kChunks * L::kChunkK; // [values] per consumer and step
@@ -554,10 +527,8 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
     xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
-  const float *partials_f = reinterpret_cast<const float *>(partials);
-  const int consumer_threads = consumers * 32;
   StageCursor q;
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
+  for (int tile = s.tile_begin; tile < s.tile_end; ++tile) {
     const int m0 = tile * TM;
     const uint16_t *sp[2], *bp[2];
 #pragma unroll
@@ -601,9 +572,9 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
             dst[nt][v] = in_k[c] ? load_activation(xp[nt] + kk + 8 * v) : make_uint4(0, 0, 0, 0);
       };
       load_x(0, x);
-      ring.wait_full(q);
+      s.ring.wait_full(q);
       const uint8_t *sw =
-          stages_base + q.stage * stage_bytes + g * pitch + warp * kStreamStageBytes + 16 * t;
+          s.stages_base + q.stage * s.stage_bytes + g * s.pitch + warp * kStreamStageBytes + 16 * t;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         // The next chunk's activations are loaded before this one is multiplied, except at
@@ -618,7 +589,7 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
         uint4 wq[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          wq[h] = in_k[c] ? *reinterpret_cast<const uint4 *>(sw + h * 8 * pitch + c * 64)
+          wq[h] = in_k[c] ? *reinterpret_cast<const uint4 *>(sw + h * 8 * s.pitch + c * 64)
                           : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int wi = 0; wi < 4; ++wi) {
@@ -665,26 +636,9 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
                 x[nt][v] = x_next[nt][v];
         }
       }
-      ring.release(q, lane);
+      s.ring.release(q, lane);
     }
-    // Consumer partials in order (consumer warps only; the producer runs ahead).
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      partials[(warp * NT + nt) * 32 + lane] =
-          make_float4(acc[0][nt][0], acc[0][nt][1], acc[0][nt][2], acc[0][nt][3]);
-    named_barrier(1, consumer_threads);
-    for (int o = static_cast<int>(threadIdx.x); o < TM * NT * 8; o += consumer_threads) {
-      const int m_local = o % TM, r = o / TM;
-      if (m0 + m_local >= p.n || r >= p.rows)
-        continue;
-      const int offset = mma_partial_offset<NT>(m_local, r);
-      float sum = 0.0f;
-      for (int s = 0; s < consumers; ++s)
-        sum += partials_f[s * NT * 128 + offset];
-      p.y[static_cast<size_t>(r) * p.n + m0 + m_local] =
-          __bfloat16_as_ushort(__float2bfloat16_rn(sum));
-    }
-    named_barrier(1, consumer_threads);
+    stream_store_tile<1, NT>(s, acc, consumers, m0, p.n, p.rows, p.y);
   }
 #endif
 }
