@@ -340,6 +340,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl,
       t.scale = 1.0f / std::sqrt(float(m.head_dim));
       t.kv_indptr_host = st.indptr_host.data();
       t.kv_last_page_len_host = st.last_host.data();
+      t.dependent = pdl;
       ops::decode_paged(t, plan, stream);
     }
     if (on(StepOp::o_proj))

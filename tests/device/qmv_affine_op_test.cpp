@@ -14,16 +14,16 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/gate/bf16_compare.h"
-#include "cuda/ops/affine_dequantize.h"
 #include "cuda/backend/bf16.h"
-#include "cuda/peers/cublas_dequant_affine_linear_peer.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/cuda_check.h"
 #include "cuda/backend/device_buffer.h"
+#include "cuda/gate/bf16_compare.h"
+#include "cuda/ops/affine_dequantize.h"
 #include "cuda/ops/gemv_bf16_reference.h"
 #include "cuda/ops/qmv_affine_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
+#include "cuda/peers/cublas_dequant_affine_linear_peer.h"
 #include "device_test.h"
 #include "hone/dispatcher.h"
 #include "hone/error.h"
@@ -220,8 +220,8 @@ TEST_F(QmvAffineOpTest, GateDiscriminatesWrongWeights) {
       word = out;
     }
     const QmvAffineProblem p = qw.problem();
-    EXPECT_GT(
-        compare_bf16(y, qmv_affine_reference(x, reversed, scales, biases, p)).relative_l2, 0.1)
+    EXPECT_GT(compare_bf16(y, qmv_affine_reference(x, reversed, scales, biases, p)).relative_l2,
+              0.1)
         << "bits=" << bits;
     std::rotate(scales.begin(), scales.begin() + 1, scales.end());
     EXPECT_GT(compare_bf16(y, qmv_affine_reference(x, q, scales, biases, p)).relative_l2, 0.1)
@@ -332,9 +332,10 @@ TEST_F(QmvAffineOpTest, DefaultIsBatchInvariantForRows1To32) {
   }
 }
 
-// A config with other K slicing is gated out of batch-invariant mode by its order alone,
-// whatever one random input shows; it stays admissible in tolerance mode. Configs sharing the
-// default's k_slices must pass the bitwise comparison.
+// A config with another K order (other K slicing, or another path: the stream kernels) is
+// gated out of batch-invariant mode by its order alone, whatever one random input shows; it
+// stays admissible in tolerance mode. Configs sharing the default's path and k_slices must
+// pass the bitwise comparison.
 TEST_F(QmvAffineOpTest, OtherSummationOrderIsGatedInBatchInvariantMode) {
   const TunableOp &op = qmv_op();
   for (int bits : {4, 8}) {
@@ -348,7 +349,7 @@ TEST_F(QmvAffineOpTest, OtherSummationOrderIsGatedInBatchInvariantMode) {
         continue;
       const QmvAffineConfig c = QmvAffineConfig::from_tactic(t);
       const CheckResult r = w->check(t, Numerics::batch_invariant);
-      if (qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
+      if (c.path == single.path && qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
         ++same_order;
         EXPECT_TRUE(r.pass()) << t.str() << ": " << r.reason;
         continue;

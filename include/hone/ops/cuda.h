@@ -102,6 +102,9 @@ struct DecodePagedTensors {
   float scale = 0; // e.g. 1 / sqrt(head_dim)
   // Host copies of kv_indptr and kv_last_page_len, read by the plan (equal to the device ones).
   const int32_t *kv_indptr_host = nullptr, *kv_last_page_len_host = nullptr;
+  // A programmatic dependent launch (a link of a decode step): the split kernel may start while
+  // the kernel before it runs and waits for it before it reads anything.
+  bool dependent = false;
 };
 
 // The split of one decode step, computed on the host from the page table's host copy and

@@ -198,6 +198,7 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   a.page_size = static_cast<int>(t.page_size);
   a.scale = t.scale;
   a.split = {plan.chunks, plan.max_chunks};
+  a.dependent = t.dependent;
   a.workspace_bytes = plan.workspace_bytes;
   if (plan.workspace_bytes > 0)
     a.workspace = workspace_for(stream, plan.workspace_bytes);

@@ -22,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/decode_paged/decode_paged.cuh"
 #include "cuda/kernels/decode_paged/decode_paged_shape.h"
 
@@ -76,40 +77,6 @@ cudaError_t opt_in_shared_memory() {
     return cudaSuccess;
   }();
   return status;
-}
-
-// Programmatic dependent launch needs sm_90; remembered per process (device 0).
-bool dependent_launch_supported() {
-  static const bool supported = [] {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return supported;
-}
-
-LaunchStatus launch_kernel(KernelFn fn, dim3 grid, dim3 block, size_t smem, bool dependent, Params *params,
-                  void *stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attribute{};
-  if (dependent) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  void *args[] = {params};
-  const cudaError_t status = cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(fn), args);
-  return LaunchStatus::from_cuda(
-      static_cast<int>(status != cudaSuccess ? status : cudaGetLastError()));
 }
 
 } // namespace
@@ -208,14 +175,14 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
 
   // item x (hkv / kv_heads) + head group
   const dim3 grid(static_cast<unsigned>(args.split.chunks * (args.hkv / config.kv_heads)));
-  if (const LaunchStatus s =
-          launch_kernel(e->split, grid, dim3(32 * config.warps), smem, false, &p, stream);
+  if (const LaunchStatus s = kernel_detail::launch_maybe_dependent(
+          e->split, grid, dim3(32 * config.warps), smem, stream, args.dependent, p);
       !s.ok() || !merge || fused)
     return s;
-  return launch_kernel(e->merge,
-                       dim3(static_cast<unsigned>(args.batch), static_cast<unsigned>(args.hq)),
-                       dim3(32 * decode_paged_detail::kMergeWarps), 0,
-                       dependent_launch_supported(), &p, stream);
+  // The merge kernel: a dependent launch of the split kernel (where the device has PDL).
+  return kernel_detail::launch_maybe_dependent(
+      e->merge, dim3(static_cast<unsigned>(args.batch), static_cast<unsigned>(args.hq)),
+      dim3(32 * decode_paged_detail::kMergeWarps), 0, stream, true, p);
 }
 
 LaunchStatus decode_paged_check_pages_launch(const int32_t *kv_indices, int64_t begin,

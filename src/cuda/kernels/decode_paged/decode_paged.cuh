@@ -369,9 +369,12 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   __shared__ float part_m[kMaxWarps * kMaxHeads * kMergeWarps];
   __shared__ float part_s[kMaxWarps * kMaxHeads * kMergeWarps];
 
-  // The merge kernel (if any) may launch once every CTA of this grid has started; it waits
-  // for this grid's completion before it reads anything written here.
+  // As a dependent launch (a link of a decode step) this kernel reads q and the new token's
+  // K / V, which the kernels before it write: it waits for them before anything else (a no-op
+  // otherwise). The merge kernel (if any) may launch once every CTA of this grid has started;
+  // it waits for this grid's completion before it reads anything written here.
 #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 

@@ -71,6 +71,8 @@ struct DecodePagedArgs {
   // counters, all zero before the launch and left zero by it; not shared with another stream.
   int32_t *counters = nullptr;
   size_t counter_count = 0;
+  // A programmatic dependent launch of the split kernel (it waits before reading anything).
+  bool dependent = false;
 };
 
 // Tokens of one 16-row tile, the unit a warp loads and multiplies.
