@@ -9,7 +9,7 @@
 //   StageCursor q;                          // per thread, advanced once per step
 //   producer: ring.acquire_empty(q); ring.expect(q, bytes);
 //             bulk_copy_to_shared(dst(q.stage), src, bytes, ring.full_at(q), policy);
-//   consumer: ring.wait_full(q); ... read stage q.stage ...; ring.release(q, lane);
+//   consumer: ring.wait_full(q); ... read stage q.stage ...; ring.release(q, lane);  // each thread
 #pragma once
 
 #include <cstdint>
@@ -96,6 +96,14 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   return policy;
 }
 
+// Orders this thread's prior generic-proxy accesses to shared memory with later async-proxy
+// accesses (bulk copies) that synchronise with it.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
 // Consumer-only barrier (named barrier `id`, `threads` threads): the producer warp never joins.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -116,7 +124,7 @@ struct StageCursor {
 };
 
 // A ring of `stages` shared-memory stages. full[s]: one producer arrival plus the stage's
-// bytes; empty[s]: one arrival per consumer warp.
+// bytes; empty[s]: one arrival per consumer thread.
 struct StageRing {
   uint64_t *full;
   uint64_t *empty;
@@ -129,7 +137,7 @@ struct StageRing {
   __device__ __forceinline__ void init(int consumer_warps) const {
     for (int s = 0; s < stages; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s, static_cast<uint32_t>(consumer_warps));
+      mbarrier_init(empty + s, static_cast<uint32_t>(consumer_warps) * 32u);
     }
     mbarrier_init_fence();
   }
@@ -146,11 +154,12 @@ struct StageRing {
   __device__ __forceinline__ void wait_full(const StageCursor &q) const {
     mbarrier_wait(full + q.stage, q.phase);
   }
-  // Consumer warp: hands step q's stage back (after __syncwarp, one lane).
-  __device__ __forceinline__ void release(const StageCursor &q, int lane) const {
-    __syncwarp();
-    if (lane == 0)
-      mbarrier_arrive(empty + q.stage);
+  // Consumer thread: hands step q's stage back once its own reads of it are done. Every
+  // consumer thread arrives, after a proxy fence: its generic-proxy reads of the stage are
+  // ordered before the producer's next bulk copy (async proxy) into it.
+  __device__ __forceinline__ void release(const StageCursor &q, int /*lane*/) const {
+    fence_proxy_async_shared();
+    mbarrier_arrive(empty + q.stage);
   }
 };
 
