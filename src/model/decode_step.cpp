@@ -227,23 +227,20 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
 
 DecodeStep::~DecodeStep() = default;
 
-void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl, int l2_prefetch_bytes) {
-  run(nullptr, stream, d, pdl, l2_prefetch_bytes);
-}
+void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) { run(nullptr, stream, d, pdl); }
 
 void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
-  run(&op, stream, d, pdl, 0);
+  run(&op, stream, d, pdl);
 }
 
-void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl,
-                     int l2_prefetch_bytes) {
+void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl) {
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;
   const int64_t B = o.batch;
   const int64_t attn_width = m.hq * m.head_dim;
   auto on = [&](StepOp op) { return only == nullptr || *only == op; };
-  const ops::ChainLaunch chain{pdl, l2_prefetch_bytes};
+  const ops::ChainLaunch chain{pdl};
   auto linear = [&](const Linear &l, const void *x, void *y) {
     if (o.bits == 16)
       ops::gemv_bf16(x, l.w, y, B, l.n, l.k, stream, d, chain);

@@ -56,12 +56,11 @@ public:
   DecodeStep &operator=(const DecodeStep &) = delete;
 
   // Enqueues one step on `stream` (a cudaStream_t) with the tactics `d` resolves; never
-  // synchronises. The chain tactics: `pdl`: the small ops and the gemv / qmv linears are
-  // programmatic dependent launches (each loads its weights before it waits for the kernel
-  // before it); `l2_prefetch_bytes`: how much of each weight row slice a linear prefetches into
-  // L2 before that wait. Neither changes a bit of the outputs. Run it once before capturing it
+  // synchronises. The chain tactic `pdl`: every kernel but qmm's is a programmatic dependent
+  // launch (its launch and set-up overlap the tail of the kernel before it, which it waits for
+  // before it reads anything); no bit of the outputs changes. Run it once before capturing it
   // in a CUDA graph (workspaces grow on the first run).
-  void enqueue(void *stream, Dispatcher &d, bool pdl, int l2_prefetch_bytes = 0);
+  void enqueue(void *stream, Dispatcher &d, bool pdl);
   // Only the launches of one kind, every layer, on the same buffers (for the breakdown).
   void enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl);
 
@@ -77,7 +76,7 @@ public:
 
 private:
   struct State;
-  void run(const StepOp *only, void *stream, Dispatcher &d, bool pdl, int l2_prefetch_bytes);
+  void run(const StepOp *only, void *stream, Dispatcher &d, bool pdl);
   std::unique_ptr<State> s_;
 };
 

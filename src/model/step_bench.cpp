@@ -111,11 +111,10 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     StepVariantResult r;
     r.name = v.name;
     r.pdl = v.pdl;
-    r.l2_prefetch_bytes = v.l2_prefetch_bytes;
     // Eager runs first: tactics resolve (a lazy tune may run) and workspaces grow outside any
     // capture.
     step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, v.pdl, v.l2_prefetch_bytes);
+    step.enqueue(s, *v.dispatcher, v.pdl);
     HONE_CUDA_CHECK(cudaStreamSynchronize(s));
     if (v.pdl && options.check_replays > 0) {
       step.enqueue(s, *v.dispatcher, false);
@@ -126,7 +125,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       auto *count = mismatches.as<unsigned long long>();
       Graph check(s, [&] {
-        step.enqueue(s, *v.dispatcher, true, v.l2_prefetch_bytes);
+        step.enqueue(s, *v.dispatcher, true);
         count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
         count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
       });
@@ -137,8 +136,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       r.mismatches = int64_t(host);
       r.check_replays = options.check_replays;
     }
-    graphs.push_back(std::make_unique<Graph>(
-        s, [&] { step.enqueue(s, *v.dispatcher, v.pdl, v.l2_prefetch_bytes); }));
+    graphs.push_back(std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, v.pdl); }));
     out.variants.push_back(std::move(r));
   }
   Events events;

@@ -25,7 +25,6 @@ struct StepVariant {
   std::string name;
   Dispatcher *dispatcher = nullptr;
   bool pdl = false;
-  int l2_prefetch_bytes = 0; // DecodeStep::enqueue's chain tactic
 };
 
 struct StepBenchOptions {
@@ -38,7 +37,6 @@ struct StepBenchOptions {
 struct StepVariantResult {
   std::string name;
   bool pdl = false;
-  int l2_prefetch_bytes = 0;
   double seconds = 0;               // median per step
   double spread = 0;                // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the

@@ -59,11 +59,6 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_option("--check-replays", options_.check_replays,
                    "Graph replays of a PDL step compared bit for bit with PDL off")
       ->capture_default_str();
-  app_->add_option("--l2-prefetch", options_.l2_prefetch,
-                   "L2 prefetch distances of the PDL variants [bytes per weight row slice]")
-      ->delimiter(',')
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
   app_->add_option("--seed", options_.seed, "Weights, cache and inputs")->capture_default_str();
   app_->add_option("--json", options_.json_path, "Also write the results as JSON");
@@ -107,23 +102,16 @@ int StepCommand::run() {
   bo.samples = options_.samples;
   bo.check_replays = options_.check_replays;
   bo.breakdown = !options_.no_breakdown;
-  std::vector<model::StepVariant> variants = {{"default", &defaults, false},
-                                              {"default+pdl", &defaults, true},
-                                              {"tuned", &tuned, false},
-                                              {"tuned+pdl", &tuned, true}};
-  for (int bytes : options_.l2_prefetch)
-    if (bytes > 0)
-      variants.push_back({"tuned+pdl+l2=" + std::to_string(bytes), &tuned, true, bytes});
+  const std::vector<model::StepVariant> variants = {{"default", &defaults, false},
+                                                    {"default+pdl", &defaults, true},
+                                                    {"tuned", &tuned, false},
+                                                    {"tuned+pdl", &tuned, true}};
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
-  // The chain tactic: the fastest tuned variant whose PDL replays were bit-identical to PDL
-  // off, where it beats the tuned PDL-off step by the switch margin (2 %, the tuner's floor);
-  // else PDL off.
-  size_t pick = 2;
-  for (size_t i = 3; i < r.variants.size(); ++i)
-    if (r.variants[i].mismatches == 0 && r.variants[i].seconds < r.variants[pick].seconds)
-      pick = i;
-  if (pick != 2 && !(r.variants[pick].seconds < 0.98 * r.variants[2].seconds))
-    pick = 2;
+  // The chain tactic: PDL where its replays were bit-identical to PDL off and it beats the
+  // tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.
+  const size_t pick =
+      r.variants[3].mismatches == 0 && r.variants[3].seconds < 0.98 * r.variants[2].seconds ? 3
+                                                                                            : 2;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
 
@@ -153,8 +141,7 @@ int StepCommand::run() {
         << fixed(base / v.seconds, 3) << " | " << check << " |\n";
   }
   const model::StepVariantResult &chosen = r.variants[pick];
-  out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off")
-      << ", l2_prefetch=" << chosen.l2_prefetch_bytes << " (" << chosen.name << ", "
+  out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off") << " (" << chosen.name << ", "
       << fixed(r.variants[2].seconds / chosen.seconds, 3) << "x tuned PDL-off, "
       << fixed(base / chosen.seconds, 3) << "x default)\n";
   double sum = 0;
@@ -185,7 +172,6 @@ int StepCommand::run() {
     for (const model::StepVariantResult &v : r.variants)
       j["variants"].push_back({{"name", v.name},
                                {"pdl", v.pdl},
-                               {"l2_prefetch_bytes", v.l2_prefetch_bytes},
                                {"seconds", v.seconds},
                                {"spread", v.spread},
                                {"mismatches", v.mismatches},

@@ -11,7 +11,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "hone/global_options.h"
 
@@ -29,9 +28,6 @@ struct StepOptions {
   int64_t page_size = 16;
   int samples = 9;
   int check_replays = 1000;
-  // L2 prefetch distances [bytes per weight row slice] of the PDL chain variants: each value
-  // above 0 adds a variant "tuned+pdl+l2=N" (the chain tactics measured beside PDL off / on).
-  std::vector<int> l2_prefetch = {1024, 4096};
   bool no_breakdown = false;
   uint64_t seed = 1;
   std::string json_path;

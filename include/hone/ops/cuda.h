@@ -15,18 +15,16 @@ class Dispatcher;
 
 namespace hone::ops::cuda {
 
-// How one call is launched as a link of a chain of kernels on one stream (a model step). Both
-// fields are tactics of the chain (`hone step` measures them), not of the op, and neither
-// changes a bit of the output.
+// How one call is launched as a link of a chain of kernels on one stream (a model step): a
+// tactic of the chain (`hone step` measures it), not of the op, that changes no bit of the
+// output.
 struct ChainLaunch {
   // A programmatic dependent launch: the kernel may start while the kernel before it on the
-  // stream still runs; it loads only its weights before it waits for that kernel to complete
-  // (griddepcontrol.wait), and lets the next kernel start early. Ignored where the device has
-  // no programmatic dependent launch (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
+  // stream still runs (its launch, ramp and set-up overlap that kernel's tail); it waits for
+  // that kernel to complete (griddepcontrol.wait) before it reads or writes anything, and lets
+  // the next kernel start early. Ignored where the device has no programmatic dependent launch
+  // (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
   bool dependent = false;
-  // [bytes] of the start of every weight row slice a warp reads, prefetched into L2 before that
-  // wait (0: none): the L2 prefetch distance.
-  int l2_prefetch_bytes = 0;
 };
 
 // The process-wide dispatcher over the CUDA backend, configured from the environment.

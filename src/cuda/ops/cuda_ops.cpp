@@ -36,7 +36,7 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   args.rows = static_cast<int>(rows);
   args.n = static_cast<int>(n);
   args.k = static_cast<int>(k);
-  args.chain = {chain.dependent, chain.l2_prefetch_bytes};
+  args.chain = {chain.dependent};
   // A vendor tactic (cuBLASLt) is a pick of a tolerance-mode tune.
   if (const auto *vendor = r.compiled.get_if<hone::cuda::GemvBf16VendorConfig>()) {
     check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_vendor_launch(*vendor, args, stream));
@@ -73,7 +73,7 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   args.k = static_cast<int>(k);
   args.bits = bits;
   args.group = group;
-  args.chain = {chain.dependent, chain.l2_prefetch_bytes};
+  args.chain = {chain.dependent};
   check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
 }
 

@@ -36,15 +36,20 @@ private:
   int code_ = 0;
 };
 
-// How a kernel is launched as one link of a chain of kernels on a stream (a decode step); both
-// fields are tactics of the chain, not of the op, and leave the results' bits unchanged.
+// Whether the current device runs programmatic dependent launches (sm_90 and newer);
+// remembered per process. Launchers ask it before they set the launch attribute.
+bool pdl_supported();
+
+// The device's opt-in limit of dynamic shared memory per block, set on `kernel` (a __global__
+// function) at its first call and remembered per kernel; 0 when it cannot be set.
+size_t shared_memory_opt_in(const void *kernel);
+
+// How a kernel is launched as one link of a chain of kernels on a stream (a decode step): a
+// tactic of the chain, not of the op, that leaves the results' bits unchanged.
 struct ChainLink {
   // A programmatic dependent launch: the kernel may start while the one before it on the
   // stream runs; it reads that one's outputs only after griddepcontrol.wait.
   bool dependent = false;
-  // [bytes] of the start of each weight row slice a warp reads, prefetched into L2 before that
-  // wait (0: none): the L2 prefetch distance.
-  int l2_prefetch_bytes = 0;
 };
 
 // What cudaFuncGetAttributes reports of a compiled kernel, plus the dynamic shared memory a

@@ -22,8 +22,8 @@
 namespace hone::cuda::kernel_detail {
 
 // griddepcontrol needs sm_90; on older targets both compile to nothing (no dependent launch
-// is made there: pdl_supported() is false). The memory clobbers keep the compiler from moving
-// loads of activations above the wait or stores below it.
+// is made there: pdl_supported(), kernel_types.h, is false). The memory clobbers keep the compiler
+// from moving loads of activations above the wait or stores below it.
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -33,31 +33,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-// L2 prefetch of the `bytes` (rounded down to 16; none when <= 0) at `p` (16-byte aligned),
-// cp.async.bulk.prefetch.L2: a hint with no effect on results. A chain link prefetches the
-// start of its weights before pdl_wait().
-__device__ __forceinline__ void prefetch_l2(const void *p, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint32_t size = static_cast<uint32_t>(bytes > 0 ? bytes : 0) & ~15u;
-  if (size > 0)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(size) : "memory");
-#endif
-}
-
-// Whether the current device runs dependent launches (sm_90 and newer); remembered per process.
-inline bool pdl_supported() {
-  static const bool supported = [] {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return supported;
 }
 
 // Enqueues kernel<<<grid, block, smem, stream>>>(params), with programmatic stream
@@ -71,7 +46,7 @@ LaunchStatus launch_maybe_dependent(void (*kernel)(Params), dim3 grid, dim3 bloc
   config.dynamicSmemBytes = smem;
   config.stream = static_cast<cudaStream_t>(stream);
   cudaLaunchAttribute attribute{};
-  if (dependent && pdl_supported()) {
+  if (dependent && hone::cuda::pdl_supported()) {
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;

@@ -1,8 +1,6 @@
 #include "cuda/kernels/common/split_k_family.h"
 
 #include <iterator>
-#include <map>
-#include <mutex>
 
 #include <cuda_runtime.h>
 
@@ -16,22 +14,7 @@ namespace {
 // Largest dynamic shared memory `fn` may use: the device's opt-in limit (capped at
 // kSplitKMaxAsyncSharedBytes), set on each ring kernel once, at its first launch.
 size_t opt_in_shared_limit(const void *fn) {
-  static std::mutex mutex;
-  static std::map<const void *, size_t> limits;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = limits.find(fn); it != limits.end())
-    return it->second;
-  size_t limit = 0;
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-          cudaSuccess &&
-      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess)
-    limit = std::min(static_cast<size_t>(optin), kSplitKMaxAsyncSharedBytes);
-  else
-    (void)cudaGetLastError();
-  limits.emplace(fn, limit);
-  return limit;
+  return std::min(shared_memory_opt_in(fn), kSplitKMaxAsyncSharedBytes);
 }
 
 } // namespace

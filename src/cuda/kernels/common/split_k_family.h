@@ -40,6 +40,14 @@ struct SplitKCta {
   bool operator==(const SplitKCta &) const = default;
 };
 
+// The fields the weights-once stream path adds to a family config (weight_stream.h); 0 on
+// the other paths.
+struct StreamRingFields {
+  int stages = 0;      // stream: ring depth
+  int ctas_per_sm = 0; // stream: resident CTAs per SM
+  bool operator==(const StreamRingFields &) const = default;
+};
+
 // (warps_k, split_k, warps_n). Within a family path, shapes with equal warps_k x split_k
 // share the K summation order.
 struct CtaShape {

@@ -1,41 +1,15 @@
 #include "cuda/kernels/common/weight_stream.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include <cuda_runtime.h>
 
 namespace hone::cuda {
 
-namespace {
-
-// The device's opt-in dynamic shared-memory limit, set on `fn` once, at its first launch.
-size_t opt_in_limit(const void *fn) {
-  static std::mutex mutex;
-  static std::map<const void *, size_t> limits;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = limits.find(fn); it != limits.end())
-    return it->second;
-  size_t limit = 0;
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-          cudaSuccess &&
-      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess)
-    limit = static_cast<size_t>(optin);
-  else
-    (void)cudaGetLastError();
-  limits.emplace(fn, limit);
-  return limit;
-}
-
-} // namespace
-
 int persistent_ctas(const void *kernel, int threads, size_t shared_bytes, int tiles,
                     int ctas_per_sm) {
   int device = 0, sms = 0, resident = 0;
-  if (shared_bytes > opt_in_limit(kernel))
+  if (shared_bytes > shared_memory_opt_in(kernel))
     return 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
@@ -54,7 +28,7 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
                                void *params, void *stream, bool dependent) {
   if (ctas < 1 || threads < 1)
     return LaunchStatus::invalid_value();
-  if (shared_bytes > opt_in_limit(kernel))
+  if (shared_bytes > shared_memory_opt_in(kernel))
     return LaunchStatus::invalid_configuration();
   cudaLaunchConfig_t launch{};
   launch.gridDim = dim3(static_cast<unsigned>(ctas));
@@ -73,6 +47,38 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
   if (status != cudaSuccess)
     return LaunchStatus::from_cuda(static_cast<int>(status));
   return LaunchStatus::from_cuda(static_cast<int>(cudaGetLastError()));
+}
+
+StreamShape stream_shape(const void *x, void *y, int rows, int n, int k, int row_bytes,
+                         int tile_rows, const SplitKCta &cta, const StreamRingFields &ring) {
+  StreamShape s;
+  s.x = static_cast<const uint16_t *>(x);
+  s.y = static_cast<uint16_t *>(y);
+  s.rows = rows;
+  s.n = n;
+  s.k = k;
+  s.consumer_warps = cta.warps_k;
+  const int step_bytes = cta.warps_k * kStreamStepBytes;
+  s.steps = (row_bytes + step_bytes - 1) / step_bytes;
+  s.tiles = (n + tile_rows - 1) / tile_rows;
+  s.stages = ring.stages;
+  return s;
+}
+
+bool stream_launch_fits(const SplitKCta &cta, const StreamRingFields &ring, int rows, int chunks) {
+  return rows >= 1 && rows <= cta.rows_per_cta && cta.warps_k >= 1 && cta.warps_k <= 8 &&
+         cta.warps == cta.warps_k && cta.split_k == 1 && cta.warps_k <= chunks &&
+         ring.stages >= 2 && ring.stages <= 16;
+}
+
+LaunchStatus launch_stream_kernel(const void *fn, int consumers, size_t shared_bytes, int tiles,
+                                  int ctas_per_sm, void *params, void *stream, bool dependent) {
+  const int threads = (consumers + 1) * 32;
+  const int ctas = persistent_ctas(fn, threads, shared_bytes, tiles, ctas_per_sm);
+  if (ctas < 1)
+    return LaunchStatus::invalid_configuration();
+  return launch_persistent(fn, ctas, threads, shared_bytes, params, stream,
+                           dependent && pdl_supported());
 }
 
 } // namespace hone::cuda

@@ -18,6 +18,7 @@
 
 #include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
+#include "cuda/kernels/common/weight_stream.h"
 
 namespace hone::cuda::kernel_detail {
 
@@ -171,7 +172,6 @@ struct StageRing {
 // copy each tile in steps of W x kStreamStepBytes of every row, one bulk copy per row and step,
 // into the ring; warps 0..W-1 are consumers, consumer w taking block w of every step. At the end
 // of a tile the consumers' fp32 partials are added in consumer order (stream_store_tile).
-constexpr int kStreamStepBytes = 256;     // [bytes] per weight row, consumer and step
 constexpr int kStreamBarrierBytes = 256;  // full and empty mbarriers, <= 16 stages
 constexpr int kStreamMaxThreads = 9 * 32; // up to 8 consumers and the producer
 
@@ -248,6 +248,16 @@ __device__ __forceinline__ void stream_weights(const StreamCta &s, const uint8_t
                             static_cast<uint32_t>(len), s.ring.full_at(q), policy);
     }
   }
+}
+
+// A consumer's activation rows: row g of each n8 tile (rows past `rows` clamped to the last,
+// whose results are never stored), the lane's K offset added at use.
+template <int NT>
+__device__ __forceinline__ void stream_activation_rows(const uint16_t *(&xp)[NT], const uint16_t *x,
+                                                       int g, int rows, int k) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] = x + static_cast<size_t>(min(nt * 8 + g, rows - 1)) * k;
 }
 
 // A consumer at the end of tile `m0`: its m16n8 accumulators to the partials, then (consumer

@@ -173,30 +173,16 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   if (config.path == KernelPath::stream) {
     const StreamEntry *s = find_stream_kernel(config);
     const int chunks = (args.k + 31) / 32;
-    if (!s || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || args.n < 1 || args.rows < 1 ||
-        args.rows > config.rows_per_cta || config.warps_k < 1 || config.warps != config.warps_k ||
-        config.split_k != 1 || config.warps_k > chunks || config.stages < 2 || config.stages > 16 ||
-        (config.warps_k + 1) * 32 > gemv_bf16_detail::kStreamMaxThreads)
+    if (!s || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || args.n < 1 ||
+        !stream_launch_fits(config, config, args.rows, chunks))
       return LaunchStatus::invalid_value();
     gemv_bf16_detail::StreamParams p;
-    p.x = static_cast<const uint16_t *>(args.x);
+    static_cast<StreamShape &>(p) =
+        stream_shape(args.x, args.y, args.rows, args.n, args.k, args.k * 2, config.outputs_per_warp,
+                     config, config);
     p.w = static_cast<const uint16_t *>(args.w);
-    p.y = static_cast<uint16_t *>(args.y);
-    p.rows = args.rows;
-    p.n = args.n;
-    p.k = args.k;
-    p.consumer_warps = config.warps_k;
-    const int step_k = config.warps_k * gemv_bf16_detail::kStreamStageK;
-    p.steps = (args.k + step_k - 1) / step_k;
-    p.tiles = (args.n + config.outputs_per_warp - 1) / config.outputs_per_warp;
-    p.stages = config.stages;
-    const int threads = (config.warps_k + 1) * 32;
-    const size_t shared = stream_shared_bytes(config);
-    const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
-    if (ctas < 1)
-      return LaunchStatus::invalid_configuration();
-    return launch_persistent(s->fn, ctas, threads, shared, &p, stream,
-                             args.chain.dependent && kernel_detail::pdl_supported());
+    return launch_stream_kernel(s->fn, config.warps_k, stream_shared_bytes(config), p.tiles,
+                                config.ctas_per_sm, &p, stream, args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config);
   if (!e || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || config.warps_k < 1 ||
@@ -208,9 +194,8 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   p.y = static_cast<uint16_t *>(args.y);
   set_split_k_params(p, config, args.rows, args.n, args.k);
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
-  p.prefetch_bytes = args.chain.l2_prefetch_bytes;
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream, nullptr,
-                               args.chain.dependent && kernel_detail::pdl_supported());
+                               args.chain.dependent && pdl_supported());
 }
 
 } // namespace hone::cuda

@@ -31,7 +31,6 @@ struct Params {
   int rows, n, k;
   int warps_n, warps_k, split_k;
   int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
-  int prefetch_bytes; // [bytes] of each weight row slice prefetched into L2 before pdl_wait
 };
 
 using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
@@ -50,6 +49,10 @@ using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
 // fragments, same mma order: bit-identical to S = 0.
 template <int NT, int MT, int J, int MAX_THREADS, int S = 0>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params p) {
+  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
+  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
+  pdl_wait();
+  pdl_launch_dependents();
   extern __shared__ float4 shared_partials[];
   const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<MT, NT>(p);
 
@@ -84,19 +87,6 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
   int c = slice * slice_chunks;
   const int c_end = min(c + slice_chunks, total_chunks);
   const int c_full = min(c_end, p.k / 32); // chunks [c, c_full) need no K guard
-
-  // A chain link: the start of this warp's weight rows into L2, then the wait for the kernel
-  // before (no-ops outside a dependent launch). Nothing before this reads X or writes Y.
-  if (t == 0) {
-    const int bytes = min(p.prefetch_bytes, (min(c_end * 32, p.k) - c * 32) * 2);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        prefetch_l2(wp[mt][h] + c * 32, bytes);
-  }
-  pdl_wait();
-  pdl_launch_dependents();
 
   // Weights and activations of the next J chunks are in flight while the current J are
   // multiplied, so neither DRAM nor L1/L2 latency is exposed per iteration.
@@ -205,6 +195,10 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
 // in granule order, then a fixed butterfly across lanes.
 template <int R, int O, int U, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params p) {
+  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
+  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
+  pdl_wait();
+  pdl_launch_dependents();
   extern __shared__ float4 shared_partials[];
   float *partials = reinterpret_cast<float *>(shared_partials);
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -250,14 +244,6 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   const int granules = p.k / 8;
   int gb = slice * p.slice_granules;
   const int ge = min(gb + p.slice_granules, granules);
-  // A chain link: the start of each weight row slice into L2 (lane o takes row o), then the
-  // wait for the kernel before. Nothing before this reads X or writes Y.
-#pragma unroll
-  for (int o = 0; o < O; ++o)
-    if (lane == o)
-      prefetch_l2(wp[o] - 8 * lane + gb * 8, min(p.prefetch_bytes, (ge - gb) * 16));
-  pdl_wait();
-  pdl_launch_dependents();
   for (; gb + 32 * U <= ge; gb += 32 * U) {
     uint4 w[U][O];
     uint4 x[U][R];
@@ -327,15 +313,8 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
 // with W = warps_k consumers is bit-identical per row at every row count.
 constexpr int kStreamStageK = kStreamStepBytes / 2; // [elements] of K per consumer and step
 
-struct StreamParams {
-  const uint16_t *x; // bf16 [rows, k]
+struct StreamParams : StreamShape {
   const uint16_t *w; // bf16 [n, k]
-  uint16_t *y;       // bf16 [rows, n]
-  int rows, n, k;
-  int consumer_warps; // W = k_slices
-  int steps;          // ring steps per tile: ceil(k / (W kStreamStageK))
-  int tiles;          // ceil(n / TM)
-  int stages;         // ring depth, <= 16
 };
 
 template <int NT, int MT>
@@ -360,10 +339,8 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
   const int lane = s.lane, warp = s.warp;
   const int g = lane >> 2, t = lane & 3;
   const int step_k = consumers * kStreamStageK;
-  const uint16_t *xp[NT]; // activation row g of each n8 tile (the lane's K offset added at use)
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
+  const uint16_t *xp[NT];
+  stream_activation_rows(xp, p.x, g, p.rows, p.k);
   StageCursor q;
   for (int tile = s.tile_begin; tile < s.tile_end; ++tile) {
     float acc[MT][NT][4];

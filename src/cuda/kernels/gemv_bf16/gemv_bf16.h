@@ -21,12 +21,10 @@ namespace hone::cuda {
 // the fma path. The stream path (weights once, persistent grid) reads them as: warps = warps_k
 // = consumer warps = K slices (one producer warp more), outputs_per_warp = weight rows per
 // tile (16 or 32), split_k = 1, async = 0; and adds stages and ctas_per_sm.
-struct GemvBf16Config : SplitKCta {
+struct GemvBf16Config : SplitKCta, StreamRingFields {
   KernelPath path = KernelPath::fma; // fma: CUDA cores; mma: mma.sync, rows on the n dimension;
                                      // stream: weights once through a shared-memory ring
   int vec = 16;                      // bytes per weight load
-  int stages = 0;                    // stream: ring depth (0 on the other paths)
-  int ctas_per_sm = 0;               // stream: resident CTAs per SM (0 on the other paths)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.
   static GemvBf16Config from_tactic(const Tactic &tactic);

@@ -57,8 +57,8 @@ template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr Ker
   return {BITS,
           NT * 8,
           MT * 16,
-          {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0),
-           MAX_THREADS, MT * NT * 128, S * 2 * MT * 512},
+          {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
+           MT * NT * 128, S * 2 * MT * 512},
           {fn0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, true>},
           {async0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, true>}};
 }
@@ -163,35 +163,18 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const int chunks = (args.k + chunk_k - 1) / chunk_k;
     if (!s || args.k < 32 || args.k % 32 != 0 ||
         (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
-        args.n < 1 || args.rows < 1 || args.rows > config.rows_per_cta || config.warps_k < 1 ||
-        config.warps != config.warps_k || config.split_k != 1 || config.warps_k > chunks ||
-        config.stages < 2 || config.stages > 16 ||
-        (config.warps_k + 1) * 32 > qmv_affine_detail::kStreamMaxThreads)
+        args.n < 1 || !stream_launch_fits(config, config, args.rows, chunks))
       return LaunchStatus::invalid_value();
     qmv_affine_detail::StreamParams p;
-    p.x = static_cast<const uint16_t *>(args.x);
+    static_cast<StreamShape &>(p) = stream_shape(args.x, args.y, args.rows, args.n, args.k,
+                                                 args.k / 8 * args.bits, 16, config, config);
     p.q = args.q;
     p.scales = static_cast<const uint16_t *>(args.scales);
     p.biases = static_cast<const uint16_t *>(args.biases);
-    p.y = static_cast<uint16_t *>(args.y);
-    p.rows = args.rows;
-    p.n = args.n;
-    p.k = args.k;
     p.groups_per_row = args.k / args.group;
     p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
-    p.consumer_warps = config.warps_k;
-    const int row_bytes = args.k / 8 * args.bits;
-    const int step_bytes = config.warps_k * qmv_affine_detail::kStreamStageBytes;
-    p.steps = (row_bytes + step_bytes - 1) / step_bytes;
-    p.tiles = (args.n + 15) / 16;
-    p.stages = config.stages;
-    const int threads = (config.warps_k + 1) * 32;
-    const size_t shared = stream_shared_bytes(config);
-    const int ctas = persistent_ctas(s->fn, threads, shared, p.tiles, config.ctas_per_sm);
-    if (ctas < 1)
-      return LaunchStatus::invalid_configuration();
-    return launch_persistent(s->fn, ctas, threads, shared, &p, stream,
-                             args.chain.dependent && kernel_detail::pdl_supported());
+    return launch_stream_kernel(s->fn, config.warps_k, stream_shared_bytes(config), p.tiles,
+                                config.ctas_per_sm, &p, stream, args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 ||
@@ -209,11 +192,10 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
   p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
-  p.prefetch_bytes = args.chain.l2_prefetch_bytes;
   const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
                                reinterpret_cast<const void *>(fn),
-                               args.chain.dependent && kernel_detail::pdl_supported());
+                               args.chain.dependent && pdl_supported());
 }
 
 } // namespace hone::cuda

@@ -50,9 +50,8 @@ struct Params {
   int groups_per_row; // k / group
   int group_shift;    // log2(group)
   int warps_n, warps_k, split_k;
-  int slice_chunks;   // chunks per K slice
-  int factored;       // 1: group >= chunk, scales applied per chunk to exact-integer products
-  int prefetch_bytes; // [bytes] of each row's packed words of the slice prefetched before pdl_wait
+  int slice_chunks; // chunks per K slice
+  int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
 };
 
 template <int BITS> struct Layout {
@@ -129,6 +128,10 @@ template <int MT> struct WeightFragment {
 // its own dequantisation, which keeps its register count down.
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, bool FACTORED>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
+  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
+  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
+  pdl_wait();
+  pdl_launch_dependents();
   using L = Layout<BITS>;
   extern __shared__ float4 shared_partials[];
   const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<MT, NT>(p);
@@ -194,19 +197,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // docs/notes/qmv_affine.md); the factored ring kernels with four m16 x n8 tiles per warp
   // would spill with it, so they load at use.
   constexpr bool kXAhead = !(S > 0 && FACTORED && NT * MT >= 4);
-
-  // A chain link: the start of this warp's packed words into L2, then the wait for the kernel
-  // before (no-ops outside a dependent launch). Nothing before this reads X or writes Y.
-  if (t == 0) {
-    const int bytes = min(p.prefetch_bytes, (min(c_end * 16, words_per_row) - c * 16) * 4);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        prefetch_l2(qp[mt][h] + c * 16, bytes);
-  }
-  pdl_wait();
-  pdl_launch_dependents();
 
   uint4 x[NT][L::kXVectors];
   if constexpr (kXAhead)
@@ -483,19 +473,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 // consumers is bit-identical per row at every row count.
 constexpr int kStreamStageBytes = kStreamStepBytes; // [bytes] per weight row, consumer and step
 
-struct StreamParams {
-  const uint16_t *x;      // bf16 [rows, k]
+struct StreamParams : StreamShape {
   const uint32_t *q;      // [n, k * bits / 32]
   const uint16_t *scales; // bf16 [n, k / group]
   const uint16_t *biases; // bf16 [n, k / group]
-  uint16_t *y;            // bf16 [rows, n]
-  int rows, n, k;
-  int groups_per_row; // k / group
-  int group_shift;    // log2(group)
-  int consumer_warps; // W = k_slices
-  int steps;          // ring steps per tile: ceil(row bytes / (W kStreamStageBytes))
-  int tiles;          // ceil(n / 16)
-  int stages;         // ring depth, <= 16
+  int groups_per_row;     // k / group
+  int group_shift;        // log2(group)
 };
 
 template <int BITS, int NT>
@@ -523,10 +506,8 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
   // Consumer `warp`: block `warp` of every step.
   constexpr int kBlockK = kChunks * L::kChunkK; // [values] per consumer and step
   const int g = lane >> 2, t = lane & 3;
-  const uint16_t *xp[NT]; // activation row g of each n8 tile (the lane's K offset added at use)
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    xp[nt] = p.x + static_cast<size_t>(min(nt * 8 + g, p.rows - 1)) * p.k;
+  const uint16_t *xp[NT];
+  stream_activation_rows(xp, p.x, g, p.rows, p.k);
   StageCursor q;
   for (int tile = s.tile_begin; tile < s.tile_end; ++tile) {
     const int m0 = tile * TM;

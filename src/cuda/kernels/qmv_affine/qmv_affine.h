@@ -27,11 +27,9 @@ namespace hone::cuda {
 // warps = warps_k = consumer warps = K slices (one producer warp more), outputs_per_warp 16
 // (weight rows per tile), split_k 1, async 0; rows <= rows_per_cta; and adds stages and
 // ctas_per_sm.
-struct QmvAffineConfig : SplitKCta {
+struct QmvAffineConfig : SplitKCta, StreamRingFields {
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
                                      // stream: the packed words once through a shared ring
-  int stages = 0;                    // stream: ring depth (0 on the mma path)
-  int ctas_per_sm = 0;               // stream: resident CTAs per SM (0 on the mma path)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
   static QmvAffineConfig from_tactic(const Tactic &tactic);
@@ -67,6 +65,7 @@ inline int qmv_affine_k_slices(const QmvAffineConfig &c) { return c.warps_k * c.
 KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
 // (split-K reduces through cluster shared memory).
-LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args, void *stream);
+LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
+                               void *stream);
 
 } // namespace hone::cuda
