@@ -7,6 +7,7 @@
 
 #include "hone/error.h"
 #include "hone/step_command.h"
+#include "invalid_message.h"
 #include "model/model_spec.h"
 
 namespace hone {
@@ -25,17 +26,7 @@ std::string quoted(const char *text) {
   return out;
 }
 
-// The message of the Error(invalid_argument) that `call` throws; fails the test otherwise.
-template <class F> std::string invalid_message(F call) {
-  try {
-    call();
-  } catch (const Error &e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no invalid_argument thrown";
-  return "";
-}
+using testing::invalid_message;
 
 TEST(StepArguments, QuantAndContextParse) {
   EXPECT_EQ(cli::parse_quant("bf16"), (std::pair<int, int>{16, 0}));
