@@ -82,6 +82,23 @@ void require_aligned(const void *pointer, size_t alignment, const char *function
   }
 }
 
+// A pointer argument and its name in the messages.
+struct NamedPointer {
+  const char *name;
+  const void *pointer;
+};
+
+// require() / require_aligned() on each of `args` in order: the first bad one is named.
+void require(const char *function, std::initializer_list<NamedPointer> args) {
+  for (const NamedPointer &a : args)
+    require(a.pointer, function, a.name);
+}
+void require_aligned(size_t alignment, const char *function,
+                     std::initializer_list<NamedPointer> args) {
+  for (const NamedPointer &a : args)
+    require_aligned(a.pointer, alignment, function, a.name);
+}
+
 // Copies `text` to the caller's buffer (see "Strings" in hone.h).
 void write_string(const std::string &text, char *out, size_t capacity, size_t *length,
                   const char *function) {
@@ -198,11 +215,7 @@ hone_status affine_linear_bf16(const char *function, const char *op, const void 
                                int64_t rows, int64_t n, int64_t k, int32_t bits, int32_t group,
                                Run run) {
   return guarded([&] {
-    require(x, function, "x");
-    require(q, function, "q");
-    require(scales, function, "scales");
-    require(biases, function, "biases");
-    require(y, function, "y");
+    require(function, {{"x", x}, {"q", q}, {"scales", scales}, {"biases", biases}, {"y", y}});
     // Everything is judged before the device, so bad input reads the same everywhere.
     check_affine(n, k, bits, group, function);
     if (rows < 1 || rows > 16384)
@@ -211,9 +224,7 @@ hone_status affine_linear_bf16(const char *function, const char *op, const void 
     if (n % 8 != 0)
       fail(HONE_ERROR_INVALID_ARGUMENT,
            std::string(function) + ": n=" + std::to_string(n) + " is not a multiple of 8");
-    require_aligned(x, 16, function, "x");
-    require_aligned(q, 16, function, "q");
-    require_aligned(y, 16, function, "y");
+    require_aligned(16, function, {{"x", x}, {"q", q}, {"y", y}});
     const hone::TunableOp *found = hone::Registry::global().find(op, "cuda");
     if (found)
       found->validate(hone::Shape{{rows, n, k, bits, group}, hone::DType::bf16});
@@ -409,18 +420,13 @@ hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, const void *s
                                  int32_t bits, int32_t group, void *stream) {
   return guarded([&] {
     const char *function = "hone_qmv_affine_bf16";
-    require(x, function, "x");
-    require(q, function, "q");
-    require(scales, function, "scales");
-    require(biases, function, "biases");
-    require(y, function, "y");
+    require(function, {{"x", x}, {"q", q}, {"scales", scales}, {"biases", biases}, {"y", y}});
     // Everything is judged before the device, so bad input reads the same everywhere.
     check_affine(n, k, bits, group, function);
     if (rows < 1 || rows > 32)
       fail(HONE_ERROR_INVALID_ARGUMENT,
            std::string(function) + ": rows=" + std::to_string(rows) + " outside 1..32");
-    require_aligned(x, 16, function, "x");
-    require_aligned(q, 16, function, "q");
+    require_aligned(16, function, {{"x", x}, {"q", q}});
     if (const hone::TunableOp *op = hone::Registry::global().find("qmv.affine", "cuda"))
       op->validate(hone::Shape{{rows, n, k, bits, group}, hone::DType::bf16});
     require_cuda(function);
@@ -435,25 +441,24 @@ hone_status hone_qmv_affine_bf16(const void *x, const uint32_t *q, const void *s
 hone_status hone_qmm_affine_bf16(const void *x, const uint32_t *q, const void *scales,
                                  const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
                                  int32_t bits, int32_t group, void *stream) {
-  return affine_linear_bf16("hone_qmm_affine_bf16", "qmm.affine", x, q, scales, biases, y, rows, n,
-                            k, bits, group, [&] {
+  return affine_linear_bf16(
+      "hone_qmm_affine_bf16", "qmm.affine", x, q, scales, biases, y, rows, n, k, bits, group, [&] {
 #ifdef HONE_WITH_CUDA
-                              hone::ops::cuda::qmm_affine(x, q, scales, biases, y, rows, n, k,
-                                                          bits, group, stream);
+        hone::ops::cuda::qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream);
 #else
                               (void)stream;
 #endif
-                            });
+      });
 }
 
 hone_status hone_quantized_linear_bf16(const void *x, const uint32_t *q, const void *scales,
                                        const void *biases, void *y, int64_t rows, int64_t n,
                                        int64_t k, int32_t bits, int32_t group, void *stream) {
-  return affine_linear_bf16("hone_quantized_linear_bf16", "quantized_linear", x, q, scales,
-                            biases, y, rows, n, k, bits, group, [&] {
+  return affine_linear_bf16("hone_quantized_linear_bf16", "quantized_linear", x, q, scales, biases,
+                            y, rows, n, k, bits, group, [&] {
 #ifdef HONE_WITH_CUDA
-                              hone::ops::cuda::quantized_linear(x, q, scales, biases, y, rows, n,
-                                                                k, bits, group, stream);
+                              hone::ops::cuda::quantized_linear(x, q, scales, biases, y, rows, n, k,
+                                                                bits, group, stream);
 #else
                               (void)stream;
 #endif
@@ -465,19 +470,18 @@ hone_status hone_decode_paged_bf16(const void *q, const void *k_cache, const voi
                                    const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
                                    const int32_t *kv_last_page_len_host, void *o, float *lse,
                                    int64_t batch, int64_t num_pages, int64_t hq, int64_t hkv,
-                                   int64_t head_dim, int64_t page_size, float scale,
-                                   void *stream) {
+                                   int64_t head_dim, int64_t page_size, float scale, void *stream) {
   return guarded([&] {
     const char *function = "hone_decode_paged_bf16";
-    require(q, function, "q");
-    require(k_cache, function, "k_cache");
-    require(v_cache, function, "v_cache");
-    require(kv_indptr, function, "kv_indptr");
-    require(kv_indices, function, "kv_indices");
-    require(kv_last_page_len, function, "kv_last_page_len");
-    require(kv_indptr_host, function, "kv_indptr_host");
-    require(kv_last_page_len_host, function, "kv_last_page_len_host");
-    require(o, function, "o");
+    require(function, {{"q", q},
+                       {"k_cache", k_cache},
+                       {"v_cache", v_cache},
+                       {"kv_indptr", kv_indptr},
+                       {"kv_indices", kv_indices},
+                       {"kv_last_page_len", kv_last_page_len},
+                       {"kv_indptr_host", kv_indptr_host},
+                       {"kv_last_page_len_host", kv_last_page_len_host},
+                       {"o", o}});
     // Everything the host can judge is judged before the device, so bad input reads the same
     // everywhere (the page table from its host copy).
     if (batch < 1)
@@ -486,10 +490,7 @@ hone_status hone_decode_paged_bf16(const void *q, const void *k_cache, const voi
     if (num_pages < 1)
       fail(HONE_ERROR_INVALID_ARGUMENT,
            std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
-    require_aligned(q, 16, function, "q");
-    require_aligned(k_cache, 16, function, "k_cache");
-    require_aligned(v_cache, 16, function, "v_cache");
-    require_aligned(o, 16, function, "o");
+    require_aligned(16, function, {{"q", q}, {"k_cache", k_cache}, {"v_cache", v_cache}, {"o", o}});
 #ifdef HONE_WITH_CUDA
     hone::ops::cuda::decode_paged_validate(kv_indptr_host, kv_last_page_len_host, batch, hq, hkv,
                                            head_dim, page_size);
@@ -526,8 +527,8 @@ namespace {
 // The shape of a CUDA op, judged before the device so that bad input reads the same everywhere.
 void validate_cuda_shape(const char *op, std::initializer_list<int64_t> dims) {
   if (const hone::TunableOp *found = hone::Registry::global().find(op, "cuda"))
-    found->validate(hone::Shape{std::span<const int64_t>(dims.begin(), dims.size()),
-                                hone::DType::bf16});
+    found->validate(
+        hone::Shape{std::span<const int64_t>(dims.begin(), dims.size()), hone::DType::bf16});
 }
 
 } // namespace
@@ -537,18 +538,13 @@ hone_status hone_rmsnorm_bf16(const void *x, const void *residual, void *residua
                               void *stream) {
   return guarded([&] {
     const char *function = "hone_rmsnorm_bf16";
-    require(x, function, "x");
-    require(w, function, "w");
-    require(out, function, "out");
+    require(function, {{"x", x}, {"w", w}, {"out", out}});
     if (residual)
       require(residual_out, function, "residual_out");
     validate_cuda_shape("rmsnorm", {rows, hidden, residual ? 1 : 0});
-    require_aligned(x, 16, function, "x");
-    require_aligned(w, 16, function, "w");
-    require_aligned(out, 16, function, "out");
+    require_aligned(16, function, {{"x", x}, {"w", w}, {"out", out}});
     if (residual) {
-      require_aligned(residual, 16, function, "residual");
-      require_aligned(residual_out, 16, function, "residual_out");
+      require_aligned(16, function, {{"residual", residual}, {"residual_out", residual_out}});
     }
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
@@ -573,12 +569,9 @@ hone_status hone_rope_bf16(void *q, void *k, const int32_t *positions, int64_t r
                            double theta, const double *llama3_scaling, void *stream) {
   return guarded([&] {
     const char *function = "hone_rope_bf16";
-    require(q, function, "q");
-    require(k, function, "k");
-    require(positions, function, "positions");
+    require(function, {{"q", q}, {"k", k}, {"positions", positions}});
     validate_cuda_shape("rope", {rows, hq, hkv, head_dim});
-    require_aligned(q, 16, function, "q");
-    require_aligned(k, 16, function, "k");
+    require_aligned(16, function, {{"q", q}, {"k", k}});
     require_aligned(positions, 4, function, "positions");
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
@@ -610,28 +603,24 @@ hone_status hone_kv_append_bf16(const void *k, const void *v, void *k_cache, voi
                                 const int32_t *kv_indptr, const int32_t *kv_indices,
                                 const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
                                 const int32_t *kv_last_page_len_host, int64_t batch,
-                                int64_t num_pages, int64_t hkv, int64_t head_dim,
-                                int64_t page_size, int64_t k_stride, int64_t v_stride,
-                                void *stream) {
+                                int64_t num_pages, int64_t hkv, int64_t head_dim, int64_t page_size,
+                                int64_t k_stride, int64_t v_stride, void *stream) {
   return guarded([&] {
     const char *function = "hone_kv_append_bf16";
-    require(k, function, "k");
-    require(v, function, "v");
-    require(k_cache, function, "k_cache");
-    require(v_cache, function, "v_cache");
-    require(kv_indptr, function, "kv_indptr");
-    require(kv_indices, function, "kv_indices");
-    require(kv_last_page_len, function, "kv_last_page_len");
-    require(kv_indptr_host, function, "kv_indptr_host");
-    require(kv_last_page_len_host, function, "kv_last_page_len_host");
+    require(function, {{"k", k},
+                       {"v", v},
+                       {"k_cache", k_cache},
+                       {"v_cache", v_cache},
+                       {"kv_indptr", kv_indptr},
+                       {"kv_indices", kv_indices},
+                       {"kv_last_page_len", kv_last_page_len},
+                       {"kv_indptr_host", kv_indptr_host},
+                       {"kv_last_page_len_host", kv_last_page_len_host}});
     validate_cuda_shape("kv_append", {batch, hkv, head_dim, page_size});
     if (num_pages < 1)
       fail(HONE_ERROR_INVALID_ARGUMENT,
            std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
-    require_aligned(k, 16, function, "k");
-    require_aligned(v, 16, function, "v");
-    require_aligned(k_cache, 16, function, "k_cache");
-    require_aligned(v_cache, 16, function, "v_cache");
+    require_aligned(16, function, {{"k", k}, {"v", v}, {"k_cache", k_cache}, {"v_cache", v_cache}});
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
     hone::ops::cuda::KvAppendTensors t;
@@ -662,13 +651,11 @@ hone_status hone_silu_mul_bf16(const void *gate, const void *up, void *out, int6
                                int64_t inter, void *stream) {
   return guarded([&] {
     const char *function = "hone_silu_mul_bf16";
-    require(gate, function, "gate");
-    require(out, function, "out");
+    require(function, {{"gate", gate}, {"out", out}});
     validate_cuda_shape("silu_mul", {rows, inter});
     require_aligned(gate, 16, function, "gate");
     if (up)
-      require_aligned(up, 16, function, "up");
-    require_aligned(out, 16, function, "out");
+      require_aligned(16, function, {{"up", up}, {"out", out}});
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
     hone::ops::cuda::SiluMulTensors t;
@@ -721,8 +708,8 @@ hone_status hone_tune(const char *op_name, const int64_t *dims, int32_t rank, co
     write_string(pick.tactic.str(), out, capacity, length, "hone_tune");
     if (!pick.save_error.empty())
       fail(HONE_ERROR_RUNTIME, "hone_tune: tuned " + pick.entry.key + " (pick " +
-                                   pick.tactic.str() + ", written to out) but could not save it: " +
-                                   pick.save_error);
+                                   pick.tactic.str() +
+                                   ", written to out) but could not save it: " + pick.save_error);
   });
 }
 

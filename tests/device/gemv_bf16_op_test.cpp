@@ -38,6 +38,7 @@ namespace {
 
 using testing::check_every_tactic;
 using testing::DeviceTest;
+using testing::expect_default_first_and_distinct;
 using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_spill_rule;
@@ -83,10 +84,7 @@ TEST(GemvBf16OpHostTest, OpIdentityAndBuckets) {
   EXPECT_EQ(op.buckets().map(shape_of(6, {4096, 4096})).value()[0], 6);
   const std::vector<Tactic> c = op.candidates(b);
   ASSERT_FALSE(c.empty());
-  EXPECT_EQ(c.front(), op.default_tactic(b));
-  for (size_t i = 0; i < c.size(); ++i)
-    for (size_t j = i + 1; j < c.size(); ++j)
-      EXPECT_NE(c[i], c[j]) << "duplicate candidate " << c[i].str();
+  expect_default_first_and_distinct(c, op.default_tactic(b));
 }
 
 TEST(GemvBf16OpHostTest, ValidateNamesTheBadValue) {

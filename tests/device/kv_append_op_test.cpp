@@ -24,6 +24,7 @@ namespace {
 using testing::check_every_tactic;
 using testing::DeviceTest;
 using testing::download_bf16;
+using testing::expect_default_first_and_distinct;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
 using testing::random_bf16;
@@ -45,10 +46,7 @@ TEST(KvAppendOpHostTest, OpIdentityBucketsAndCandidates) {
   EXPECT_EQ(op.buckets().describe(b), "batch=16,hkv=8,head_dim=128,page_size=16");
   const std::vector<Tactic> c = op.candidates(b);
   ASSERT_GT(c.size(), 2u);
-  EXPECT_EQ(c.front(), op.default_tactic(b));
-  for (size_t i = 0; i < c.size(); ++i)
-    for (size_t j = i + 1; j < c.size(); ++j)
-      EXPECT_NE(c[i], c[j]) << "duplicate candidate " << c[i].str();
+  expect_default_first_and_distinct(c, op.default_tactic(b));
 }
 
 TEST(KvAppendOpHostTest, GateTableCoversTheSlotsOnce) {

@@ -99,6 +99,15 @@ inline bool expect_spill_rule(const Workload &w, const Tactic &tactic, const Ker
   return true;
 }
 
+// The candidates of a bucket: the default first, none twice.
+inline void expect_default_first_and_distinct(const std::vector<Tactic> &c, const Tactic &def) {
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c.front(), def);
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t j = i + 1; j < c.size(); ++j)
+      EXPECT_NE(c[i], c[j]) << "duplicate candidate " << c[i].str();
+}
+
 // op.validate(s) must throw Error(invalid_argument) whose message contains `needle`.
 inline void expect_invalid(const TunableOp &op, const Shape &s, const std::string &needle) {
   try {

@@ -25,6 +25,7 @@ namespace {
 using testing::check_every_tactic;
 using testing::DeviceTest;
 using testing::download_bf16;
+using testing::expect_default_first_and_distinct;
 using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
@@ -48,10 +49,7 @@ TEST(RopeOpHostTest, OpIdentityBucketsAndCandidates) {
   EXPECT_EQ(op.buckets().describe(b), "rows=16,hq=32,hkv=8,head_dim=128");
   const std::vector<Tactic> c = op.candidates(b);
   ASSERT_GT(c.size(), 2u);
-  EXPECT_EQ(c.front(), op.default_tactic(b));
-  for (size_t i = 0; i < c.size(); ++i)
-    for (size_t j = i + 1; j < c.size(); ++j)
-      EXPECT_NE(c[i], c[j]) << "duplicate candidate " << c[i].str();
+  expect_default_first_and_distinct(c, op.default_tactic(b));
 }
 
 TEST(RopeOpHostTest, ValidateNamesTheBadValue) {

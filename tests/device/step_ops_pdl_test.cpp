@@ -32,6 +32,27 @@ using testing::upload;
 
 class StepOpsPdlTest : public DeviceTest {};
 
+// `body` (the poison, then the dependent chain) captured once in a CUDA graph on `stream` and
+// replayed `replays` times: how many replays' `outputs()` differ from `serial`.
+int mismatched_replays(cudaStream_t stream, const std::function<void()> &body,
+                       const std::function<std::vector<uint16_t>()> &outputs,
+                       const std::vector<uint16_t> &serial, int replays) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  body();
+  HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  int mismatched = 0;
+  for (int i = 0; i < replays; ++i) {
+    HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    mismatched += outputs() != serial ? 1 : 0;
+  }
+  HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+  return mismatched;
+}
+
 TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
   const int rows = 4, inter = 2048, hq = 8, hkv = 4, head_dim = 128; // 2 inter = (hq + 2 hkv) D
   const int page_size = 16, num_pages = 8;
@@ -131,22 +152,15 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
     written += serial[i] != 0xffffu ? 1 : 0;
   ASSERT_EQ(written, wide) << "the serial chain left outputs unwritten";
 
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  poison();
-  chain(true);
-  HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const int replays = reduced_shapes() ? 20 : 1000;
-  int mismatched = 0;
-  for (int i = 0; i < replays; ++i) {
-    HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    mismatched += outputs() != serial ? 1 : 0;
-  }
+  const int mismatched = mismatched_replays(
+      stream,
+      [&] {
+        poison();
+        chain(true);
+      },
+      outputs, serial, replays);
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays";
-  HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  HONE_CUDA_CHECK(cudaGraphDestroy(graph));
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -271,22 +285,15 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
     finite += (v & 0x7f80u) != 0x7f80u ? 1 : 0;
   ASSERT_EQ(finite, act) << "the serial chain left outputs unwritten or not finite:" << paths;
 
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  poison();
-  chain(true);
-  HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const int replays = reduced_shapes() ? 20 : 1000;
-  int mismatched = 0;
-  for (int i = 0; i < replays; ++i) {
-    HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    mismatched += outputs() != serial ? 1 : 0;
-  }
+  const int mismatched = mismatched_replays(
+      stream,
+      [&] {
+        poison();
+        chain(true);
+      },
+      outputs, serial, replays);
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays;" << paths;
-  HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  HONE_CUDA_CHECK(cudaGraphDestroy(graph));
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

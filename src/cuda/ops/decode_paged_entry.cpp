@@ -48,8 +48,8 @@ const char *chosen_source(Source source) {
 void require_plan_matches(const DecodePagedTensors &t, const DecodePagedPlan &plan) {
   const auto same = [&](const char *name, int64_t want, int64_t got) {
     if (want != got)
-      HONE_INVALID_ARGUMENT(std::string(kOp) + ": the plan was made for " + name + "=" +
-                            str(want) + ", the call has " + name + "=" + str(got));
+      HONE_INVALID_ARGUMENT(std::string(kOp) + ": the plan was made for " + name + "=" + str(want) +
+                            ", the call has " + name + "=" + str(got));
   };
   same("batch", plan.batch, t.batch);
   same("hq", plan.hq, t.hq);
@@ -80,8 +80,8 @@ void check_pages(const DecodePagedTensors &t, const DecodePagedPlan &plan, void 
   if (position == kDecodePagedNoBadPage)
     return;
   int32_t page = 0;
-  HONE_CUDA_CHECK(cudaMemcpyAsync(&page, t.kv_indices + position, sizeof page,
-                                  cudaMemcpyDeviceToHost, s));
+  HONE_CUDA_CHECK(
+      cudaMemcpyAsync(&page, t.kv_indices + position, sizeof page, cudaMemcpyDeviceToHost, s));
   HONE_CUDA_CHECK(cudaStreamSynchronize(s));
   HONE_INVALID_ARGUMENT("decode.paged: kv_indices[" + str(position) + "]=" + str(page) +
                         " is outside [0, num_pages=" + str(t.num_pages) +
@@ -92,9 +92,8 @@ void check_pages(const DecodePagedTensors &t, const DecodePagedPlan &plan, void 
 
 DecodePagedPlan decode_paged_plan_with(const int32_t *kv_indptr_host,
                                        const int32_t *kv_last_page_len_host, int64_t batch,
-                                       int64_t hq, int64_t hkv, int64_t head_dim,
-                                       int64_t page_size, std::optional<int> kv_chunk_override,
-                                       Dispatcher &d) {
+                                       int64_t hq, int64_t hkv, int64_t head_dim, int64_t page_size,
+                                       std::optional<int> kv_chunk_override, Dispatcher &d) {
   decode_paged_validate_heads(hq, hkv, head_dim, page_size);
   if (batch < 1 || batch >= std::numeric_limits<int32_t>::max())
     HONE_INVALID_ARGUMENT("decode.paged: batch=" + str(batch) + " is outside 1..2^31 - 2");
@@ -198,7 +197,7 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   a.page_size = static_cast<int>(t.page_size);
   a.scale = t.scale;
   a.split = {plan.chunks, plan.max_chunks};
-  a.dependent = t.dependent;
+  a.chain = {t.dependent};
   a.workspace_bytes = plan.workspace_bytes;
   if (plan.workspace_bytes > 0)
     a.workspace = workspace_for(stream, plan.workspace_bytes);
@@ -215,11 +214,9 @@ namespace hone::ops::cuda {
 
 DecodePagedPlan decode_paged_plan(const int32_t *kv_indptr_host,
                                   const int32_t *kv_last_page_len_host, int64_t batch, int64_t hq,
-                                  int64_t hkv, int64_t head_dim, int64_t page_size,
-                                  Dispatcher &d) {
-  return hone::cuda::decode_paged_plan_with(kv_indptr_host, kv_last_page_len_host, batch, hq,
-                                            hkv, head_dim, page_size, settings().decode_kv_chunk,
-                                            d);
+                                  int64_t hkv, int64_t head_dim, int64_t page_size, Dispatcher &d) {
+  return hone::cuda::decode_paged_plan_with(kv_indptr_host, kv_last_page_len_host, batch, hq, hkv,
+                                            head_dim, page_size, settings().decode_kv_chunk, d);
 }
 
 DecodePagedPlan decode_paged_plan(const int32_t *kv_indptr_host,

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/kernel_types.h"
+
 namespace hone::cuda {
 
 int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kernel, void *params,
@@ -23,7 +25,7 @@ int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kern
     attributes[count].val.clusterDim.z = 1;
     ++count;
   }
-  if (dependent) {
+  if (dependent && pdl_supported()) {
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;

@@ -23,9 +23,8 @@ struct SplitKGrid {
 // Enqueues `kernel` (a __global__ function whose one parameter is the struct at `params`) on
 // `stream` (a cudaStream_t) with `shared_bytes` of dynamic shared memory. Returns the
 // cudaError_t of the launch, else of cudaGetLastError() after it, as int (0 = ok); never
-// synchronises. `dependent`: a programmatic dependent launch (the kernel waits with
-// griddepcontrol.wait before it reads what the kernel before it writes; the caller checks that
-// the device has PDL).
+// synchronises. `dependent`: a programmatic dependent launch where the device has it (the
+// kernel waits with griddepcontrol.wait before it reads what the kernel before it writes).
 int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kernel, void *params,
                    void *stream, bool dependent = false);
 

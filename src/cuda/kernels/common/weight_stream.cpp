@@ -36,7 +36,7 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);
   cudaLaunchAttribute attribute{};
-  if (dependent) {
+  if (dependent && pdl_supported()) {
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     launch.attrs = &attribute;
@@ -77,8 +77,7 @@ LaunchStatus launch_stream_kernel(const void *fn, int consumers, size_t shared_b
   const int ctas = persistent_ctas(fn, threads, shared_bytes, tiles, ctas_per_sm);
   if (ctas < 1)
     return LaunchStatus::invalid_configuration();
-  return launch_persistent(fn, ctas, threads, shared_bytes, params, stream,
-                           dependent && pdl_supported());
+  return launch_persistent(fn, ctas, threads, shared_bytes, params, stream, dependent);
 }
 
 } // namespace hone::cuda

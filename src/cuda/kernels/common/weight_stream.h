@@ -38,9 +38,8 @@ inline int stream_first_tile(int cta, int ctas, int tiles) {
 // `stream` with `ctas` CTAs of `threads` threads and `shared_bytes` of dynamic shared memory,
 // raising the kernel's shared-memory limit to the device's opt-in limit at its first launch.
 // cudaErrorInvalidConfiguration when `shared_bytes` exceeds that limit. Never synchronises.
-// `dependent`: a programmatic dependent launch (the kernel waits with griddepcontrol.wait
-// before it reads what the kernel before it on the stream writes; the caller checks that the
-// device has PDL).
+// `dependent`: a programmatic dependent launch where the device has it (the kernel waits with
+// griddepcontrol.wait before it reads what the kernel before it on the stream writes).
 LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t shared_bytes,
                                void *params, void *stream, bool dependent = false);
 

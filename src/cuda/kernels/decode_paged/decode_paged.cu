@@ -134,9 +134,9 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
     return LaunchStatus::invalid_value();
   const bool merge = args.split.max_chunks > 1;
   const bool fused = merge && config.fused_merge == 1;
-  if (merge && (args.workspace == nullptr ||
-                args.workspace_bytes < decode_paged_workspace_bytes(args.split, args.hq,
-                                                                    args.head_dim)))
+  if (merge &&
+      (args.workspace == nullptr ||
+       args.workspace_bytes < decode_paged_workspace_bytes(args.split, args.hq, args.head_dim)))
     return LaunchStatus::invalid_value();
   if (fused && (args.counters == nullptr ||
                 args.counter_count < decode_paged_counter_count(args.batch, args.hkv)))
@@ -159,8 +159,8 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
   if (merge) {
     auto *base = static_cast<unsigned char *>(args.workspace);
     p.partial_lse = reinterpret_cast<float *>(base);
-    p.partial_o = reinterpret_cast<float *>(base + decode_paged_partial_o_offset(args.split,
-                                                                                args.hq));
+    p.partial_o =
+        reinterpret_cast<float *>(base + decode_paged_partial_o_offset(args.split, args.hq));
     p.counters = fused ? args.counters : nullptr;
   }
   p.batch = args.batch;
@@ -176,7 +176,7 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
   // item x (hkv / kv_heads) + head group
   const dim3 grid(static_cast<unsigned>(args.split.chunks * (args.hkv / config.kv_heads)));
   if (const LaunchStatus s = kernel_detail::launch_maybe_dependent(
-          e->split, grid, dim3(32 * config.warps), smem, stream, args.dependent, p);
+          e->split, grid, dim3(32 * config.warps), smem, stream, args.chain.dependent, p);
       !s.ok() || !merge || fused)
     return s;
   // The merge kernel: a dependent launch of the split kernel (where the device has PDL).
@@ -185,9 +185,8 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
       dim3(32 * decode_paged_detail::kMergeWarps), 0, stream, true, p);
 }
 
-LaunchStatus decode_paged_check_pages_launch(const int32_t *kv_indices, int64_t begin,
-                                             int64_t end, int num_pages, int32_t *first_bad,
-                                             void *stream) {
+LaunchStatus decode_paged_check_pages_launch(const int32_t *kv_indices, int64_t begin, int64_t end,
+                                             int num_pages, int32_t *first_bad, void *stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   if (cudaError_t e = cudaMemsetAsync(first_bad, 0x7f, sizeof(int32_t), s); e != cudaSuccess)
     return LaunchStatus::from_cuda(static_cast<int>(e));

@@ -52,14 +52,14 @@ struct DecodePagedSplit {
 };
 
 struct DecodePagedArgs {
-  const void *q = nullptr;                  // bf16 [batch, hq, head_dim]
-  const void *k_cache = nullptr;            // bf16 [num_pages, page_size, hkv, head_dim]
-  const void *v_cache = nullptr;            // bf16 [num_pages, page_size, hkv, head_dim]
-  const int32_t *kv_indptr = nullptr;       // device [batch + 1]
-  const int32_t *kv_indices = nullptr;      // device [kv_indptr[batch]]
+  const void *q = nullptr;                   // bf16 [batch, hq, head_dim]
+  const void *k_cache = nullptr;             // bf16 [num_pages, page_size, hkv, head_dim]
+  const void *v_cache = nullptr;             // bf16 [num_pages, page_size, hkv, head_dim]
+  const int32_t *kv_indptr = nullptr;        // device [batch + 1]
+  const int32_t *kv_indices = nullptr;       // device [kv_indptr[batch]]
   const int32_t *kv_last_page_len = nullptr; // device [batch]
-  void *o = nullptr;                        // bf16 [batch, hq, head_dim]
-  float *lse = nullptr;                     // float [batch, hq], natural log; nullptr: skipped
+  void *o = nullptr;                         // bf16 [batch, hq, head_dim]
+  float *lse = nullptr;                      // float [batch, hq], natural log; nullptr: skipped
   int batch = 0, hq = 0, hkv = 0, head_dim = 0, page_size = 0;
   float scale = 0; // softmax scale, e.g. 1 / sqrt(head_dim)
   // From the host copy of kv_indptr (decode_paged_split): the grid and whether to merge.
@@ -71,8 +71,7 @@ struct DecodePagedArgs {
   // counters, all zero before the launch and left zero by it; not shared with another stream.
   int32_t *counters = nullptr;
   size_t counter_count = 0;
-  // A programmatic dependent launch of the split kernel (it waits before reading anything).
-  bool dependent = false;
+  ChainLink chain; // a link of a decode step: the split kernel waits before reading anything
 };
 
 // Tokens of one 16-row tile, the unit a warp loads and multiplies.
@@ -153,12 +152,12 @@ inline size_t decode_paged_counter_count(int64_t batch, int64_t hkv) {
 // REQUIRES: the device page table equals the host copy the split was computed from; q,
 // k_cache, v_cache, o 16-byte aligned.
 LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePagedArgs &args,
-                        void *stream);
+                                 void *stream);
 // HONE_CHECK_PAGES: enqueues a scan of kv_indices[begin, end) that records in *first_bad (a
 // device int) the smallest position whose page is outside [0, num_pages), after setting it
 // to kDecodePagedNoBadPage; never synchronises.
 inline constexpr int32_t kDecodePagedNoBadPage = 0x7f7f7f7f;
 LaunchStatus decode_paged_check_pages_launch(const int32_t *kv_indices, int64_t begin, int64_t end,
-                                    int num_pages, int32_t *first_bad, void *stream);
+                                             int num_pages, int32_t *first_bad, void *stream);
 
 } // namespace hone::cuda

@@ -195,7 +195,7 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   set_split_k_params(p, config, args.rows, args.n, args.k);
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream, nullptr,
-                               args.chain.dependent && pdl_supported());
+                               args.chain.dependent);
 }
 
 } // namespace hone::cuda

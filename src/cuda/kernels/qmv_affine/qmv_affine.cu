@@ -194,8 +194,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
   const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                               reinterpret_cast<const void *>(fn),
-                               args.chain.dependent && pdl_supported());
+                               reinterpret_cast<const void *>(fn), args.chain.dependent);
 }
 
 } // namespace hone::cuda
