@@ -100,15 +100,23 @@ inline nlohmann::json tune_json(const TuneReport &report) {
   return j;
 }
 
-// The two lines a matrix program starts with: the device, then the method and the measured
-// read bandwidth [bytes/second].
-inline void print_header(Backend &backend, int samples, double read_bandwidth) {
+// "cold" or "warm", as reports and JSON spell the mode.
+inline const char *mode_name(bool cold) { return cold ? "cold" : "warm"; }
+// How the mode measures, for a header or a caption.
+inline const char *mode_text(bool cold) {
+  return cold ? "cold LLC (rotating input copies, or an LLC flush between samples)"
+              : "warm LLC (one input copy reused, no flush)";
+}
+
+// The two lines a matrix program starts with: the device, then the method, the mode and the
+// measured read bandwidth [bytes/second].
+inline void print_header(Backend &backend, int samples, double read_bandwidth, bool cold) {
   const DeviceInfo &info = backend.info();
   std::printf("device: %s, %d SMs, L2 %zu MiB, cc %s, %s, driver %s\n", info.model.c_str(),
               info.compute_units, info.llc_bytes >> 20, info.compute_capability.c_str(),
               info.runtime_version.c_str(), info.driver_version.c_str());
-  std::printf("method: %s, cold L2, %d samples per median; measured read bandwidth %.0f GB/s\n",
-              backend.method_id().c_str(), samples, read_bandwidth / 1e9);
+  std::printf("method: %s, %s, %d samples per median; measured read bandwidth %.0f GB/s\n",
+              backend.method_id().c_str(), mode_text(cold), samples, read_bandwidth / 1e9);
   std::fflush(stdout);
 }
 
@@ -122,15 +130,15 @@ inline nlohmann::json device_json(const DeviceInfo &info) {
 }
 
 // The fields of the JSON document every matrix program writes, its tunes included; the program
-// adds "peer", "results" and its geometric means.
+// adds "peer", "results" and its geometric means. `cold`: the mode of the tunes and the timing.
 inline nlohmann::json matrix_doc(const std::string &benchmark, Backend &backend, int samples,
                                  double read_bandwidth,
-                                 const std::map<std::string, TuneReport> &tuned) {
+                                 const std::map<std::string, TuneReport> &tuned, bool cold) {
   nlohmann::json doc;
   doc["benchmark"] = benchmark;
   doc["device"] = device_json(backend.info());
   doc["method"] = backend.method_id();
-  doc["mode"] = "cold";
+  doc["mode"] = mode_name(cold);
   doc["samples"] = samples;
   doc["read_bandwidth_bytes_per_s"] = read_bandwidth;
   doc["tunes"] = nlohmann::json::array();

@@ -5,10 +5,16 @@
 // representation (bf16 weights against int4) is named as such by its registration and
 // reported apart, never as hone's speedup.
 //
+// --warm measures warm instead: one input copy reused, no LLC flush, for the tunes as for the
+// timing. Each bucket is then tuned by a warm TuningStore without a file, so the pick is what a
+// warm cache would hold (its metadata method ends in "+warm"); no run of op_matrix reads or
+// writes the tuning cache. The header, the table's caption and the JSON ("mode") say which.
+//
 //   op_matrix --op gemv.bf16 --set quick --json out.json
 //   op_matrix --op qmv.affine --shapes my_shapes.txt --peers none
 //   op_matrix --op decode.paged --also decode.paged:kv_chunk=0
 //   op_matrix --op gemv.bf16 --numerics tolerance   # cuBLASLt among the candidates too
+//   op_matrix --op rmsnorm --set quick --warm        # warm LLC: what an L2-resident op sees
 //
 // With --numerics tolerance, gemv.bf16's tune also weighs cuBLASLt's heuristic algorithms
 // (vendor tactics). hone's own best kernel of the tune is then timed too, as "best_own", so
@@ -32,6 +38,7 @@
 #include "hone/error.h"
 #include "hone/registry.h"
 #include "hone/tune.h"
+#include "hone/tuning_store.h"
 #include "matrix_common.h"
 #include "shape_list.h"
 
@@ -51,6 +58,7 @@ struct Options {
   std::string json_path;
   int samples = 7;      // per median, for every subject
   std::string numerics; // of the tunes: batch_invariant or tolerance; empty: the op's default
+  bool warm = false;    // tune and time warm (one input copy, no flush); default cold
 };
 
 // One timed subject of a point: a tactic of the op or a peer.
@@ -95,13 +103,14 @@ std::vector<std::string> split_commas(const std::string &text) {
   return out;
 }
 
-// Tunes the bucket of `p.shape` once per bucket (kept in `tuned`), then times default, pick,
-// extras and peers round-robin on one workload. Throws Error for a shape the op rejects or
-// a default or pick that cannot run it.
+// Tunes the bucket of `p.shape` once per bucket (kept in `tuned`) with `store` (whose mode is
+// tune_options.measure.cold's), then times default, pick, extras and peers round-robin on one
+// workload in the same mode. Throws Error for a shape the op rejects or a default or pick that
+// cannot run it.
 void measure(hone::Backend &backend, const hone::TunableOp &op,
              const std::vector<std::pair<std::string, const hone::PeerFactory *>> &peers,
              const std::vector<hone::Tactic> &also, int samples,
-             const hone::TuneOptions &tune_options,
+             const hone::TuneOptions &tune_options, const hone::TuningStore &store,
              std::map<std::string, hone::TuneReport> &tuned, Point &p) {
   op.validate(p.shape);
   const std::optional<hone::Shape> bucket = op.buckets().map(p.shape);
@@ -109,7 +118,7 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   p.bucket = op.buckets().describe(*bucket);
   auto it = tuned.find(p.bucket);
   if (it == tuned.end())
-    it = tuned.emplace(p.bucket, hone::tune_bucket(backend, op, *bucket, tune_options)).first;
+    it = tuned.emplace(p.bucket, store.tune(op, *bucket, tune_options)).first;
   const hone::TuneResult &r = it->second.result;
   p.candidates = static_cast<int>(r.candidates.size());
   for (const hone::CandidateReport &c : r.candidates)
@@ -151,8 +160,9 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
     p.skipped.push_back(t.str() + ": " + reason);
   }
   const hone::DeviceInfo &info = backend.info();
-  const hone::RotationPlan plan = hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(),
-                                                      info.memory_budget_bytes, /*cold=*/true);
+  const hone::RotationPlan plan =
+      hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(), info.memory_budget_bytes,
+                          tune_options.measure.cold);
   workload->set_rotation(plan.copies);
   p.copies = workload->rotation();
   p.flush = plan.flush;
@@ -178,7 +188,7 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
     labels.push_back(peers[i].first);
     launches.push_back([&, i](int copy) { made[i]->run(copy); });
   }
-  hone::Measurement m(backend.timer(), &backend, {});
+  hone::Measurement m(backend.timer(), &backend, tune_options.measure);
   // One batch for every subject, calibrated on the default: identical sample context.
   p.batch = m.calibrate(launches[0], p.copies);
   std::vector<size_t> order(launches.size());
@@ -261,7 +271,8 @@ int run(const Options &o) {
   const std::vector<hone::Shape> shapes = hone::bench::read_shape_list(shapes_path, *op, o.set);
 
   const double read_bandwidth = backend.measure_read_bandwidth().value_or(0);
-  hone::bench::print_header(backend, o.samples, read_bandwidth);
+  const bool cold = !o.warm;
+  hone::bench::print_header(backend, o.samples, read_bandwidth, cold);
   std::printf("op: %s (%s), %zu shapes (%s set of %s), peers: %s\n", o.op.c_str(),
               backend_name.c_str(), shapes.size(), o.set.c_str(), shapes_path.string().c_str(),
               wanted.empty() ? "none" : o.peers.c_str());
@@ -271,8 +282,12 @@ int run(const Options &o) {
   if (!o.numerics.empty())
     tune_options.numerics =
         o.numerics == "tolerance" ? hone::Numerics::tolerance : hone::Numerics::batch_invariant;
+  tune_options.measure.cold = cold;
   const hone::Numerics numerics = tune_options.numerics.value_or(op->default_numerics());
-  std::printf("tunes: %s numerics\n", hone::to_string(numerics));
+  std::printf("tunes: %s numerics, %s\n", hone::to_string(numerics), hone::bench::mode_name(cold));
+  // The tunes' store: no file (nothing is read from or written to the tuning cache), in the
+  // run's mode, so a warm run's picks are warm tunes' picks.
+  const hone::TuningStore store(backend, std::nullopt, cold);
 
   std::map<std::string, hone::TuneReport> tuned;
   std::vector<Point> points;
@@ -281,7 +296,7 @@ int run(const Options &o) {
     p.shape = shape;
     p.shape_text = op->buckets().describe(shape);
     try {
-      measure(backend, *op, peers, also, o.samples, tune_options, tuned, p);
+      measure(backend, *op, peers, also, o.samples, tune_options, store, tuned, p);
     } catch (const hone::Error &e) {
       p.error = e.what();
       std::fprintf(stderr, "%s: %s\n", p.shape_text.c_str(), e.what());
@@ -308,7 +323,8 @@ int run(const Options &o) {
         over_pick[s.label].push_back(s.t / p.t("pick"));
   }
   nlohmann::json doc =
-      hone::bench::matrix_doc("op_matrix", backend, o.samples, read_bandwidth, tuned);
+      hone::bench::matrix_doc("op_matrix", backend, o.samples, read_bandwidth, tuned, cold);
+  doc["cache_method"] = store.metadata().method; // what a cache entry of these tunes would carry
   doc["op"] = o.op;
   doc["backend"] = backend_name;
   doc["set"] = o.set;
@@ -335,7 +351,8 @@ int run(const Options &o) {
     columns.push_back(t);
   for (const auto &[name, f] : peers)
     columns.push_back(name);
-  std::printf("\n| shape |");
+  std::printf("\n%s, %s: %s\n\n| shape |", o.op.c_str(), hone::bench::mode_name(cold),
+              hone::bench::mode_text(cold));
   for (const std::string &c : columns)
     std::printf(" %s us |", c.c_str());
   std::printf(" pick/default |");
@@ -392,7 +409,8 @@ int run(const Options &o) {
 
 int main(int argc, char **argv) {
   Options o;
-  CLI::App app{"An op's benchmark matrix: default vs tuned pick vs peers, cold L2, interleaved"};
+  CLI::App app{"An op's benchmark matrix: default vs tuned pick vs peers, cold L2 (or --warm), "
+               "interleaved"};
   app.add_option("--op", o.op, "op name, e.g. gemv.bf16")->required();
   app.add_option("--backend", o.backend, "cpu or cuda (default: the best present)");
   app.add_option("--shapes", o.shapes, "shape list file (default: bench/shapes/<op>.txt)");
@@ -405,6 +423,8 @@ int main(int argc, char **argv) {
                  "numerics of the tunes: batch_invariant or tolerance (default: the op's; "
                  "tolerance admits gemv.bf16's cuBLASLt candidates)")
       ->check(CLI::IsMember({"batch_invariant", "tolerance"}));
+  app.add_flag("--warm", o.warm,
+               "tune and time warm: one input copy reused, no LLC flush (default: cold)");
   bool quick = false;
   app.add_flag("--quick", quick, "the quick set (same as --set quick)");
   CLI11_PARSE(app, argc, argv);

@@ -35,6 +35,17 @@ lm_head) + K and V of context + 1 tokens per request, every layer (DecodeStep::k
     # [--samples 9] [--read-bandwidth 4455] (GB/s; default: measured with torch.sum)
     # [--seed 1] [--device cpu] (a smoke test: eager, time.perf_counter, no graph)
 
+With --from DIR (what `hone step --export DIR` wrote: config.json, model.safetensors,
+step.safetensors, step.json and hone's outputs as .npy) it times nothing: it runs hone's exact
+step once (the same weights, input and cached K and V), compares the final hidden state, the
+logits and every layer's appended K and V with hone's (relative L2 and max |error|, printed and
+written as JSON), and exits 1 where one lies beyond the bf16 bound (compare_bound; derived in
+docs/notes/decode_step.md):
+
+    ./build/tools/hone/hone step --model models/qwen2.5-0.5b.json --batch 2 --context 100 \
+        --export out/step-qwen
+    python3 bench/peers/decode_step_torch.py --from out/step-qwen [--json out/compare.json]
+
 Prints the Markdown table; writes the JSON (a header and a list of records) and the Markdown
 where asked. A config that does not fit in the free device memory is skipped with a note.
 Checks on every config: the logits are finite, and (CUDA) a graph replay's logits match an
@@ -306,41 +317,53 @@ def need_bytes(spec, batch, context, gqa):
     return int(total * 1.02) + (256 << 20)
 
 
+def random_tensors(spec, batch, context, device, seed):
+    """Random seeded weights, caches and input of one (model, batch, context): the tensors a
+    Step runs on (layers: a list of dicts; final_norm, lm_head, input)."""
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+
+    def uniform(shape, scale, offset=0.0):
+        t = torch.empty(shape, device=device, dtype=torch.bfloat16)
+        return t.uniform_(offset - scale, offset + scale, generator=g)
+
+    def linear(n, k):
+        return uniform((n, k), math.sqrt(3.0 / k))
+
+    m = spec
+    layers = []
+    for _ in range(m.layers):
+        layers.append({
+            "norm1": uniform((m.hidden,), 0.1, 1.0),
+            "qkv": linear(m.qkv_width, m.hidden),
+            "qkv_bias": uniform((m.qkv_width,), 0.1) if m.qkv_bias else None,
+            "o": linear(m.hidden, m.attn_width),
+            "norm2": uniform((m.hidden,), 0.1, 1.0),
+            "gate_up": linear(2 * m.inter, m.hidden),
+            "down": linear(m.hidden, m.inter),
+            "k_cache": uniform((batch, m.hkv, context + 1, m.head_dim), 1.0),
+            "v_cache": uniform((batch, m.hkv, context + 1, m.head_dim), 1.0),
+        })
+    return {"layers": layers, "final_norm": uniform((m.hidden,), 0.1, 1.0),
+            "lm_head": linear(m.vocab, m.hidden), "input": uniform((batch, m.hidden), 1.0)}
+
+
 class Step:
-    """Random seeded weights, caches and input of one (model, batch, context); calling it runs
-    one decode step and leaves the logits in self.logits [batch, vocab]."""
+    """The weights, caches and input of one (model, batch, context): random and seeded, or
+    `tensors` (random_tensors' form, e.g. load_export's); calling it runs one decode step and
+    leaves the logits in self.logits [batch, vocab], the final norm's output in self.hidden
+    [batch, hidden] and the new token's K and V at position `context` of every layer's cache."""
 
-    def __init__(self, spec, batch, context, device, seed, gqa):
+    def __init__(self, spec, batch, context, device, seed, gqa, tensors=None):
         self.spec, self.batch, self.context, self.gqa = spec, batch, context, gqa
-        g = torch.Generator(device=device)
-        g.manual_seed(seed)
-
-        def uniform(shape, scale, offset=0.0):
-            t = torch.empty(shape, device=device, dtype=torch.bfloat16)
-            return t.uniform_(offset - scale, offset + scale, generator=g)
-
-        def linear(n, k):
-            return uniform((n, k), math.sqrt(3.0 / k))
-
-        m = spec
-        self.layers = []
-        for _ in range(m.layers):
-            self.layers.append({
-                "norm1": uniform((m.hidden,), 0.1, 1.0),
-                "qkv": linear(m.qkv_width, m.hidden),
-                "qkv_bias": uniform((m.qkv_width,), 0.1) if m.qkv_bias else None,
-                "o": linear(m.hidden, m.attn_width),
-                "norm2": uniform((m.hidden,), 0.1, 1.0),
-                "gate_up": linear(2 * m.inter, m.hidden),
-                "down": linear(m.hidden, m.inter),
-                "k_cache": uniform((batch, m.hkv, context + 1, m.head_dim), 1.0),
-                "v_cache": uniform((batch, m.hkv, context + 1, m.head_dim), 1.0),
-            })
-        self.final_norm = uniform((m.hidden,), 0.1, 1.0)
-        self.lm_head = linear(m.vocab, m.hidden)
-        self.input = uniform((batch, m.hidden), 1.0)
-        self.logits = torch.empty(batch, m.vocab, device=device, dtype=torch.bfloat16)
-        self.cos, self.sin = rope_cos_sin(m, context, device)
+        if tensors is None:
+            tensors = random_tensors(spec, batch, context, device, seed)
+        self.layers = tensors["layers"]
+        self.final_norm, self.lm_head = tensors["final_norm"], tensors["lm_head"]
+        self.input = tensors["input"]
+        self.logits = torch.empty(batch, spec.vocab, device=device, dtype=torch.bfloat16)
+        self.hidden = None
+        self.cos, self.sin = rope_cos_sin(spec, context, device)
 
     def rope(self, x):  # x [batch, heads, D]
         half = self.spec.head_dim // 2
@@ -377,8 +400,8 @@ class Step:
             gate, up = F.linear(h, layer["gate_up"]).chunk(2, dim=-1)
             mlp_out = F.linear(F.silu(gate) * up, layer["down"])
         resid = resid + mlp_out
-        h = F.rms_norm(resid, shape, self.final_norm, m.rms_eps)
-        torch.matmul(h, self.lm_head.t(), out=self.logits)
+        self.hidden = F.rms_norm(resid, shape, self.final_norm, m.rms_eps)
+        torch.matmul(self.hidden, self.lm_head.t(), out=self.logits)
         return self.logits
 
     def sdpa_inputs(self):
@@ -466,6 +489,218 @@ def bench(spec, batch, context, device, samples, seed, gqa, read_bandwidth):
     }
     del step, logits
     return r
+
+
+# ---------------------------------------------------------------------------------------------
+# The same step as hone's: --from DIR (written by `hone step --export DIR`)
+
+# The bound on relative L2 error between hone's step and this one, per output. Both round to
+# bf16 after every op: a rounding leaves a relative error of at most U = 2^-8 (bf16 keeps 8
+# significant bits, round to nearest), about U / 3 RMS over a vector of random significands.
+# Between roundings both compute in fp32 or better, so the two outputs differ by their rounding
+# errors alone; those of independent roundings add in quadrature, and a layer (linear maps,
+# rmsnorm, a softmax over near-uniform scores) passes on the relative error of its input at
+# most about unchanged. hone rounds 12 times per layer (rmsnorm, qkv, bias, rope, attention,
+# o, residual add, rmsnorm, gate/up, silu x up, down, residual add) and 3 times after the last
+# (residual add, rmsnorm, lm_head); this step about 18 per layer (F.rms_norm twice, rope's cos
+# and sin, x cos, x sin and their sum, SDPA's probabilities and output, ...) and 4 after. Over
+# n layers that is R = 30 n + 7 roundings, an expected error of about U / 3 x sqrt(R) and a
+# bound of U x sqrt(R), 3 times that: 3.2e-2 for the logits of a 2-layer model, 5.1e-2 for 8
+# layers. An appended K or V of layer l has passed l + 1 layers (counted as whole layers:
+# looser than needed). For the int4 / int8 step the export holds the dequantised weights rounded
+# to bf16 (one more rounding of every weight, about U / 3 relative, whose effect on a dot
+# product is below that of an activation's rounding): inside the same bound. What the bound
+# catches (docs/notes/decode_step.md, measured on 2-layer random models): a rope off by one
+# position moves the appended K by ~0.2 (and the logits by ~2.5e-2, inside the bound, so the K
+# is what catches it), rope at position 0 the logits by ~8e-2, swapped K and V caches ~0.25,
+# swapped k and v projections ~0.1, a doubled attention scale ~0.07, a negated o projection
+# ~0.35, a negated V cache ~0.2; a missing residual replaces an O(1) part of every output.
+BF16_UNIT_ROUNDOFF = 2.0 ** -8
+ROUNDINGS_PER_LAYER = 12 + 18  # hone + this step
+ROUNDINGS_AFTER = 3 + 4
+
+
+def compare_bound(layers):
+    """Relative L2 bound between hone's output and this one after `layers` layers."""
+    return BF16_UNIT_ROUNDOFF * math.sqrt(ROUNDINGS_PER_LAYER * layers + ROUNDINGS_AFTER)
+
+
+SAFETENSORS_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32,
+                      "I32": torch.int32, "I64": torch.int64}
+
+
+def read_safetensors(path):
+    """{name: CPU tensor} of a safetensors file (8-byte little-endian header length, the JSON
+    header, the data); no dependency beyond torch."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    if len(data) < 8:
+        raise ValueError("%s: shorter than its 8-byte header length" % path)
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = SAFETENSORS_DTYPES.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError("%s: tensor '%s' has dtype %s, not one of %s" % (
+                path, name, entry["dtype"], ", ".join(SAFETENSORS_DTYPES)))
+        begin, end = entry["data_offsets"]
+        count = math.prod(entry["shape"])
+        t = torch.frombuffer(data, dtype=dtype, count=count, offset=8 + n + begin) if count else \
+            torch.empty(0, dtype=dtype)
+        if t.numel() * t.element_size() != end - begin:
+            raise ValueError("%s: tensor '%s' holds %d bytes, its dtype and shape give %d" % (
+                path, name, end - begin, t.numel() * t.element_size()))
+        out[name] = t.reshape(entry["shape"])
+    return out
+
+
+def read_npy(path):
+    """A float32 C-order .npy (format 1.0 to 3.0, as hone writes it) as a CPU tensor."""
+    import ast
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("%s: not a .npy file" % path)
+    major = data[6]
+    size = 2 if major == 1 else 4
+    n = int.from_bytes(data[8:8 + size], "little")
+    head = ast.literal_eval(data[8 + size:8 + size + n].decode("latin1"))
+    if head["descr"] != "<f4" or head["fortran_order"]:
+        raise ValueError("%s: dtype %s%s, expected little-endian float32 in C order" % (
+            path, head["descr"], ", Fortran order" if head["fortran_order"] else ""))
+    count = math.prod(head["shape"])
+    return torch.frombuffer(data, dtype=torch.float32, count=count,
+                            offset=8 + size + n).reshape(head["shape"])
+
+
+def load_export(directory, device):
+    """(spec, info, tensors for Step, hone's outputs) of an export directory."""
+    spec = load_spec(os.path.join(directory, "config.json"))
+    with open(os.path.join(directory, "step.json")) as f:
+        info = json.load(f)
+    if info.get("format") != "hone.step_export" or info.get("format_version") != 1:
+        raise ValueError("%s: not a hone.step_export version 1" % directory)
+    batch, context = info["batch"], info["context"]
+    weights = read_safetensors(os.path.join(directory, "model.safetensors"))
+    state = read_safetensors(os.path.join(directory, "step.safetensors"))
+    m = spec
+
+    def tensor(source, name, shape):
+        if name not in source:
+            raise ValueError("%s: no tensor '%s'" % (directory, name))
+        t = source[name]
+        if list(t.shape) != list(shape):
+            raise ValueError("%s: tensor '%s' has shape %s, the model's is %s" % (
+                directory, name, list(t.shape), list(shape)))
+        return t.to(device)
+
+    def cache(name):  # [batch, context, hkv, D] -> [batch, hkv, context + 1, D]
+        t = tensor(state, name, (batch, context, m.hkv, m.head_dim)).permute(0, 2, 1, 3)
+        return torch.cat((t, torch.zeros_like(t[:, :, :1])), dim=2).contiguous()
+
+    layers = []
+    for i in range(m.layers):
+        p = "model.layers.%d." % i
+        w = lambda name, shape: tensor(weights, p + name, shape)  # noqa: E731
+        layer = {
+            "norm1": w("input_layernorm.weight", (m.hidden,)),
+            "qkv": torch.cat((w("self_attn.q_proj.weight", (m.attn_width, m.hidden)),
+                              w("self_attn.k_proj.weight", (m.kv_width, m.hidden)),
+                              w("self_attn.v_proj.weight", (m.kv_width, m.hidden)))),
+            "qkv_bias": torch.cat((w("self_attn.q_proj.bias", (m.attn_width,)),
+                                   w("self_attn.k_proj.bias", (m.kv_width,)),
+                                   w("self_attn.v_proj.bias", (m.kv_width,))))
+            if m.qkv_bias else None,
+            "o": w("self_attn.o_proj.weight", (m.hidden, m.attn_width)),
+            "norm2": w("post_attention_layernorm.weight", (m.hidden,)),
+            "gate_up": torch.cat((w("mlp.gate_proj.weight", (m.inter, m.hidden)),
+                                  w("mlp.up_proj.weight", (m.inter, m.hidden)))),
+            "down": w("mlp.down_proj.weight", (m.hidden, m.inter)),
+            "k_cache": cache(p + "k_cache"),
+            "v_cache": cache(p + "v_cache"),
+        }
+        layers.append(layer)
+    head = "model.embed_tokens.weight" if m.tie_embeddings else "lm_head.weight"
+    positions = tensor(state, "positions", (batch,)).tolist()
+    if any(p != context for p in positions):
+        raise ValueError("%s: positions %s; this step runs every request at position context "
+                         "(%d)" % (directory, positions, context))
+    tensors = {"layers": layers, "final_norm": tensor(weights, "model.norm.weight", (m.hidden,)),
+               "lm_head": tensor(weights, head, (m.vocab, m.hidden)),
+               "input": tensor(state, "input", (batch, m.hidden))}
+    want = {}
+    for name, shape in (("hidden", (batch, m.hidden)), ("logits", (batch, m.vocab)),
+                        ("appended_k", (m.layers, batch, m.hkv, m.head_dim)),
+                        ("appended_v", (m.layers, batch, m.hkv, m.head_dim))):
+        t = read_npy(os.path.join(directory, name + ".npy"))
+        if list(t.shape) != list(shape):
+            raise ValueError("%s: %s.npy has shape %s, expected %s" % (
+                directory, name, list(t.shape), list(shape)))
+        want[name] = t
+    return spec, info, tensors, want
+
+
+def output_error(got, want):
+    """Relative L2, max |error| and where, of got against want (tensors of one shape)."""
+    got, want = got.double().cpu().flatten(), want.double().cpu().flatten()
+    diff = (got - want).abs()
+    worst = int(torch.nan_to_num(diff, nan=math.inf).argmax())
+    return {"rel_l2": relative_l2(got, want), "max_abs": float(diff[worst]), "worst": worst,
+            "worst_got": float(got[worst]), "worst_want": float(want[worst]),
+            "want_max_abs": float(want.abs().max())}
+
+
+def compare_export(directory, device, gqa, json_path):
+    """Runs the exported step once (eager) and compares it with hone's outputs; True when
+    every output lies within compare_bound."""
+    spec, info, tensors, want = load_export(directory, device)
+    step = Step(spec, info["batch"], info["context"], device, 0, gqa, tensors)
+    step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    got = {"hidden": step.hidden, "logits": step.logits,
+           "appended_k": torch.stack([l["k_cache"][:, :, step.context] for l in step.layers]),
+           "appended_v": torch.stack([l["v_cache"][:, :, step.context] for l in step.layers])}
+    report = {"format": "hone.peer.%s.compare" % STEM, "format_version": 1, "from": directory,
+              "model": info.get("model"), "weights": info.get("weights"),
+              "batch": info["batch"], "context": info["context"], "layers": spec.layers,
+              "torch": torch.__version__, "device": str(device), "peer": PEER_CUDA
+              if device.type == "cuda" else PEER_CPU, "sdpa_gqa": gqa,
+              "bound": "relative L2 <= 2^-8 x sqrt(30 n + 7), n = layers passed (see the "
+                       "comment on compare_bound)",
+              "outputs": []}
+    failed = False
+    print("%s: %s, %s weights, batch %d, context %d, %d layers; %s vs hone step" % (
+        STEM, info.get("model"), info.get("weights"), info["batch"], info["context"],
+        spec.layers, report["peer"]))
+    rows = [("hidden", got["hidden"], want["hidden"], spec.layers),
+            ("logits", got["logits"], want["logits"], spec.layers)]
+    for i in range(spec.layers):
+        rows.append(("layer %d appended K" % i, got["appended_k"][i], want["appended_k"][i], i + 1))
+        rows.append(("layer %d appended V" % i, got["appended_v"][i], want["appended_v"][i], i + 1))
+    for name, g, w, layers in rows:
+        e = output_error(g, w)
+        bound = compare_bound(layers)
+        e.update({"output": name, "bound_rel_l2": bound,
+                  "pass": bool(e["rel_l2"] <= bound)})
+        report["outputs"].append(e)
+        failed |= not e["pass"]
+        print("  %-20s relative L2 %.3e (bound %.3e)  max |error| %.3e at %d (torch %.5g, "
+              "hone %.5g; max |hone| %.4g)%s" % (
+                  name, e["rel_l2"], bound, e["max_abs"], e["worst"], e["worst_got"],
+                  e["worst_want"], e["want_max_abs"], "" if e["pass"] else "  FAIL"), flush=True)
+    report["pass"] = not failed
+    path = json_path or os.path.join(directory, STEM + "_compare.json")
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    print("wrote %s" % path)
+    return not failed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +799,14 @@ def available_bytes(device):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", action="append", required=True, metavar="CONFIG.json",
+    parser.add_argument("--model", action="append", metavar="CONFIG.json",
                         help="Hugging Face config.json (Llama, Qwen2); repeatable")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR",
+                        help="instead of timing: run the step `hone step --export DIR` wrote "
+                             "(its weights, input and cache) once and compare the final hidden "
+                             "state, the logits and every layer's appended K and V with hone's; "
+                             "exits 1 beyond the bf16 bound (JSON report: --json, else "
+                             "DIR/%s_compare.json)" % STEM)
     parser.add_argument("--batch", type=int_list, default=[1, 4, 16],
                         help="requests, one new token each: a list (default 1,4,16)")
     parser.add_argument("--context", type=token_list, default=[4096],
@@ -581,6 +822,21 @@ def main():
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
                         help="cuda (default), or cpu for a smoke test without CUDA graphs")
     args = parser.parse_args()
+    if args.from_dir:
+        if args.model:
+            parser.error("--from takes the model from DIR/config.json; drop --model")
+        if args.device == "cuda" and not torch.cuda.is_available():
+            sys.exit("%s: no CUDA device (use --device cpu)" % STEM)
+        device = torch.device(args.device)
+        try:
+            with torch.inference_mode():
+                ok = compare_export(args.from_dir, device, gqa_supported(device), args.json)
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("%s: --from %s: %s" % (STEM, args.from_dir, e))
+        sys.exit(0 if ok else "%s: hone's step and this one differ beyond the bf16 bound "
+                 "(see above)" % STEM)
+    if not args.model:
+        parser.error("--model is required (or --from DIR)")
     if args.samples < 3:
         parser.error("--samples must be at least 3")
     if args.read_bandwidth is not None and not args.read_bandwidth > 0:

@@ -8,8 +8,20 @@
 // quantized_linear (int4 / int8 affine weights, one copy for every row count). The step
 // starts from the embedded tokens (the embedding lookup, one row per token, is not modelled).
 // Weights are random and seeded (uniform, scaled by 1 / sqrt(fan-in) so that activations stay
-// in range over every layer); the cache holds `context` random tokens per request on shuffled
-// pages, and the step appends token `context` (position context).
+// in range over every layer) and so is the input, or they are read from a checkpoint
+// (StepOptions::weights: Hugging Face names, bf16), one layer at a time, and quantised on the
+// device for int4 / int8 steps; the input is then the embedding of seeded random tokens. The
+// cache holds `context` random tokens per request on shuffled pages, and the step appends token
+// `context` (position context).
+//
+// A prefill step (StepOptions::prefill = M) is the same chain over batch x M rows: token j of a
+// request is at position context + j, and it attends causally to the request's tokens 0 ..
+// context + j. The attention runs on decode.paged with one query row per new token, each row a
+// request of its own over a prefix of the same pages (kv_append writes each new token into its
+// slot the same way), so each row reads its prefix of K and V (from L2 at prompt lengths). The
+// linears run quantized_linear at every row count (qmv or qmm, its tuned crossover), or for bf16
+// weights gemv.bf16 up to 32 rows and cuBLASLt's BF16 GEMM (the vendor library, not tuned by
+// hone) above. The final norm and the lm_head run on each request's last token only.
 //
 //   hone::model::DecodeStep step(spec, {.batch = 1, .context = 4096});
 //   step.enqueue(stream, hone::ops::cuda::dispatcher(), /*pdl=*/true);
@@ -17,11 +29,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "model/model_spec.h"
+#include "model/step_state.h"
 
 namespace hone {
 class Dispatcher;
@@ -30,26 +44,47 @@ class Dispatcher;
 namespace hone::model {
 
 struct StepOptions {
-  int64_t batch = 1;      // requests, one new token each; 1..32
-  int64_t context = 4096; // tokens already cached per request
+  int64_t batch = 1;      // requests, one new token each (prefill: `prefill` each); 1..32
+  int64_t context = 4096; // tokens already cached per request (>= 1; a prefill may start at 0)
+  // 0: a decode step. M > 0: a prefill step, M new tokens per request after the `context`
+  // cached ones, batch x M <= 4096 rows through every op (see the class comment).
+  int64_t prefill = 0;
   int bits = 16;          // 16: bf16 weights; 4 or 8: affine
   int group = 64;         // affine group size (32, 64, 128)
   int64_t page_size = 16; // KV cache page (16, 32, 64)
-  uint64_t seed = 1;      // weights, cache and inputs
+  uint64_t seed = 1;      // weights, cache and inputs (tokens with real weights)
+  // A safetensors file, or a checkpoint directory (model.safetensors.index.json or
+  // model.safetensors; Checkpoint::open): bf16 weights of Hugging Face names
+  // (model.layers.L.self_attn.q_proj.weight, ..., model.norm.weight, model.embed_tokens.weight,
+  // lm_head.weight unless the config ties it to the embedding). Empty: random weights.
+  std::string weights;
 };
 
 // The kinds of launch in a step, in chain order (for the per-op breakdown).
-enum class StepOp { rmsnorm, qkv, rope, kv_append, attention, o_proj, gate_up, silu_mul, down,
-                    lm_head };
+enum class StepOp {
+  rmsnorm,
+  qkv,
+  rope,
+  kv_append,
+  attention,
+  o_proj,
+  gate_up,
+  silu_mul,
+  down,
+  lm_head
+};
 constexpr int kStepOpCount = 10;
 const char *to_string(StepOp op);
 
 class DecodeStep {
 public:
-  // Allocates and fills every weight, the cache and the inputs (synchronises). Throws
-  // Error(invalid_argument) naming a bad option (batch outside 1..32, bits, group, a hidden
-  // size not a multiple of the group), Error(runtime) when the device lacks the memory (naming
-  // the bytes needed).
+  // Allocates and fills every weight, the cache and the inputs (synchronises). With
+  // options.weights, host memory holds one layer's bf16 weights at a time (or the embedding,
+  // where that is larger), and int4 / int8 weights are quantised on the device by the twin of
+  // `hone quantize`'s quantizer. Throws Error(invalid_argument) naming a bad option (batch
+  // outside 1..32, bits, group, a hidden size not a multiple of the group) or a checkpoint
+  // tensor that is missing, not BF16 or of a shape other than the config's (naming the tensor
+  // and both shapes), Error(runtime) when the device lacks the memory (naming the bytes needed).
   DecodeStep(const ModelSpec &spec, const StepOptions &options);
   ~DecodeStep();
   DecodeStep(const DecodeStep &) = delete;
@@ -64,21 +99,47 @@ public:
   // Only the launches of one kind, every layer, on the same buffers (for the breakdown).
   void enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl);
 
-  const void *logits() const; // bf16 [batch, vocab]
+  const void *logits() const; // bf16 [batch, vocab] (a prefill: of each request's last token)
   const void *hidden() const; // bf16 [batch, hidden]: the final norm's output
   size_t logits_elements() const;
   size_t hidden_elements() const;
+  int64_t rows() const;        // rows through the layers: batch, or batch x prefill
   size_t weight_bytes() const; // every weight read per step
-  size_t kv_bytes() const;     // every K and V byte read per step (context + 1 tokens)
+  // Every K and V byte of the requests after the step (context + new tokens), each counted once.
+  size_t kv_bytes() const;
+  // Floating-point operations per step: 2 n k per row of every linear (the lm_head on the last
+  // token of each request), and 4 x head_dim per query head and attended token.
+  double flops() const;
   size_t device_bytes() const; // all that this step allocated
   const ModelSpec &spec() const;
   const StepOptions &options() const;
+
+  // Host copies of what the step reads (each synchronises the device first): a layer's weights
+  // and the cached tokens 0 .. context - 1 of its K and V, gathered from the pages into
+  // [batch, context, hkv, head_dim]; the input and positions of every row ([batch x M, ...],
+  // M = 1 for a decode step, else the prefill's M); the final norm and the lm_head.
+  HostLayer host_layer(int64_t layer) const;
+  HostStepInputs host_inputs() const;
+  HostHead host_head() const;
+  // What the last enqueue left: the final hidden state and the logits (of each request's last
+  // token), and the K and V it appended to every layer's cache at positions context ..
+  // context + M - 1, [batch, M, hkv, head_dim] (random before the first step).
+  HostStepOutputs host_outputs() const;
 
 private:
   struct State;
   void run(const StepOp *only, void *stream, Dispatcher &d, bool pdl);
   std::unique_ptr<State> s_;
 };
+
+// The whole step on the host (host_layer of every layer, host_inputs, host_head): for small
+// models (tests, the float64 reference).
+HostStep download(const DecodeStep &step);
+
+// Writes the step's weights, input, positions and cached K and V to `dir` (write_step_export:
+// the layout is in model/step_export.h), one layer in host memory at a time. The export holds
+// decode steps: a prefill step throws Error(invalid_argument).
+void export_decode_step(const DecodeStep &step, const std::filesystem::path &dir);
 
 // Bytes a DecodeStep of these options would allocate (weights, cache, activations), for a
 // check before allocating.

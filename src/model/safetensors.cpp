@@ -23,38 +23,6 @@ uint64_t little_endian_u64(const unsigned char *p) {
   return v;
 }
 
-// The tensor `name` of the first file that has it, with its bytes, checked for BF16 and `shape`.
-std::vector<uint16_t> bf16_tensor(const std::vector<const SafetensorsFile *> &files,
-                                  const std::string &name, const std::vector<int64_t> &shape) {
-  for (const SafetensorsFile *f : files) {
-    const SafetensorsTensor *t = f->find(name);
-    if (!t)
-      continue;
-    if (t->dtype != "BF16")
-      HONE_INVALID_ARGUMENT(where(f->path(), name) + ": dtype " + t->dtype + ", not BF16");
-    if (t->shape != shape) {
-      const auto list = [](const std::vector<int64_t> &dims) {
-        std::string out;
-        for (int64_t d : dims) {
-          if (!out.empty())
-            out += ',';
-          out += std::to_string(d);
-        }
-        return out;
-      };
-      const std::string got = list(t->shape), want = list(shape);
-      HONE_INVALID_ARGUMENT(where(f->path(), name) + ": shape [" + got + "], the model's is [" +
-                            want + "]");
-    }
-    const std::vector<uint8_t> bytes = f->read(name);
-    std::vector<uint16_t> out(bytes.size() / 2);
-    std::memcpy(out.data(), bytes.data(), out.size() * 2); // little-endian bf16 bits
-    return out;
-  }
-  HONE_INVALID_ARGUMENT("tensor '" + name + "' is in none of the " + std::to_string(files.size()) +
-                        " safetensors files");
-}
-
 void append(std::vector<uint16_t> &to, const std::vector<uint16_t> &from) {
   to.insert(to.end(), from.begin(), from.end());
 }
@@ -177,6 +145,37 @@ std::vector<uint8_t> SafetensorsFile::read(const std::string &name) const {
   return out;
 }
 
+std::vector<uint16_t> read_bf16(const std::vector<const SafetensorsFile *> &files,
+                                const std::string &name, const std::vector<int64_t> &shape) {
+  for (const SafetensorsFile *f : files) {
+    const SafetensorsTensor *t = f->find(name);
+    if (!t)
+      continue;
+    if (t->dtype != "BF16")
+      HONE_INVALID_ARGUMENT(where(f->path(), name) + ": dtype " + t->dtype + ", not BF16");
+    if (t->shape != shape) {
+      const auto list = [](const std::vector<int64_t> &dims) {
+        std::string out;
+        for (int64_t d : dims) {
+          if (!out.empty())
+            out += ',';
+          out += std::to_string(d);
+        }
+        return out;
+      };
+      const std::string got = list(t->shape), want = list(shape);
+      HONE_INVALID_ARGUMENT(where(f->path(), name) + ": shape [" + got + "], the model's is [" +
+                            want + "]");
+    }
+    const std::vector<uint8_t> bytes = f->read(name);
+    std::vector<uint16_t> out(bytes.size() / 2);
+    std::memcpy(out.data(), bytes.data(), out.size() * 2); // little-endian bf16 bits
+    return out;
+  }
+  HONE_INVALID_ARGUMENT("tensor '" + name + "' is in none of the " + std::to_string(files.size()) +
+                        " safetensors files");
+}
+
 LayerWeights layer_weights(const std::vector<const SafetensorsFile *> &files, const ModelSpec &spec,
                            int64_t layer) {
   if (layer < 0 || layer >= spec.layers)
@@ -185,20 +184,20 @@ LayerWeights layer_weights(const std::vector<const SafetensorsFile *> &files, co
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   const int64_t h = spec.hidden, qw = spec.hq * spec.head_dim, kvw = spec.hkv * spec.head_dim;
   LayerWeights w;
-  append(w.qkv, bf16_tensor(files, p + "self_attn.q_proj.weight", {qw, h}));
-  append(w.qkv, bf16_tensor(files, p + "self_attn.k_proj.weight", {kvw, h}));
-  append(w.qkv, bf16_tensor(files, p + "self_attn.v_proj.weight", {kvw, h}));
+  append(w.qkv, read_bf16(files, p + "self_attn.q_proj.weight", {qw, h}));
+  append(w.qkv, read_bf16(files, p + "self_attn.k_proj.weight", {kvw, h}));
+  append(w.qkv, read_bf16(files, p + "self_attn.v_proj.weight", {kvw, h}));
   if (spec.qkv_bias) {
-    append(w.qkv_bias, bf16_tensor(files, p + "self_attn.q_proj.bias", {qw}));
-    append(w.qkv_bias, bf16_tensor(files, p + "self_attn.k_proj.bias", {kvw}));
-    append(w.qkv_bias, bf16_tensor(files, p + "self_attn.v_proj.bias", {kvw}));
+    append(w.qkv_bias, read_bf16(files, p + "self_attn.q_proj.bias", {qw}));
+    append(w.qkv_bias, read_bf16(files, p + "self_attn.k_proj.bias", {kvw}));
+    append(w.qkv_bias, read_bf16(files, p + "self_attn.v_proj.bias", {kvw}));
   }
-  w.o = bf16_tensor(files, p + "self_attn.o_proj.weight", {h, qw});
-  append(w.gate_up, bf16_tensor(files, p + "mlp.gate_proj.weight", {spec.inter, h}));
-  append(w.gate_up, bf16_tensor(files, p + "mlp.up_proj.weight", {spec.inter, h}));
-  w.down = bf16_tensor(files, p + "mlp.down_proj.weight", {h, spec.inter});
-  w.norm1 = bf16_tensor(files, p + "input_layernorm.weight", {h});
-  w.norm2 = bf16_tensor(files, p + "post_attention_layernorm.weight", {h});
+  w.o = read_bf16(files, p + "self_attn.o_proj.weight", {h, qw});
+  append(w.gate_up, read_bf16(files, p + "mlp.gate_proj.weight", {spec.inter, h}));
+  append(w.gate_up, read_bf16(files, p + "mlp.up_proj.weight", {spec.inter, h}));
+  w.down = read_bf16(files, p + "mlp.down_proj.weight", {h, spec.inter});
+  w.norm1 = read_bf16(files, p + "input_layernorm.weight", {h});
+  w.norm2 = read_bf16(files, p + "post_attention_layernorm.weight", {h});
   return w;
 }
 

@@ -50,6 +50,12 @@ private:
 // Bytes per element of a safetensors dtype ("BF16" 2, "F32" 4, ...); 0 for an unknown one.
 int safetensors_dtype_bytes(const std::string &dtype);
 
+// The tensor `name` of the first of `files` that has it, as bf16 bit patterns (row-major).
+// Throws Error(invalid_argument) naming the tensor: missing from every file, not BF16, or of a
+// shape other than `shape` (both shapes named).
+std::vector<uint16_t> read_bf16(const std::vector<const SafetensorsFile *> &files,
+                                const std::string &name, const std::vector<int64_t> &shape);
+
 // The bf16 weights of one layer, row-major, in the order DecodeStep uses them.
 struct LayerWeights {
   std::vector<uint16_t> qkv;          // [qkv_width, hidden]: q rows, then k, then v

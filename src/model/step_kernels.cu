@@ -32,6 +32,16 @@ __global__ void add_bias_kernel(__nv_bfloat16 *y, const __nv_bfloat16 *bias, int
     y[i] = __float2bfloat16_rn(__bfloat162float(y[i]) + __bfloat162float(bias[i % width]));
 }
 
+__global__ void gather_rows_kernel(__nv_bfloat16 *dst, const __nv_bfloat16 *src, int64_t rows,
+                                   int64_t src_rows_per_row, int64_t offset, int64_t width) {
+  const int64_t total = rows * width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, j = i % width;
+    dst[i] = src[(r * src_rows_per_row + offset) * width + j];
+  }
+}
+
 __global__ void mismatch_kernel(const uint16_t *a, const uint16_t *b, size_t count,
                                 unsigned long long *mismatches) {
   unsigned long long local = 0;
@@ -51,8 +61,8 @@ int blocks_for(size_t count) {
 
 void fill_uniform_bf16(void *dst, size_t count, uint64_t seed, float scale, float offset,
                        cudaStream_t stream) {
-  fill_uniform_kernel<<<blocks_for(count), 256, 0, stream>>>(
-      static_cast<__nv_bfloat16 *>(dst), count, seed, scale, offset);
+  fill_uniform_kernel<<<blocks_for(count), 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(dst),
+                                                             count, seed, scale, offset);
   HONE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -62,11 +72,18 @@ void add_bias_bf16(void *y, const void *bias, int64_t rows, int64_t width, cudaS
   HONE_CUDA_CHECK(cudaGetLastError());
 }
 
+void gather_rows_bf16(void *dst, const void *src, int64_t rows, int64_t src_rows_per_row,
+                      int64_t offset, int64_t width, cudaStream_t stream) {
+  gather_rows_kernel<<<blocks_for(size_t(rows * width)), 256, 0, stream>>>(
+      static_cast<__nv_bfloat16 *>(dst), static_cast<const __nv_bfloat16 *>(src), rows,
+      src_rows_per_row, offset, width);
+  HONE_CUDA_CHECK(cudaGetLastError());
+}
+
 void count_mismatches_u16(const void *a, const void *b, size_t count,
                           unsigned long long *mismatches, cudaStream_t stream) {
-  mismatch_kernel<<<blocks_for(count), 256, 0, stream>>>(static_cast<const uint16_t *>(a),
-                                                         static_cast<const uint16_t *>(b), count,
-                                                         mismatches);
+  mismatch_kernel<<<blocks_for(count), 256, 0, stream>>>(
+      static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b), count, mismatches);
   HONE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,5 +1,6 @@
-// The step's own small device helpers: seeded weight fills, the q/k/v bias add (Qwen2) and a
-// bit-exact comparison of two outputs. Enqueued on the caller's stream, never synchronised.
+// The step's own small device helpers: seeded weight fills, the q/k/v bias add (Qwen2), a row
+// gather (a prefill's last tokens) and a bit-exact comparison of two outputs. Enqueued on the
+// caller's stream, never synchronised.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,10 @@ void fill_uniform_bf16(void *dst, size_t count, uint64_t seed, float scale, floa
                        cudaStream_t stream);
 // y[r, j] = bf16(y[r, j] + bias[j]) for r < rows, j < width (bf16).
 void add_bias_bf16(void *y, const void *bias, int64_t rows, int64_t width, cudaStream_t stream);
+// dst[r, j] = src[r * src_rows_per_row + offset, j] for r < rows, j < width (bf16): one row of
+// every group of src_rows_per_row rows (a prefill's last token of each request).
+void gather_rows_bf16(void *dst, const void *src, int64_t rows, int64_t src_rows_per_row,
+                      int64_t offset, int64_t width, cudaStream_t stream);
 // Sets *mismatches += the count of 16-bit words where a and b differ (bit patterns).
 void count_mismatches_u16(const void *a, const void *b, size_t count,
                           unsigned long long *mismatches, cudaStream_t stream);

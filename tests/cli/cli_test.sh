@@ -64,6 +64,9 @@ expect_nothing_written() {
   [ -z "$leftovers" ] || fail "left behind: $leftovers"
 }
 
+# A duration as progress and estimates print it: 4.2s, 42s, 3m20s, 1h05m.
+duration='([0-9]+h[0-9]{2}m|[0-9]+m[0-9]{2}s|[0-9]+(\.[0-9])?s)'
+
 # A tiny model: qkv (128, 64), o_proj (64, 64), gate_up (256, 64), down (64, 128),
 # lm_head (512, 64).
 tiny_model() {
@@ -257,9 +260,11 @@ tune_progress_lines)
   tiny_model
   run --backend cpu tune --model "$tmp/tiny.json" --rows 1-2 --ops gemv.f32 --samples 5
   expect_rc 0
-  # stderr is a file here, not a terminal: one line per bucket, with the time left.
-  expect_err "^\[1/8\] tuning gemv\.f32 rows=1,n=128,k=64: [0-9.]+ [mun]?s; [0-9.]+ [mun]?s elapsed, about [0-9.]+ [mun]?s left$"
-  expect_err "^\[8/8\] tuning gemv\.f32 .*: [0-9.]+ [mun]?s; [0-9.]+ [mun]?s elapsed$"
+  # stderr is a file here, not a terminal: the matrix size first, then one line per bucket,
+  # with the time left as a duration (4.2s, 42s, 3m20s).
+  expect_err "^matrix: 8 buckets on cpu \(.*\); no chain cells"
+  expect_err "^\[1/8\] tuning gemv\.f32 rows=1,n=128,k=64: [0-9.]+ [mun]?s; $duration elapsed, about $duration left$"
+  expect_err "^\[8/8\] tuning gemv\.f32 .*: [0-9.]+ [mun]?s; $duration elapsed$"
   [ "$(grep -c '^\[[0-9]*/8\] tuning' "$tmp/err")" -eq 8 ] || fail "expected 8 progress lines"
   ;;
 tune_saves_as_it_goes)
@@ -352,6 +357,45 @@ tune_json_report)
   grep -Eq '"candidates": \[' "$tmp/report.json" || fail "report lacks candidates"
   grep -Eq '"status": "ok"' "$tmp/report.json" || fail "report lacks candidate status"
   grep -Eq '"median_s": [0-9]' "$tmp/report.json" || fail "report lacks medians"
+  ;;
+tune_model_matrix)
+  # The matrix size and the time estimate come first, and --dry-run measures nothing. The
+  # default rows (1-64 and 128..8192) give the cpu ops, whose rows stop at 32, 1..8, 16 and 32.
+  tiny_model
+  run --backend cpu tune --model "$tmp/tiny.json" --dry-run
+  expect_rc 0
+  expect_err "^model tiny: hidden 64, intermediate 128, heads 4/2 \(kv\), head_dim 16$"
+  expect_err "^matrix: 80 buckets on cpu \(.*\): 40 gemv\.f32, 40 qmv\.affine; no chain cells \(the cpu backend has no decode step\)$"
+  expect_err "^to run: 80 of 80 \(0 cached\); estimate: $duration with every candidate \([0-9]+\), within the budget 9m00s"
+  expect_out "^dry run: 80 of 80 to run, nothing measured$"
+  expect_no_file "$cache_file"
+  run --backend cpu tune --model "$tmp/tiny.json" --rows 1-2 --ops gemv.f32 --samples 5
+  expect_rc 0
+  # Rows a bucket takes twice (64, 128: past the ops' rows) and cached buckets are not run.
+  run --backend cpu tune --model "$tmp/tiny.json" --rows 1-3,64,128 --dry-run
+  expect_rc 0
+  expect_err "^matrix: 24 buckets on cpu \(.*\): 12 gemv\.f32, 12 qmv\.affine;"
+  expect_err "^to run: 16 of 24 \(8 cached\)"
+  ;;
+tune_model_budget)
+  # A budget too small for every candidate caps the buckets (2 candidates before anything is
+  # measured), says so in the estimate, the progress lines and the summary, and records the cap
+  # and the candidates it turned down in --json.
+  tiny_model
+  run --backend cpu tune --model "$tmp/tiny.json" --rows 1-4 --ops gemv.f32 --samples 5 \
+    --budget 1s --json "$tmp/report.json"
+  expect_rc 0
+  expect_err "budget 1\.0s: 16 buckets capped to 32 candidates, still $duration at 2 a bucket \(over the budget\)"
+  expect_err "^\[1/16\] tuning gemv\.f32 rows=1,n=128,k=64 \(at most 2 candidates\): "
+  expect_out "^tuned 16, cached 0, in [0-9.]+ s \($duration\); [0-9]+ buckets capped by the budget 1\.0s$"
+  grep -Eq '"candidate_cap": 2' "$tmp/report.json" || fail "the report lacks the cap"
+  grep -Eq '"reason": "budget: 2 candidates' "$tmp/report.json" || fail "no candidate was cut"
+  rejects "--budget: 'soon' is not a duration" --backend cpu tune --model "$tmp/tiny.json" --budget soon
+  run --backend cpu tune --model "$tmp/tiny.json" --rows 1 --ops gemv.f32 --samples 5 --budget 0 \
+    --force --json "$tmp/full.json"
+  expect_rc 0
+  expect_err "estimate: $duration with every candidate \([0-9]+\); no budget"
+  ! grep -q '"candidate_cap"' "$tmp/full.json" || fail "a tune without a budget was capped"
   ;;
 tune_model_small)
   tiny_model
@@ -513,6 +557,23 @@ dequantize_bad_input_writes_nothing)
   rejects "'keep' is a directory" dequantize keep keep
   rm -rf bad
   expect_nothing_written
+  ;;
+sweep_bad_ranges_refused)
+  # Judged before the device or a file is touched: the same on every build and machine.
+  model="$(cd "$(dirname "$0")/../.." && pwd)/models/llama-3.2-1b.json"
+  cd "$tmp" || exit 1
+  rejects "--batch: range '16-1' is reversed \(16 > 1\)" sweep --model "$model" --batch 16-1
+  rejects "--batch: '0' is not a positive integer" sweep --model "$model" --batch 0
+  rejects "--batch: 'four' is not a positive integer" sweep --model "$model" --batch four
+  rejects "--batch: batch 64 is beyond the decode step's limit of 32" sweep --model "$model" --batch 1-64
+  rejects "--batch: '2' is listed twice in '1,2,2'" sweep --model "$model" --batch 1,2,2
+  rejects "--batch: range '20-30' holds no power of two" sweep --model "$model" --batch 20-30
+  rejects "--context: range '32k-1k' is reversed \(32768 > 1024\)" sweep --model "$model" --context 32k-1k
+  rejects "--context: '0' is not a positive token count" sweep --model "$model" --context 0-4k
+  rejects "--context: '1.5k' is not a positive token count" sweep --model "$model" --context 1.5k
+  printf '{"format": "hone.sweep", "results": []}' >not_peer.json
+  rejects "--peer not_peer.json: field 'format' is \"hone.sweep\"" sweep --model "$model" --peer not_peer.json
+  [ ! -e sweep ] || fail "a refused sweep created its output directory"
   ;;
 *)
   echo "unknown test case '$case_name'"

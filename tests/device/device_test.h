@@ -22,10 +22,15 @@ protected:
 };
 
 // HONE_DEVICE_TEST_REDUCED=1 selects a small shape set (used under compute-sanitizer, where
-// kernels run many times slower).
+// kernels run many times slower); =2 a smaller one still, for the tests whose reduced set is
+// too long under racecheck (every config once or twice, on one shape per format family).
 inline bool reduced_shapes() {
   const char *v = std::getenv("HONE_DEVICE_TEST_REDUCED");
-  return v && std::string_view(v) == "1";
+  return v && (std::string_view(v) == "1" || std::string_view(v) == "2");
+}
+inline bool minimal_shapes() {
+  const char *v = std::getenv("HONE_DEVICE_TEST_REDUCED");
+  return v && std::string_view(v) == "2";
 }
 
 } // namespace hone::cuda::testing

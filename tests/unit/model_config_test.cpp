@@ -13,6 +13,7 @@
 
 #include "hone/error.h"
 #include "hone/registry.h"
+#include "hone/shape_arg.h"
 
 namespace hone::cli {
 namespace {
@@ -119,6 +120,67 @@ TEST(ModelConfig, DecodeAttentionStepsCoverBatchAndContextWithTheModelsHeads) {
     buckets.insert(op->buckets().describe(op->buckets().map(shape).value()));
   }
   EXPECT_EQ(buckets.size(), steps.size());
+}
+
+// The small ops of the step get the shapes src/model/decode_step.cpp launches them with: rows =
+// the step's batch, hidden and intermediate of the model, heads and head_dim of its attention,
+// the cache's page size.
+TEST(ModelConfig, StepOpShapesAreTheDecodeStepsLaunches) {
+  const ModelConfig llama = load_model_config(kModels / "llama-3.1-8b.json");
+  EXPECT_EQ(rmsnorm_shape(llama, 4, false).dims, (std::vector<int64_t>{4, 4096, 0}));
+  EXPECT_EQ(rmsnorm_shape(llama, 4, false).use, "norm");
+  EXPECT_EQ(rmsnorm_shape(llama, 4, true).dims, (std::vector<int64_t>{4, 4096, 1}));
+  EXPECT_EQ(rmsnorm_shape(llama, 4, true).use, "norm+residual");
+  EXPECT_EQ(rope_shape(llama, 16).dims, (std::vector<int64_t>{16, 32, 8, 128}));
+  EXPECT_EQ(kv_append_shape(llama, 16, 32).dims, (std::vector<int64_t>{16, 8, 128, 32}));
+  EXPECT_EQ(silu_mul_shape(llama, 2).dims, (std::vector<int64_t>{2, 14336}));
+
+  // Qwen2.5-0.5B: head_dim derived (896 / 14), two kv heads.
+  const ModelConfig qwen = load_model_config(kModels / "qwen2.5-0.5b.json");
+  EXPECT_EQ(rmsnorm_shape(qwen, 1, true).dims, (std::vector<int64_t>{1, 896, 1}));
+  EXPECT_EQ(rope_shape(qwen, 1).dims, (std::vector<int64_t>{1, 14, 2, 64}));
+  EXPECT_EQ(kv_append_shape(qwen, 1, 16).dims, (std::vector<int64_t>{1, 2, 64, 16}));
+  EXPECT_EQ(silu_mul_shape(qwen, 8).dims, (std::vector<int64_t>{8, 4864}));
+
+  // A decode batch launches all four (rmsnorm twice); a prefill of 128 rows no kv_append.
+  std::vector<std::string> decode, prefill;
+  for (const StepOpShape &s : step_op_shapes(llama, kModelDecodeMaxRows, 16))
+    decode.push_back(s.op + "/" + s.use);
+  for (const StepOpShape &s : step_op_shapes(llama, kModelPrefillMinRows, 16))
+    prefill.push_back(s.op + "/" + s.use);
+  EXPECT_EQ(decode, (std::vector<std::string>{"rmsnorm/norm", "rmsnorm/norm+residual", "rope/rope",
+                                              "kv_append/kv_append", "silu_mul/silu_mul"}));
+  EXPECT_EQ(prefill, (std::vector<std::string>{"rmsnorm/norm", "rmsnorm/norm+residual", "rope/rope",
+                                               "silu_mul/silu_mul"}));
+  for (const StepOpShape &s : step_op_shapes(llama, 128, 16))
+    EXPECT_EQ(s.dims.front(), 128) << s.op;
+
+  // The dimension names are the registered ops' own, and each op takes the shapes.
+  EXPECT_TRUE(step_op_dim_names("gemv.bf16").empty());
+  for (const StepOpShape &s : step_op_shapes(llama, 4, 16)) {
+    const std::vector<std::string> &names = step_op_dim_names(s.op);
+    ASSERT_EQ(names.size(), s.dims.size()) << s.op;
+    const TunableOp *op = Registry::global().find(s.op, "cuda");
+    if (op == nullptr)
+      continue; // a build without the CUDA backend
+    ASSERT_EQ(op->buckets().dims.size(), names.size()) << s.op;
+    for (size_t i = 0; i < names.size(); ++i)
+      EXPECT_EQ(op->buckets().dims[i].name, names[i]) << s.op;
+    EXPECT_NO_THROW(op->validate(Shape(std::span<const int64_t>(s.dims), op->dtype()))) << s.op;
+  }
+}
+
+// The default rows of a model tune: every decode batch 1-64, then the prefill buckets 128, 256,
+// .., 8192, each once; --rows spells the same set.
+TEST(ModelConfig, DefaultRowsAreTheDecodeBatchesAndThePrefillBuckets) {
+  std::vector<int64_t> expected;
+  for (int64_t r = 1; r <= 64; ++r)
+    expected.push_back(r);
+  for (int64_t r = 128; r <= 8192; r *= 2)
+    expected.push_back(r);
+  EXPECT_EQ(default_model_rows(), expected);
+  EXPECT_EQ(default_model_rows_text(), "1-64,128,256,512,1024,2048,4096,8192");
+  EXPECT_EQ(parse_rows(default_model_rows_text()), expected);
 }
 
 TEST(ModelConfig, ExplicitHeadDimWins) {

@@ -10,6 +10,7 @@
 #include "hone/error.h"
 #include "hone/quantize_command.h"
 #include "hone/step_command.h"
+#include "hone/sweep_command.h"
 #include "hone/tune_command.h"
 
 namespace hone::cli {
@@ -28,6 +29,7 @@ Cli::Cli() : app_(std::make_unique<CLI::App>("hone: a kernel autotuner", "hone")
   quantize_ = std::make_unique<QuantizeCommand>(*app_);
   dequantize_ = std::make_unique<DequantizeCommand>(*app_);
   step_ = std::make_unique<StepCommand>(*app_, global_);
+  sweep_ = std::make_unique<SweepCommand>(*app_, global_);
   app_->footer("Environment: HONE_CACHE_DIR (cache location), HONE_CACHE=off (ignore the cache),\n"
                "HONE_TACTIC_<OP> (force a tactic); every HONE_* variable: README, Environment.\n"
                "Exit codes: 0 ok, 1 runtime failure or `cache verify` problems, 2 bad usage.");
@@ -86,6 +88,8 @@ int Cli::run() {
     return dequantize_->run();
   if (step_->app()->parsed())
     return step_->run();
+  if (sweep_->app()->parsed())
+    return sweep_->run();
   HONE_RUNTIME_ERROR("no subcommand was parsed");
 }
 

@@ -23,6 +23,7 @@ class DequantizeCommand;
 class DeviceCommand;
 class QuantizeCommand;
 class StepCommand;
+class SweepCommand;
 class TuneCommand;
 
 // Exit codes: 0 success; 1 a runtime failure or a negative verdict (`cache verify` found
@@ -51,6 +52,7 @@ private:
   std::unique_ptr<QuantizeCommand> quantize_;
   std::unique_ptr<DequantizeCommand> dequantize_;
   std::unique_ptr<StepCommand> step_;
+  std::unique_ptr<SweepCommand> sweep_;
 };
 
 } // namespace hone::cli

@@ -115,6 +115,69 @@ std::vector<LinearLayer> linear_layers(const ModelConfig &c, bool include_lm_hea
   return layers;
 }
 
+std::vector<int64_t> default_model_rows() {
+  std::vector<int64_t> rows;
+  for (int64_t r = 1; r <= kModelDecodeMaxRows; ++r)
+    rows.push_back(r);
+  for (int64_t r = kModelPrefillMinRows; r <= kModelPrefillMaxRows; r *= 2)
+    rows.push_back(r);
+  return rows;
+}
+
+std::string default_model_rows_text() {
+  // Appended piece by piece: GCC 12 at -O3 warns -Wrestrict (a false positive) on
+  // "1-" + std::string&&.
+  std::string text = "1-";
+  text += std::to_string(kModelDecodeMaxRows);
+  for (int64_t r = kModelPrefillMinRows; r <= kModelPrefillMaxRows; r *= 2) {
+    text += ',';
+    text += std::to_string(r);
+  }
+  return text;
+}
+
+StepOpShape rmsnorm_shape(const ModelConfig &c, int64_t rows, bool residual) {
+  return {"rmsnorm", residual ? "norm+residual" : "norm", {rows, c.hidden_size, residual ? 1 : 0}};
+}
+
+StepOpShape rope_shape(const ModelConfig &c, int64_t rows) {
+  return {"rope", "rope", {rows, c.num_attention_heads, c.num_key_value_heads, c.head_dim}};
+}
+
+StepOpShape kv_append_shape(const ModelConfig &c, int64_t batch, int64_t page_size) {
+  return {"kv_append", "kv_append", {batch, c.num_key_value_heads, c.head_dim, page_size}};
+}
+
+StepOpShape silu_mul_shape(const ModelConfig &c, int64_t rows) {
+  return {"silu_mul", "silu_mul", {rows, c.intermediate_size}};
+}
+
+std::vector<StepOpShape> step_op_shapes(const ModelConfig &c, int64_t rows, int64_t page_size) {
+  std::vector<StepOpShape> shapes = {rmsnorm_shape(c, rows, false), rmsnorm_shape(c, rows, true),
+                                     rope_shape(c, rows)};
+  if (rows <= kModelDecodeMaxRows)
+    shapes.push_back(kv_append_shape(c, rows, page_size));
+  shapes.push_back(silu_mul_shape(c, rows));
+  return shapes;
+}
+
+const std::vector<std::string> &step_op_dim_names(std::string_view op) {
+  static const std::vector<std::string> rmsnorm = {"rows", "hidden", "residual"};
+  static const std::vector<std::string> rope = {"rows", "hq", "hkv", "head_dim"};
+  static const std::vector<std::string> kv_append = {"batch", "hkv", "head_dim", "page_size"};
+  static const std::vector<std::string> silu_mul = {"rows", "inter"};
+  static const std::vector<std::string> none;
+  if (op == "rmsnorm")
+    return rmsnorm;
+  if (op == "rope")
+    return rope;
+  if (op == "kv_append")
+    return kv_append;
+  if (op == "silu_mul")
+    return silu_mul;
+  return none;
+}
+
 std::vector<DecodeAttentionStep> decode_attention_steps(const ModelConfig &c, int64_t page_size) {
   std::vector<DecodeAttentionStep> steps;
   for (int64_t batch = 1; batch <= 64; batch *= 2)

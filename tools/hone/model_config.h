@@ -1,5 +1,7 @@
-// Model configs: the linear layers of a decoder-only transformer, read from a Hugging Face
-// config.json, as the (N, K) weight shapes a serving runtime multiplies by every step.
+// Model configs: the ops of a decoder-only transformer's step, read from a Hugging Face
+// config.json: the linear layers as the (N, K) weight shapes a serving runtime multiplies by
+// every step, the small ops of the step (rmsnorm, rope, kv_append, silu_mul) and the decode
+// attention, each as the op's dimensions the step (src/model/decode_step.cpp) launches it with.
 //
 //   hone::cli::ModelConfig m = hone::cli::load_model_config("models/llama-3.1-8b.json");
 //   for (const hone::cli::LinearLayer &l : hone::cli::linear_layers(m, false))
@@ -48,6 +50,43 @@ std::string_view default_model_text();
 // head_dim), fused gate_up (2 x intermediate, hidden), down (hidden, intermediate), and
 // lm_head (vocab, hidden) when `include_lm_head`.
 std::vector<LinearLayer> linear_layers(const ModelConfig &config, bool include_lm_head);
+
+// The row counts a model tune covers by default: every decode batch 1..kModelDecodeMaxRows and
+// the prefill buckets kModelPrefillMinRows, 2x, .., kModelPrefillMaxRows. Each op takes the
+// counts its buckets cover (gemv.bf16 and qmv.affine stop at 32 rows; qmm.affine,
+// quantized_linear, rmsnorm, rope and silu_mul go past 8192), and counts that map to one
+// bucket are one problem of the matrix (rows 33..64 of qmm.affine are its bucket rows=64).
+inline constexpr int64_t kModelDecodeMaxRows = 64;
+inline constexpr int64_t kModelPrefillMinRows = 128;
+inline constexpr int64_t kModelPrefillMaxRows = 8192;
+// 1, 2, .., 64, 128, 256, .., 8192, ascending.
+std::vector<int64_t> default_model_rows();
+// The same as --rows spells it: "1-64,128,256,512,1024,2048,4096,8192".
+std::string default_model_rows_text();
+
+// One launch shape of a small op of the decode step, as the op's dimensions in its order.
+struct StepOpShape {
+  std::string op;            // the op's name: "rmsnorm", "rope", "kv_append", "silu_mul"
+  std::string use;           // where the step launches it: "norm", "norm+residual", ...
+  std::vector<int64_t> dims; // in the order of step_op_dim_names(op)
+};
+// rmsnorm {rows, hidden, residual}: the first layer's input norm reads the embedded tokens
+// alone (residual 0, use "norm"); every other norm adds the residual stream (1,
+// "norm+residual").
+StepOpShape rmsnorm_shape(const ModelConfig &config, int64_t rows, bool residual);
+// rope {rows, hq, hkv, head_dim}: the q and k heads of every token.
+StepOpShape rope_shape(const ModelConfig &config, int64_t rows);
+// kv_append {batch, hkv, head_dim, page_size}: the new token's K and V of every request.
+StepOpShape kv_append_shape(const ModelConfig &config, int64_t batch, int64_t page_size);
+// silu_mul {rows, inter}: the activation of the fused gate/up output.
+StepOpShape silu_mul_shape(const ModelConfig &config, int64_t rows);
+// Every small-op launch shape of a step over `rows` tokens: both rmsnorm forms, rope and
+// silu_mul, and kv_append when `rows` is a decode batch (<= kModelDecodeMaxRows): it appends
+// one token per request, which a prefill of many tokens per request is not.
+std::vector<StepOpShape> step_op_shapes(const ModelConfig &config, int64_t rows, int64_t page_size);
+// The dimension names of small op `op` in order ({rows, hidden, residual} for rmsnorm); empty
+// for a name that is not one of the four.
+const std::vector<std::string> &step_op_dim_names(std::string_view op);
 
 // One decode step of the model's attention over a paged KV cache: `batch` requests of
 // `context` tokens each, as the dimensions of the decode.paged op, in its order.

@@ -1,5 +1,7 @@
 #include "hone/progress.h"
 
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "hone/format.h"
@@ -12,9 +14,38 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 } // namespace
 
+std::string format_duration(double seconds) {
+  char buf[32];
+  if (!(seconds > 0))
+    return "0.0s";
+  if (seconds < 9.95) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+    return buf;
+  }
+  const long long s = std::llround(seconds);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else {
+    const long long m = (s + 30) / 60; // rounded to the minute shown last
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", m / 60, m % 60);
+  }
+  return buf;
+}
+
+std::string progress_times(double elapsed, size_t done, size_t total) {
+  std::string text = format_duration(elapsed) + " elapsed";
+  if (done > 0 && done < total)
+    text +=
+        ", about " +
+        format_duration(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) +
+        " left";
+  return text;
+}
+
 Progress::Progress(size_t total, bool terminal)
-    : total_(total), terminal_(terminal), t0_(std::chrono::steady_clock::now()),
-      step_t0_(t0_) {}
+    : total_(total), terminal_(terminal), t0_(std::chrono::steady_clock::now()), step_t0_(t0_) {}
 
 Progress::~Progress() { clear(); }
 
@@ -29,16 +60,7 @@ std::string Progress::counts() const {
   return text;
 }
 
-std::string Progress::times() const {
-  const double elapsed = seconds_since(t0_);
-  std::string text = format_seconds(elapsed) + " elapsed";
-  if (done_ > 0 && done_ < total_)
-    text += ", about " +
-            format_seconds(elapsed / static_cast<double>(done_) *
-                           static_cast<double>(total_ - done_)) +
-            " left";
-  return text;
-}
+std::string Progress::times() const { return progress_times(seconds_since(t0_), done_, total_); }
 
 void Progress::start(std::string what) {
   what_ = std::move(what);

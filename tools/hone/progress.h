@@ -1,7 +1,7 @@
 // Progress of a long run of steps on stderr: redrawn in place on a terminal; one line per
 // finished step otherwise (a log or a CI job), so that a long tune is never silent. Each
 // report names the step, done/total, the time elapsed and an estimate of the time left (the
-// mean time of the steps done, times the steps left).
+// mean time of the steps done, times the steps left), as durations like 3m20s.
 //
 //   Progress progress(total, stderr_is_tty());
 //   progress.start("gemv.f32 rows=8,n=4096,k=4096");   // drawn on a terminal only
@@ -15,6 +15,14 @@
 
 namespace hone::cli {
 
+// A duration for a person: "4.2s" below 10 s, "42s", "3m05s", "1h05m" (rounded to the unit
+// shown last); negative durations print as "0.0s".
+std::string format_duration(double seconds);
+// "1m10s elapsed, about 3m20s left" after `done` of `total` steps in `elapsed` seconds: the
+// steps left times the mean time of those done; no estimate before the first step is done or
+// after the last.
+std::string progress_times(double elapsed, size_t done, size_t total);
+
 class Progress {
 public:
   Progress(size_t total, bool terminal);
@@ -24,7 +32,7 @@ public:
 
   // Step `what` begins (redrawn on a terminal).
   void start(std::string what);
-  // The current step is done: a line "[3/36] <what>: 0.41 s; 1.3 s elapsed, about 11 s left"
+  // The current step is done: a line "[3/36] <what>: 412 ms; 1.3s elapsed, about 11s left"
   // when not on a terminal.
   void finish();
   // Erases the line drawn on a terminal, so that other output starts at column 0.
@@ -32,7 +40,7 @@ public:
 
 private:
   std::string counts() const; // "[3/36]"
-  std::string times() const;  // "1.3 s elapsed, about 11 s left"
+  std::string times() const;  // progress_times() now
 
   size_t total_;
   size_t done_ = 0;

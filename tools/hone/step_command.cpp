@@ -1,6 +1,7 @@
 #include "hone/step_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -10,8 +11,12 @@
 
 #include "hone/error.h"
 #include "hone/registry.h"
+#include "hone/tuner.h"
 #if HONE_WITH_CUDA
+#include "hone/bf16.h"
+#include "hone/chain_tactic.h"
 #include "hone/dispatcher.h"
+#include "hone/npy.h"
 #include "hone/ops/cuda.h"
 #include "hone/settings.h"
 #include "model/decode_step.h"
@@ -41,14 +46,29 @@ int64_t parse_tokens(const std::string &text, std::string_view option) {
   return std::stoll(m[1]) * (m[2].length() ? 1024 : 1);
 }
 
+bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_mismatches) {
+  return pdl_mismatches == 0 && pdl_on_seconds < (1 - TunerOptions{}.min_margin) * pdl_off_seconds;
+}
+
+DispatcherOptions default_path_options() {
+  DispatcherOptions o;
+  o.use_cache = false;
+  o.autotune = false;
+  return o;
+}
+
 StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
-    : global_(global),
-      app_(parent.add_subcommand("step", "Run and time a model's decode step through hone (CUDA)")) {
+    : global_(global), app_(parent.add_subcommand(
+                           "step", "Run and time a model's decode step through hone (CUDA)")) {
   app_->add_option("--model", options_.model, "Hugging Face config.json (Llama, Qwen2)")
       ->required();
   app_->add_option("--batch", options_.batch, "Requests, one new token each (1..32)")
       ->capture_default_str();
   app_->add_option("--context", options_.context, "Tokens cached per request (e.g. 4096, 4k)")
+      ->capture_default_str();
+  app_->add_option("--prefill", options_.prefill,
+                   "A prefill step of this many tokens per request after --context cached ones "
+                   "(0: a decode step; batch x prefill <= 4096)")
       ->capture_default_str();
   app_->add_option("--quant", options_.quant, "Linear weights: bf16 or int<4|8>:g<group>")
       ->capture_default_str();
@@ -62,6 +82,18 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
   app_->add_option("--seed", options_.seed, "Weights, cache and inputs")->capture_default_str();
   app_->add_option("--json", options_.json_path, "Also write the results as JSON");
+  app_->add_option("--weights", options_.weights,
+                   "bf16 weights of Hugging Face names: a .safetensors file or a checkpoint "
+                   "directory (model.safetensors.index.json or model.safetensors); int4 / int8 "
+                   "steps quantise them on the device. Default: random seeded weights");
+  app_->add_option("--export", options_.export_dir,
+                   "Write the step to this directory and exit without timing: config.json, "
+                   "model.safetensors (weights, Hugging Face names), step.safetensors (input, "
+                   "positions, K and V of the cached tokens), step.json, and the outputs of one "
+                   "default-tactic PDL-off step as float32 .npy (hidden, logits, appended_k, "
+                   "appended_v), for bench/peers/decode_step_torch.py --from. It holds every "
+                   "weight and the whole cache: large for big models (llama-3.1-8b at context 4k "
+                   "is about 17 GB); meant for small ones");
 }
 
 #if HONE_WITH_CUDA
@@ -73,17 +105,63 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// `values` (bf16 bit patterns) as a float32 .npy of `shape` (widening is exact).
+void write_bf16_as_npy(const std::filesystem::path &path, const std::vector<int64_t> &shape,
+                       const std::vector<uint16_t> &values) {
+  std::vector<float> f(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    f[i] = bf16_to_float(values[i]);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << npy_header("<f4", shape);
+  out.write(reinterpret_cast<const char *>(f.data()), std::streamsize(f.size() * sizeof(float)));
+  if (!out)
+    HONE_RUNTIME_ERROR("--export: cannot write '" + path.string() + "'");
+}
+
+// --export: one step with the default tactics and PDL off, then the step and its outputs in
+// `dir` (model/step_export.h; the outputs as hidden.npy [batch, hidden], logits.npy [batch,
+// vocab], appended_k.npy and appended_v.npy [layers, batch, hkv, head_dim]).
+int export_step(model::DecodeStep &step, Dispatcher &defaults, const std::filesystem::path &dir,
+                const std::string &quant, std::ostream &out) {
+  step.enqueue(nullptr, defaults, /*pdl=*/false);
+  const model::HostStepOutputs o = step.host_outputs();
+  model::export_decode_step(step, dir);
+  const model::ModelSpec &m = step.spec();
+  const int64_t B = step.options().batch;
+  write_bf16_as_npy(dir / "hidden.npy", {B, m.hidden}, o.hidden);
+  write_bf16_as_npy(dir / "logits.npy", {B, m.vocab}, o.logits);
+  std::vector<uint16_t> k, v;
+  for (size_t i = 0; i < o.appended_k.size(); ++i) {
+    k.insert(k.end(), o.appended_k[i].begin(), o.appended_k[i].end());
+    v.insert(v.end(), o.appended_v[i].begin(), o.appended_v[i].end());
+  }
+  write_bf16_as_npy(dir / "appended_k.npy", {m.layers, B, m.hkv, m.head_dim}, k);
+  write_bf16_as_npy(dir / "appended_v.npy", {m.layers, B, m.hkv, m.head_dim}, v);
+  out << "exported " << m.name << " (" << m.layers << " layers, " << quant << " weights"
+      << (step.options().weights.empty() ? ", random" : ", from " + step.options().weights)
+      << "), batch " << B << ", context " << step.options().context << " to " << dir.string()
+      << "\noutputs of one step with the default tactics, PDL off; compare with\n"
+         "  python3 bench/peers/decode_step_torch.py --from "
+      << dir.string() << "\n";
+  return 0;
+}
+
 } // namespace
 
 int StepCommand::run() {
   const auto [bits, group] = parse_quant(options_.quant);
   model::StepOptions so;
   so.batch = options_.batch;
-  so.context = parse_tokens(options_.context, "--context");
+  // A prefill may start from an empty cache (a prompt); a decode step needs a token cached.
+  so.context = options_.prefill > 0 && options_.context == "0"
+                   ? 0
+                   : parse_tokens(options_.context, "--context");
   so.bits = bits;
   so.group = group ? group : 64;
   so.page_size = options_.page_size;
   so.seed = options_.seed;
+  so.weights = options_.weights;
+  so.prefill = options_.prefill;
   if (!options_.json_path.empty())
     require_writable(options_.json_path, "--json");
   if (!global_.backend.empty() && global_.backend != "cuda")
@@ -91,13 +169,18 @@ int StepCommand::run() {
   const model::ModelSpec spec = model::load_model_spec(options_.model);
   Dispatcher &tuned = ops::cuda::dispatcher();
   Backend &backend = tuned.backend();
-  // The default path: no cache, no lazy tune, no HONE_TACTIC_* override.
-  DispatcherOptions plain;
-  plain.use_cache = false;
-  plain.autotune = false;
-  Dispatcher defaults(backend, plain);
+  Dispatcher defaults(backend, default_path_options());
 
+  if (!options_.export_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.export_dir, ec);
+    if (ec)
+      HONE_INVALID_ARGUMENT("--export: cannot create '" + options_.export_dir +
+                            "': " + ec.message());
+  }
   model::DecodeStep step(spec, so);
+  if (!options_.export_dir.empty())
+    return export_step(step, defaults, options_.export_dir, options_.quant, std::cout);
   model::StepBenchOptions bo;
   bo.samples = options_.samples;
   bo.check_replays = options_.check_replays;
@@ -107,27 +190,44 @@ int StepCommand::run() {
                                                     {"tuned", &tuned, false},
                                                     {"tuned+pdl", &tuned, true}};
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
-  // The chain tactic: PDL where its replays were bit-identical to PDL off and it beats the
-  // tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.
-  const size_t pick =
-      r.variants[3].mismatches == 0 && r.variants[3].seconds < 0.98 * r.variants[2].seconds ? 3
-                                                                                            : 2;
+  // The chain tactic this run measures: PDL where its replays were bit-identical to PDL off and
+  // it beats the tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.
+  const size_t measured_pick =
+      pdl_chain_wins(r.variants[2].seconds, r.variants[3].seconds, r.variants[3].mismatches) ? 3
+                                                                                             : 2;
+  // The tuned step's chain tactic is the pick `hone tune --model` cached for this step, where
+  // the cache holds a usable one; both are still timed above.
+  // (A prefill step's chain tactic is not cached: this run's measurement decides.)
+  ChainLookup cached_chain;
+  if (so.prefill == 0)
+    cached_chain =
+        cached_chain_pick(spec, so.batch, bits, group, so.page_size, backend, settings());
+  else
+    cached_chain.key = "(prefill steps are not cached)";
+  const size_t pick = cached_chain.usable() ? (cached_chain.pdl ? 3 : 2) : measured_pick;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
 
   std::ostream &out = std::cout;
   out << "model: " << spec.name << " (" << spec.family << ", " << spec.layers << " layers), "
-      << options_.quant << " weights, batch " << so.batch << ", context " << so.context
-      << ", page " << so.page_size << "\n";
+      << options_.quant << " weights" << (so.weights.empty() ? " (random)" : " from " + so.weights)
+      << ", batch " << so.batch << ", context " << so.context << ", page " << so.page_size
+      << (so.prefill ? ", prefill of " + std::to_string(so.prefill) + " tokens per request" : "")
+      << "\n";
   out << "device: " << backend.info().model << "; measured read bandwidth " << fixed(bw / 1e9, 0)
       << " GB/s\n";
   out << "bytes per step: weights " << fixed(double(step.weight_bytes()) / 1e9, 3) << " GB + KV "
       << fixed(double(step.kv_bytes()) / 1e9, 3) << " GB = " << fixed(bytes / 1e9, 3) << " GB\n";
+  if (so.prefill)
+    out << "prefill: " << step.rows() << " rows through every layer, "
+        << fixed(step.flops() / 1e12, 2)
+        << " TFLOP per step; bf16 linears above 32 rows run cuBLASLt's GEMM (vendor, not tuned by "
+           "hone); attention runs decode.paged with one request per query row\n";
   out << "method: CUDA graph per variant, interleaved, median of " << std::max(3, bo.samples)
       << " samples of " << r.replays_per_sample
       << " replays; warm replays (weights exceed the L2 many times over)\n\n";
-  out << "| variant | step us | tokens/s | GB/s | of read bw | default/this | PDL check |\n"
-         "|---|---:|---:|---:|---:|---:|---|\n";
+  out << "| variant | step us | tokens/s | GB/s | of read bw | TFLOP/s | default/this | PDL check "
+         "|\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   const double base = r.variants[0].seconds;
   for (const model::StepVariantResult &v : r.variants) {
     std::string check = "-";
@@ -136,14 +236,20 @@ int StepCommand::run() {
                                 : std::to_string(v.mismatches) + " words differ over " +
                                       std::to_string(v.check_replays) + " replays (PDL REJECTED)";
     out << "| " << v.name << " | " << fixed(v.seconds * 1e6, 1) << " | "
-        << fixed(double(so.batch) / v.seconds, 0) << " | " << fixed(bytes / v.seconds / 1e9, 0)
+        << fixed(double(step.rows()) / v.seconds, 0) << " | " << fixed(bytes / v.seconds / 1e9, 0)
         << " | " << (bw > 0 ? fixed(bytes / v.seconds / bw, 3) : "-") << " | "
-        << fixed(base / v.seconds, 3) << " | " << check << " |\n";
+        << fixed(step.flops() / v.seconds / 1e12, 1) << " | " << fixed(base / v.seconds, 3) << " | "
+        << check << " |\n";
   }
   const model::StepVariantResult &chosen = r.variants[pick];
   out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off") << " (" << chosen.name << ", "
       << fixed(r.variants[2].seconds / chosen.seconds, 3) << "x tuned PDL-off, "
       << fixed(base / chosen.seconds, 3) << "x default)\n";
+  out << "chain pick: "
+      << (cached_chain.usable()
+              ? "the cache's (" + cached_chain.key + ", tuned " + cached_chain.entry->date + ")"
+              : "this run's (the cache has no usable entry for " + cached_chain.key + ")")
+      << "; this run measured pdl=" << (measured_pick == 3 ? "on" : "off") << "\n";
   double sum = 0;
   for (const model::StepOpTime &t : r.breakdown)
     sum += t.seconds;
@@ -159,8 +265,12 @@ int StepCommand::run() {
     nlohmann::json j{{"model", spec.name},
                      {"family", spec.family},
                      {"quant", options_.quant},
+                     {"weights", so.weights.empty() ? "random" : so.weights},
                      {"batch", so.batch},
                      {"context", so.context},
+                     {"prefill", so.prefill},
+                     {"rows", step.rows()},
+                     {"flops", step.flops()},
                      {"page_size", so.page_size},
                      {"device", backend.info().model},
                      {"read_bandwidth_bytes_per_s", bw},
@@ -168,14 +278,11 @@ int StepCommand::run() {
                      {"kv_bytes", step.kv_bytes()},
                      {"replays_per_sample", r.replays_per_sample},
                      {"mode", "warm"},
-                     {"chain_pick", chosen.name}};
+                     {"chain_pick", chosen.name},
+                     {"chain_source", cached_chain.usable() ? "cache" : "this run"},
+                     {"chain_measured_pick", r.variants[measured_pick].name}};
     for (const model::StepVariantResult &v : r.variants)
-      j["variants"].push_back({{"name", v.name},
-                               {"pdl", v.pdl},
-                               {"seconds", v.seconds},
-                               {"spread", v.spread},
-                               {"mismatches", v.mismatches},
-                               {"check_replays", v.check_replays}});
+      j["variants"].push_back(step_variant_json(v));
     for (const model::StepOpTime &t : r.breakdown)
       j["breakdown"].push_back(
           {{"op", model::to_string(t.op)}, {"launches", t.launches}, {"seconds", t.seconds}});

@@ -5,6 +5,9 @@
 //
 //   hone step --model models/llama-3.1-8b.json --batch 1 --context 4k
 //   hone step --model models/qwen2.5-1.5b.json --batch 16 --context 4096 --quant int4:g64
+//   hone step --model models/llama-3.1-8b.json --prefill 512 --context 0 --quant int4:g64
+//   hone step --model Qwen2.5-0.5B/config.json --weights Qwen2.5-0.5B --quant int4:g64
+//   hone step --model models/qwen2.5-0.5b.json --context 100 --export out/step  # for a peer
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,9 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include "hone/dispatcher.h"
 #include "hone/global_options.h"
 
 namespace CLI {
@@ -21,7 +27,7 @@ class App;
 namespace hone::cli {
 
 struct StepOptions {
-  std::string model;          // config.json path
+  std::string model; // config.json path
   int64_t batch = 1;
   std::string context = "4k"; // tokens cached per request: 4096, 4k, 32K
   std::string quant = "bf16"; // bf16, int4:g64, int8:g128, ...
@@ -31,12 +37,32 @@ struct StepOptions {
   bool no_breakdown = false;
   uint64_t seed = 1;
   std::string json_path;
+  std::string weights;    // safetensors file or checkpoint directory; empty: random weights
+  std::string export_dir; // write the step and one default step's outputs here, then exit
+  int64_t prefill = 0;    // 0: a decode step; M: a prefill of M tokens per request
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
 std::pair<int, int> parse_quant(const std::string &text);
 // "4096", "4k", "32K" -> tokens (k = 1024). Throws Error(invalid_argument) naming `option`.
 int64_t parse_tokens(const std::string &text, std::string_view option);
+// The chain tactic of a tuned step: PDL on only where its replays were bit-identical to PDL off
+// (`pdl_mismatches` == 0; -1, unchecked, never wins) and it beats PDL off by the tuner's switch
+// margin floor (TunerOptions::min_margin, 2 %). Times in [seconds].
+bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_mismatches);
+// The default path `hone step` and `hone sweep` time: no tuning cache, no lazy tune, no
+// HONE_TACTIC_* override.
+DispatcherOptions default_path_options();
+// One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
+// spread, mismatches, check_replays) as both commands write it in their JSON.
+template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
+  return {{"name", v.name},
+          {"pdl", v.pdl},
+          {"seconds", v.seconds},
+          {"spread", v.spread},
+          {"mismatches", v.mismatches},
+          {"check_replays", v.check_replays}};
+}
 
 class StepCommand {
 public:

@@ -1,0 +1,224 @@
+#include "hone/chain_tactic.h"
+
+#include <iostream>
+#include <mutex>
+#include <span>
+
+#include "hone/error.h"
+#include "hone/registry.h"
+#include "hone/step_command.h"
+#include "hone/tuner.h"
+
+namespace hone::cli {
+
+namespace {
+
+constexpr int64_t kMaxBatch = 32; // DecodeStep's range
+constexpr int64_t kMaxModelId = 0xffffffff;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+} // namespace
+
+DecodeStepChainOp::DecodeStepChainOp()
+    : buckets_{{DimSpec::exact_then_pow2_up("batch", 1, kMaxBatch, 0),
+                DimSpec::one_of("bits", {4, 8, 16}), DimSpec::one_of("group", {0, 32, 64, 128}),
+                DimSpec::one_of("page_size", {16, 32, 64}), DimSpec::exact("hidden", 1, 1 << 20),
+                DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kMaxModelId)}} {}
+
+std::vector<Tactic> DecodeStepChainOp::candidates(const Shape &) const {
+  return {chain_tactic(false), chain_tactic(true)};
+}
+
+Tactic DecodeStepChainOp::default_tactic(const Shape &) const { return chain_tactic(false); }
+
+void DecodeStepChainOp::validate(const Shape &shape) const {
+  if (static_cast<size_t>(shape.rank) != buckets_.dims.size())
+    HONE_INVALID_ARGUMENT(std::string(kChainOpName) +
+                          " takes 7 dimensions (batch, bits, group, page_size, hidden, layers, "
+                          "model), got " +
+                          str(shape.rank));
+  if (shape.dtype != DType::bf16)
+    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + " takes dtype bf16, got " +
+                          std::string(to_string(shape.dtype)));
+  for (int i = 0; i < shape.rank; ++i) {
+    const DimSpec &d = buckets_.dims[static_cast<size_t>(i)];
+    if (!d.map(shape[i]))
+      HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": " + d.name + "=" + str(shape[i]) +
+                            " is outside its buckets");
+  }
+  const int64_t bits = shape[1], group = shape[2], hidden = shape[4];
+  if ((bits == 16) != (group == 0))
+    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": bits=" + str(bits) + " with group=" +
+                          str(group) + " (bf16 weights have group 0, affine ones 32, 64 or 128)");
+  if (group > 0 && hidden % group != 0)
+    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": hidden=" + str(hidden) +
+                          " is not a multiple of group=" + str(group));
+}
+
+std::unique_ptr<Workload> DecodeStepChainOp::prepare(const Shape &) const {
+  HONE_INVALID_ARGUMENT(std::string(kChainOpName) +
+                        " is tuned by `hone tune --model` on CUDA graphs of the whole decode "
+                        "step, not per launch");
+}
+
+CompiledTactic DecodeStepChainOp::compile(const Tactic &tactic) const {
+  if (tactic.kernel == kChainOpName && tactic.params.size() == 1 &&
+      tactic.params[0].first == "pdl" &&
+      (tactic.params[0].second == 0 || tactic.params[0].second == 1))
+    return CompiledTactic::of(tactic.params[0].second == 1);
+  HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": tactic '" + tactic.str() + "' is not " +
+                        chain_tactic(false).str() + " or " + chain_tactic(true).str());
+}
+
+const DecodeStepChainOp &chain_op() {
+  static const DecodeStepChainOp op;
+  return op;
+}
+
+void register_chain_ops() {
+#if HONE_WITH_CUDA
+  static std::once_flag once;
+  std::call_once(once, [] { Registry::global().add(std::make_unique<DecodeStepChainOp>()); });
+#endif
+}
+
+int64_t chain_model_id(const model::ModelSpec &m) {
+  // NOTE: part of the cache key; changing the fields or their order loses every chain entry.
+  uint64_t h = 14695981039346656037ull;
+  for (int64_t v : {m.hidden, m.inter, m.hq, m.hkv, m.head_dim, m.layers, m.vocab,
+                    int64_t{m.qkv_bias ? 1 : 0}}) {
+    h ^= static_cast<uint64_t>(v);
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>((h ^ (h >> 32)) & static_cast<uint64_t>(kMaxModelId));
+}
+
+Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int group,
+                   int64_t page_size) {
+  const int64_t dims[] = {batch,       bits,        bits == 16 ? 0 : group, page_size,
+                          spec.hidden, spec.layers, chain_model_id(spec)};
+  const Shape shape(std::span<const int64_t>(dims), DType::bf16);
+  const DecodeStepChainOp &op = chain_op();
+  op.validate(shape);
+  return *op.buckets().map(shape);
+}
+
+Tactic chain_tactic(bool pdl) { return Tactic{std::string(kChainOpName), {{"pdl", pdl ? 1 : 0}}}; }
+
+ChainDecision decide_chain(const ChainTiming &t) {
+  const auto replays = std::to_string(t.check_replays);
+  if (t.mismatches < 0 || t.check_replays < kChainCheckReplays)
+    return {false, "PDL checked over " + replays + " replays; admission needs " +
+                       std::to_string(kChainCheckReplays)};
+  if (t.mismatches > 0)
+    return {false, std::to_string(t.mismatches) + " words differ from PDL off over " + replays +
+                       " replays"};
+  if (!pdl_chain_wins(t.off_s, t.on_s, t.mismatches))
+    return {false, "PDL not faster than PDL off by the " +
+                       std::to_string(static_cast<int>(TunerOptions{}.min_margin * 100)) +
+                       " % margin"};
+  return {true, "picked"};
+}
+
+TuneReport chain_report(const Shape &bucket, const std::string &device_model,
+                        const ChainTiming &t) {
+  const DecodeStepChainOp &op = chain_op();
+  const ChainDecision decision = decide_chain(t);
+  TuneReport r;
+  r.op = std::string(op.name());
+  r.bucket = bucket;
+  r.bucket_text = op.buckets().describe(bucket);
+  r.key = cache_key(op, bucket, device_model);
+  r.numerics = Numerics::batch_invariant;
+  r.batch = t.replays_per_sample;
+  TuneResult &res = r.result;
+  res.candidates.resize(2);
+  CandidateReport &off = res.candidates[0];
+  off.tactic = chain_tactic(false);
+  off.median_s = t.off_s;
+  off.spread = t.off_spread;
+  off.reason = decision.pdl ? "" : "default: " + decision.reason;
+  CandidateReport &on = res.candidates[1];
+  on.tactic = chain_tactic(true);
+  on.median_s = t.on_s;
+  on.spread = t.on_spread;
+  on.finalist = true;
+  on.ratio = t.off_s > 0 ? t.on_s / t.off_s : 1;
+  on.error = static_cast<double>(std::max<int64_t>(t.mismatches, 0));
+  const bool admitted = t.mismatches == 0 && t.check_replays >= kChainCheckReplays;
+  on.status = admitted ? Status::ok : Status::gate_failed;
+  on.reason = decision.pdl ? "picked" : decision.reason;
+  res.default_index = 0;
+  res.pick_index = decision.pdl ? 1 : 0;
+  res.noise_floor = t.off_spread;
+  res.margin = TunerOptions{}.min_margin;
+  res.ratio = decision.pdl ? on.ratio : 1;
+  res.default_s = t.off_s;
+  res.pick_s = decision.pdl ? t.on_s : t.off_s;
+  return r;
+}
+
+ChainLookup find_chain_pick(const Cache &cache, const Shape &bucket,
+                            const std::string &device_model, const Metadata &current) {
+  const DecodeStepChainOp &op = chain_op();
+  ChainLookup r;
+  r.key = cache_key(op, bucket, device_model);
+  if (const CacheEntry *e = cache.find_any(r.key)) {
+    r.entry = *e;
+    Tactic pick;
+    if (std::optional<VerifyItem> problem = entry_problem(*e, op, bucket, current, &pick)) {
+      r.status = problem->problem == "stale" ? Lookup::stale : Lookup::unrunnable;
+      r.reason = problem->reason;
+      return r;
+    }
+    r.status = Lookup::usable;
+    r.pdl = op.compile(pick).as<bool>();
+    return r;
+  }
+  const std::string bucket_text = op.buckets().describe(bucket);
+  for (const auto &[key, entry] : cache.entries()) {
+    const std::optional<CacheKeyParts> parts = parse_cache_key(key);
+    if (!parts || parts->op != kChainOpName || parts->bucket != bucket_text)
+      continue;
+    r.reason += r.reason.empty() ? "the cache holds this step's chain pick only " : "; ";
+    r.reason += parts->version != op.version()
+                    ? "of " + std::string(kChainOpName) + " version " + str(parts->version)
+                    : "measured on " + parts->device;
+  }
+  return r;
+}
+
+ChainLookup cached_chain_pick(const model::ModelSpec &spec, int64_t batch, int bits, int group,
+                              int64_t page_size, const Backend &backend, const Settings &settings) {
+  if (!settings.use_cache)
+    return {};
+  Shape bucket;
+  try {
+    bucket = chain_bucket(spec, batch, bits, group, page_size);
+  } catch (const Error &e) {
+    if (e.kind() != ErrorKind::invalid_argument)
+      throw;
+    return {};
+  }
+  Cache cache(Cache::default_path(settings));
+  try {
+    cache.load(); // a damaged file warns once and reads as empty
+  } catch (const Error &e) {
+    if (e.kind() != ErrorKind::runtime)
+      throw;
+    std::cerr << "hone: warning: " << e.what() << "; no cached chain pick\n";
+    return {};
+  }
+  ChainLookup found =
+      find_chain_pick(cache, bucket, backend.info().model, current_metadata(backend, false));
+  if (found.status == Lookup::stale || found.status == Lookup::unrunnable)
+    std::cerr << "hone: warning: chain entry " << found.key << " is " << to_string(found.status)
+              << " and ignored: " << found.reason << '\n';
+  else if (!found.usable() && !found.reason.empty())
+    std::cerr << "hone: warning: no chain pick for this step on " << backend.info().model << ": "
+              << found.reason << '\n';
+  return found;
+}
+
+} // namespace hone::cli

@@ -1,0 +1,134 @@
+#include "hone/chain_tune.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "hone/error.h"
+#include "hone/format.h"
+#if HONE_WITH_CUDA
+#include "hone/dispatcher.h"
+#include "hone/settings.h"
+#include "model/decode_step.h"
+#include "model/step_bench.h"
+#endif
+
+namespace hone::cli {
+
+namespace {
+
+// [bytes/s] a step's reads are predicted at (the H200 step measured 0.7-0.8 of 4.6 TB/s).
+constexpr double kPriorStepBytesPerSecond = 3e12;
+// [seconds] building a step: allocation and random fills of every weight and the cache.
+constexpr double kPriorStepSetupSeconds = 1.0;
+
+#if HONE_WITH_CUDA
+model::StepOptions step_options(const ChainCell &cell, const ChainPlanOptions &o) {
+  model::StepOptions so;
+  so.batch = cell.batch;
+  so.context = o.context;
+  so.bits = cell.bits;
+  so.group = cell.bits == 16 ? 64 : cell.group; // bf16 ignores it
+  so.page_size = o.page_size;
+  return so;
+}
+#endif
+
+} // namespace
+
+std::string ChainCell::quant() const {
+  return bits == 16 ? "bf16" : "int" + std::to_string(bits) + ":g" + std::to_string(group);
+}
+
+bool chain_available(const Backend &backend) {
+#if HONE_WITH_CUDA
+  return backend.info().backend == "cuda";
+#else
+  (void)backend;
+  return false;
+#endif
+}
+
+std::vector<ChainCell> chain_cells(const model::ModelSpec &spec, const ChainPlanOptions &o,
+                                   const Backend &backend) {
+  std::vector<ChainCell> cells;
+  if (!chain_available(backend))
+    return cells;
+  bool quantized = true;
+  for (int64_t k : {spec.hidden, spec.hq * spec.head_dim, spec.inter})
+    if (k % o.group != 0) {
+      std::cerr << "note: " << kChainOpName << ": int" << o.bits << ":g" << o.group
+                << " skipped: " << spec.name << " has a linear of K = " << k
+                << ", not a multiple of the group\n";
+      quantized = false;
+      break;
+    }
+  for (int64_t batch : o.batches)
+    for (int bits : {16, o.bits}) {
+      if (bits != 16 && !quantized)
+        continue;
+      ChainCell cell;
+      cell.batch = batch;
+      cell.bits = bits;
+      cell.group = bits == 16 ? 0 : o.group;
+      cell.bucket = chain_bucket(spec, batch, bits, cell.group, o.page_size);
+#if HONE_WITH_CUDA
+      const size_t need = model::decode_step_bytes(spec, step_options(cell, o));
+      if (const std::optional<size_t> available = backend.available_memory_bytes();
+          available && need > *available) {
+        std::cerr << "note: " << kChainOpName << " batch " << batch << " " << cell.quant()
+                  << " skipped: the step needs " << format_bytes(need) << ", the device has "
+                  << format_bytes(*available) << " free\n";
+        continue;
+      }
+#endif
+      cells.push_back(cell);
+    }
+  return cells;
+}
+
+double chain_cell_seconds(const model::ModelSpec &spec, const ChainCell &cell,
+                          const ChainPlanOptions &o) {
+#if HONE_WITH_CUDA
+  const double step_s = static_cast<double>(model::decode_step_bytes(spec, step_options(cell, o))) /
+                        kPriorStepBytesPerSecond;
+  // Two eager runs and one reference run, the check replays, then per sample and variant the
+  // replays of at least 0.02 s (StepBenchOptions::sample_seconds).
+  return kPriorStepSetupSeconds + step_s * (kChainCheckReplays + 3) +
+         2.0 * o.samples * std::max(0.02, 3 * step_s);
+#else
+  (void)spec, (void)cell, (void)o;
+  return 0;
+#endif
+}
+
+ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, const ChainCell &cell,
+                            const ChainPlanOptions &o) {
+#if HONE_WITH_CUDA
+  if (!chain_available(backend))
+    HONE_INVALID_ARGUMENT("the " + backend.info().backend + " backend has no decode step");
+  model::DecodeStep step(spec, step_options(cell, o));
+  DispatcherOptions options = DispatcherOptions::from_settings(settings());
+  options.autotune = false;
+  Dispatcher tuned(backend, options);
+  model::StepBenchOptions bo;
+  bo.samples = o.samples;
+  bo.check_replays = kChainCheckReplays;
+  bo.breakdown = false;
+  const model::StepBenchResult r =
+      model::bench_decode_step(step, {{"tuned", &tuned, false}, {"tuned+pdl", &tuned, true}}, bo);
+  ChainTiming t;
+  t.off_s = r.variants[0].seconds;
+  t.on_s = r.variants[1].seconds;
+  t.off_spread = r.variants[0].spread;
+  t.on_spread = r.variants[1].spread;
+  t.mismatches = r.variants[1].mismatches;
+  t.check_replays = r.variants[1].check_replays;
+  t.replays_per_sample = r.replays_per_sample;
+  return t;
+#else
+  (void)spec, (void)cell, (void)o;
+  HONE_INVALID_ARGUMENT("the " + backend.info().backend + " backend has no decode step");
+#endif
+}
+
+} // namespace hone::cli

@@ -1,0 +1,99 @@
+// TuneBudget: fits a model tune into a time budget by capping how many candidates each bucket
+// gates and times (CappedOp). Each step of the run (a bucket, or a chain cell of fixed cost)
+// is predicted as fixed_s + k x candidate_s for k candidates; the predictions of an op are
+// scaled by what its steps measured so far (all ops' measurements until it has its own). Before
+// each step plan() picks an allowance tau, the seconds of candidates a bucket may spend, as
+// the largest that lets the steps left fit the time left: a bucket then times
+// clamp(floor(tau / candidate_s), kMinCandidates, its count) candidates, so cheap buckets keep
+// every candidate and the costly ones are cut first. Without a budget nothing is capped.
+//
+//   TuneBudget budget(items, /*budget_s=*/540);
+//   budget.plan(elapsed());                   // before each step
+//   run_step(i, budget.cap(i));
+//   budget.record(i, seconds_it_took);
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hone/op.h"
+
+namespace hone::cli {
+
+// The fewest candidates a capped bucket times: the default and one challenger.
+inline constexpr int kMinCandidates = 2;
+
+// Prior costs on an H200 host (16 cores), before anything is measured. [seconds] per bucket:
+// workload preparation (rotation copies), batch calibration and the A/A and confirmation pairs
+// (~60 samples). Per candidate: 7 triage samples of >= 100 sync round trips, plus the gate,
+// whose fresh inputs, download and float64 host reference grow with the bytes the workload
+// touches (a 0.6 GB qmm.affine prefill bucket: ~0.3 s).
+inline constexpr double kPriorBucketSeconds = 0.1;
+inline constexpr double kPriorCandidateSeconds = 0.01;
+inline constexpr double kPriorGateSecondsPerByte = 0.5e-9;
+// Default budget of a model tune: what keeps the Llama-3.1-8B matrix under ten minutes.
+inline constexpr std::string_view kDefaultModelBudget = "9m";
+
+// One step of a tune: a bucket (candidates > 0) or a step of fixed cost (a chain cell).
+struct BudgetItem {
+  std::string op;         // predictions are scaled per op
+  int candidates = 0;     // what the bucket gates and times uncapped; 0: fixed cost only
+  double candidate_s = 0; // [seconds] predicted per candidate
+  double fixed_s = 0;     // [seconds] predicted beyond its candidates
+};
+// The prior prediction of a bucket of `op` with `candidates` candidates: the bytes from
+// op.workload_bytes(bucket), or for an op with decode attention's dimensions (which does not
+// say) its K and V.
+BudgetItem bucket_item(const TunableOp &op, const Shape &bucket, int candidates);
+
+class TuneBudget {
+public:
+  // budget_s <= 0: no budget; every cap is the bucket's count.
+  TuneBudget(std::vector<BudgetItem> items, double budget_s);
+
+  // Plans the steps not recorded yet for the time left, budget - elapsed_s.
+  void plan(double elapsed_s);
+  // Candidates item i may time: its count when uncapped, else at least kMinCandidates.
+  int cap(size_t i) const { return caps_[i]; }
+  bool capped(size_t i) const { return caps_[i] < items_[i].candidates; }
+  // Item i took `seconds` with cap(i) candidates; its op's scale learns from it.
+  void record(size_t i, double seconds);
+
+  bool limited() const { return budget_s_ > 0; }
+  double budget_s() const { return budget_s_; }
+  // [seconds] the steps left predicted (scaled) with every candidate, and at their caps.
+  double predicted_full() const;
+  double predicted() const;
+  // [seconds] of candidates a bucket may spend; nullopt when nothing is capped.
+  std::optional<double> allowance() const { return allowance_; }
+  // Steps left that are capped, and their candidates uncapped and capped.
+  size_t capped_count() const;
+  long candidates_full() const;
+  long candidates_capped() const;
+  // True when even kMinCandidates everywhere is predicted to exceed the time left.
+  bool over() const { return over_; }
+
+private:
+  double scale(const std::string &op) const;
+  double cost(size_t i, int k) const; // scaled prediction of item i at k candidates
+  int cap_at(size_t i, double tau) const;
+
+  std::vector<BudgetItem> items_;
+  double budget_s_;
+  std::vector<int> caps_;
+  std::vector<bool> done_;
+  std::vector<double> measured_;  // [seconds] per op index of scale_ops_
+  std::vector<double> predicted_; // [seconds] unscaled predictions of the same steps
+  std::vector<std::string> scale_ops_;
+  std::optional<double> allowance_;
+  bool over_ = false;
+};
+
+// [seconds] from "9m", "90s", "1m30s", "1h", "600" (seconds) or "0" (no budget). Throws
+// Error(invalid_argument) naming `option` and the text otherwise.
+double parse_duration(std::string_view text, std::string_view option);
+
+} // namespace hone::cli
