@@ -84,9 +84,12 @@ double median(std::vector<double> v) {
 int launches_of(StepOp op, const DecodeStep &step) {
   const int64_t layers = step.spec().layers;
   switch (op) {
-  case StepOp::rmsnorm: return int(2 * layers + 1);
-  case StepOp::lm_head: return 1;
-  default: return int(layers);
+  case StepOp::rmsnorm:
+    return int(2 * layers + 1);
+  case StepOp::lm_head:
+    return 1;
+  default:
+    return int(layers);
   }
 }
 
@@ -103,7 +106,15 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
   } guard{s};
   const size_t logits = step.logits_elements(), hidden = step.hidden_elements();
   DeviceBuffer ref_logits(logits * 2), ref_hidden(hidden * 2);
+  DeviceBuffer first_logits(logits * 2), first_hidden(hidden * 2);
   DeviceBuffer mismatches(sizeof(unsigned long long));
+  auto *count = mismatches.as<unsigned long long>();
+  auto read_count = [&] {
+    unsigned long long host = 0;
+    HONE_CUDA_CHECK(cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, s));
+    HONE_CUDA_CHECK(cudaStreamSynchronize(s));
+    return int64_t(host);
+  };
   StepBenchResult out;
   std::vector<std::unique_ptr<Graph>> graphs;
   for (const StepVariant &v : variants) {
@@ -115,6 +126,19 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     // capture.
     step.enqueue(s, *v.dispatcher, false);
     step.enqueue(s, *v.dispatcher, v.pdl);
+    // The outputs against the first variant's (same inputs, so a step of the same tactics
+    // gives the same bits).
+    if (out.variants.empty()) {
+      HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
+                                      cudaMemcpyDeviceToDevice, s));
+      HONE_CUDA_CHECK(cudaMemcpyAsync(first_hidden.data(), step.hidden(), hidden * 2,
+                                      cudaMemcpyDeviceToDevice, s));
+    } else {
+      HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
+      count_mismatches_u16(step.logits(), first_logits.data(), logits, count, s);
+      count_mismatches_u16(step.hidden(), first_hidden.data(), hidden, count, s);
+      r.differs_from_first = read_count();
+    }
     HONE_CUDA_CHECK(cudaStreamSynchronize(s));
     if (v.pdl && options.check_replays > 0) {
       step.enqueue(s, *v.dispatcher, false);
@@ -123,17 +147,13 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_hidden.data(), step.hidden(), hidden * 2,
                                       cudaMemcpyDeviceToDevice, s));
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
-      auto *count = mismatches.as<unsigned long long>();
       Graph check(s, [&] {
         step.enqueue(s, *v.dispatcher, true);
         count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
         count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
       });
       check.replay(options.check_replays);
-      unsigned long long host = 0;
-      HONE_CUDA_CHECK(cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, s));
-      HONE_CUDA_CHECK(cudaStreamSynchronize(s));
-      r.mismatches = int64_t(host);
+      r.mismatches = read_count();
       r.check_replays = options.check_replays;
     }
     graphs.push_back(std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, v.pdl); }));

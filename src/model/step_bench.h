@@ -28,27 +28,31 @@ struct StepVariant {
 };
 
 struct StepBenchOptions {
-  int samples = 9;               // medians over this many interleaved samples (>= 3)
-  double sample_seconds = 0.02;  // replays per sample: enough for this long at the first time
-  int check_replays = 1000;      // PDL variants: replays compared bit for bit with PDL off
-  bool breakdown = true;         // time each kind of launch alone (first variant's tactics)
+  int samples = 9;              // medians over this many interleaved samples (>= 3)
+  double sample_seconds = 0.02; // replays per sample: enough for this long at the first time
+  int check_replays = 1000;     // PDL variants: replays compared bit for bit with PDL off
+  bool breakdown = true;        // time each kind of launch alone (first variant's tactics)
 };
 
 struct StepVariantResult {
   std::string name;
   bool pdl = false;
-  double seconds = 0;               // median per step
-  double spread = 0;                // (max - min) / median over samples
+  double seconds = 0; // median per step
+  double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the
   // same dispatcher's PDL-off step, summed over check_replays replays (0: bit-identical).
-  int64_t mismatches = -1;          // -1: not checked
+  int64_t mismatches = -1; // -1: not checked
   int check_replays = 0;
+  // 16-bit words of the logits and final hidden state that differ from the first variant's
+  // outputs (one eager step each; -1 for the first variant itself). 0 where the variant runs
+  // the first one's tactics, e.g. the tuned dispatcher with no cache and no lazy tune.
+  int64_t differs_from_first = -1;
 };
 
 struct StepOpTime {
   StepOp op;
-  int launches = 0;     // per step
-  double seconds = 0;   // median, all launches of this kind in one graph
+  int launches = 0;   // per step
+  double seconds = 0; // median, all launches of this kind in one graph
 };
 
 struct StepBenchResult {

@@ -250,6 +250,16 @@ int StepCommand::run() {
               ? "the cache's (" + cached_chain.key + ", tuned " + cached_chain.entry->date + ")"
               : "this run's (the cache has no usable entry for " + cached_chain.key + ")")
       << "; this run measured pdl=" << (measured_pick == 3 ? "on" : "off") << "\n";
+  // The tuned step's outputs against the default path's: bit-identical wherever the tuned
+  // dispatcher serves the defaults (no cache entry, no lazy tune).
+  const int64_t tuned_differs = r.variants[2].differs_from_first;
+  out << "tuned step outputs against the default step's (PDL off, logits and final hidden "
+         "state): "
+      << (tuned_differs == 0 ? std::string("bit-identical")
+                             : std::to_string(tuned_differs) +
+                                   " 16-bit words differ (tuned tactics that sum in another "
+                                   "order)")
+      << "\n";
   double sum = 0;
   for (const model::StepOpTime &t : r.breakdown)
     sum += t.seconds;
@@ -280,7 +290,8 @@ int StepCommand::run() {
                      {"mode", "warm"},
                      {"chain_pick", chosen.name},
                      {"chain_source", cached_chain.usable() ? "cache" : "this run"},
-                     {"chain_measured_pick", r.variants[measured_pick].name}};
+                     {"chain_measured_pick", r.variants[measured_pick].name},
+                     {"tuned_words_differing_from_default", tuned_differs}};
     for (const model::StepVariantResult &v : r.variants)
       j["variants"].push_back(step_variant_json(v));
     for (const model::StepOpTime &t : r.breakdown)
