@@ -117,13 +117,20 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
   };
   StepBenchResult out;
   std::vector<std::unique_ptr<Graph>> graphs;
+  // Every variant runs eagerly before any graph is captured: tactics resolve (a lazy tune may
+  // run) and the stream's workspace grows to what the hungriest variant needs. A graph holds
+  // the workspace's address; growing it later frees that buffer under an earlier variant's
+  // graph (a tuned qmm tactic of a prefill can need more than the default's).
   for (const StepVariant &v : variants) {
     HONE_CHECK(v.dispatcher != nullptr, "bench_decode_step: variant without a dispatcher");
+    step.enqueue(s, *v.dispatcher, false);
+    step.enqueue(s, *v.dispatcher, v.pdl);
+  }
+  HONE_CUDA_CHECK(cudaStreamSynchronize(s));
+  for (const StepVariant &v : variants) {
     StepVariantResult r;
     r.name = v.name;
     r.pdl = v.pdl;
-    // Eager runs first: tactics resolve (a lazy tune may run) and workspaces grow outside any
-    // capture.
     step.enqueue(s, *v.dispatcher, false);
     step.enqueue(s, *v.dispatcher, v.pdl);
     // The outputs against the first variant's (same inputs, so a step of the same tactics

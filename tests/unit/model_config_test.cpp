@@ -77,6 +77,10 @@ TEST(ModelConfig, LlamaUntiedWithLmHead) {
   EXPECT_EQ(m.head_dim, 128);
   EXPECT_EQ(m.vocab_size, 128256);
   EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_EQ(m.num_hidden_layers, 32);
+  // K and V, 8 heads of 128 bf16 values, 32 layers: 128 KiB a token.
+  EXPECT_EQ(model_kv_bytes(m, 1), size_t{128} << 10);
+  EXPECT_EQ(model_kv_bytes(m, 4096), size_t{512} << 20);
   const std::vector<LinearLayer> layers = linear_layers(m, /*include_lm_head=*/true);
   ASSERT_EQ(layers.size(), 5u);
   EXPECT_EQ(layers[0].n, 6144); // (32 + 16) x 128
@@ -202,6 +206,8 @@ TEST(ModelConfig, KvHeadsDefaultToHeadsAndNullHeadDimIsAbsent) {
   EXPECT_EQ(m.num_key_value_heads, 8);
   EXPECT_EQ(m.head_dim, 64);
   EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_EQ(m.num_hidden_layers, 0); // absent: no K and V estimate, nothing left out
+  EXPECT_EQ(model_kv_bytes(m, 1 << 20), 0u);
   EXPECT_EQ(linear_layers(m, false)[0].n, 3 * 512);
 }
 

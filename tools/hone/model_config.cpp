@@ -75,12 +75,18 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string &so
                     std::to_string(m.num_attention_heads));
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
+  m.num_hidden_layers = optional_positive(config, source, "num_hidden_layers").value_or(0);
   if (auto it = config.find("tie_word_embeddings"); it != config.end() && !it->is_null()) {
     if (!it->is_boolean())
       bad_field(source, "tie_word_embeddings", "must be true or false, got " + it->dump());
     m.tie_word_embeddings = it->get<bool>();
   }
   return m;
+}
+
+size_t model_kv_bytes(const ModelConfig &config, int64_t tokens) {
+  return size_t(config.num_hidden_layers) * size_t(tokens) * 2 *
+         size_t(config.num_key_value_heads * config.head_dim) * 2;
 }
 
 ModelConfig load_model_config(const std::filesystem::path &path) {

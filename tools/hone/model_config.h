@@ -25,7 +25,12 @@ struct ModelConfig {
   int64_t head_dim = 0;             // head_dim; = hidden_size / heads when absent or null
   int64_t vocab_size = 0;           // vocab_size
   bool tie_word_embeddings = false; // lm_head shares the embedding (false when absent)
+  int64_t num_hidden_layers = 0;    // num_hidden_layers; 0 when absent
 };
+
+// [bytes] the K and V cache of every layer of `config` for `tokens` cached tokens (bf16); 0
+// when the config does not state its layers.
+size_t model_kv_bytes(const ModelConfig &config, int64_t tokens);
 
 // One linear layer as Y[rows, n] = X[rows, k] W[n, k]^T.
 struct LinearLayer {

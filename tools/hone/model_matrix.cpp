@@ -76,15 +76,22 @@ bool model_fits(const TunableOp &op, const std::vector<int64_t> &first, bool nam
 }
 
 // The decode attention steps of `config` for `op`. Steps whose workload does not fit in the
-// device's memory are left out, with a note.
+// device's memory are left out, with a note, and so are the steps whose K and V cache over all
+// of the model's layers exceeds the device's free memory: no runtime can serve them on this
+// device, and they are the costliest buckets to tune.
 void add_attention_problems(std::vector<Problem> &problems, const TunableOp &op,
                             const ModelConfig &config, const ModelMatrixOptions &o, bool named,
                             const Backend &backend) {
   const std::vector<DecodeAttentionStep> steps = decode_attention_steps(config, o.page_size);
   if (!model_fits(op, steps.front().dims, named))
     return;
-  int too_large = 0;
+  int too_large = 0, unservable = 0;
+  const std::optional<size_t> free_bytes = backend.available_memory_bytes();
   for (const DecodeAttentionStep &step : steps) {
+    if (free_bytes && model_kv_bytes(config, step.batch * step.context) > *free_bytes) {
+      ++unservable;
+      continue;
+    }
     const Shape shape(std::span<const int64_t>(step.dims), op.dtype());
     if (const std::optional<Shape> bucket = op.buckets().map(shape);
         bucket && memory_shortfall(backend, op, *bucket)) {
@@ -96,6 +103,10 @@ void add_attention_problems(std::vector<Problem> &problems, const TunableOp &op,
   if (too_large > 0)
     std::cerr << "note: " << op.name() << ": " << too_large << " of " << steps.size()
               << " batch x context steps do not fit in device memory and are left out\n";
+  if (unservable > 0)
+    std::cerr << "note: " << op.name() << ": " << unservable << " of " << steps.size()
+              << " batch x context steps are left out: the K and V cache of all "
+              << config.num_hidden_layers << " layers would exceed the device's free memory\n";
 }
 
 // The launches of small op `op` in a step over each row count its rows dimension covers.

@@ -30,8 +30,10 @@ inline constexpr int kMinCandidates = 2;
 // workload preparation (rotation copies), batch calibration and the A/A and confirmation pairs
 // (~60 samples). Per candidate: 7 triage samples of >= 100 sync round trips, plus the gate,
 // whose fresh inputs, download and float64 host reference grow with the bytes the workload
-// touches (a 0.6 GB qmm.affine prefill bucket: ~0.3 s).
-inline constexpr double kPriorBucketSeconds = 0.1;
+// touches (a 0.6 GB qmm.affine prefill bucket: ~0.3 s). The per-bucket cost is what the H200
+// measured (docs/benchmark_results/2026-12-01-h200-step/run8: 538 Llama-3.1-8B buckets, most
+// capped to 2 candidates, in 5m25s, about 0.5 s a bucket beyond its candidates' triage).
+inline constexpr double kPriorBucketSeconds = 0.45;
 inline constexpr double kPriorCandidateSeconds = 0.01;
 inline constexpr double kPriorGateSecondsPerByte = 0.5e-9;
 // Default budget of a model tune: what keeps the Llama-3.1-8B matrix under ten minutes.
