@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "cpu/cpu_backend.h"
+#include "decode_step_chain_op.h"
 #include "hone/error.h"
 #ifdef HONE_WITH_CUDA
 #include "cuda/backend/cuda_backend.h"
@@ -16,6 +17,8 @@ Registry &Registry::global() {
     cpu::register_ops(r);
 #ifdef HONE_WITH_CUDA
     cuda::register_ops(r);
+    // The decode step's chain tactic (no kernel of its own: hone tune --model times it).
+    r.add(std::make_unique<DecodeStepChainOp>());
 #endif
     return &r;
   }();

@@ -126,7 +126,6 @@ TEST(ModelMatrix, SelectedOpsAreSortedByKind) {
   if (!cuda_built())
     GTEST_SKIP() << "no CUDA backend in this build";
   const H200Facts h200;
-  register_chain_ops();
   const ModelOps all = select_model_ops(h200, "", 4, 64);
   EXPECT_FALSE(all.named);
   ASSERT_NE(all.chain, nullptr);

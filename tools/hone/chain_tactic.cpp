@@ -20,67 +20,14 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 } // namespace
 
-DecodeStepChainOp::DecodeStepChainOp()
-    : buckets_{{DimSpec::exact_then_pow2_up("batch", 1, kMaxBatch, 0),
-                DimSpec::one_of("bits", {4, 8, 16}), DimSpec::one_of("group", {0, 32, 64, 128}),
-                DimSpec::one_of("page_size", {16, 32, 64}), DimSpec::exact("hidden", 1, 1 << 20),
-                DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kMaxModelId)}} {}
-
-std::vector<Tactic> DecodeStepChainOp::candidates(const Shape &) const {
-  return {chain_tactic(false), chain_tactic(true)};
-}
-
-Tactic DecodeStepChainOp::default_tactic(const Shape &) const { return chain_tactic(false); }
-
-void DecodeStepChainOp::validate(const Shape &shape) const {
-  if (static_cast<size_t>(shape.rank) != buckets_.dims.size())
-    HONE_INVALID_ARGUMENT(std::string(kChainOpName) +
-                          " takes 7 dimensions (batch, bits, group, page_size, hidden, layers, "
-                          "model), got " +
-                          str(shape.rank));
-  if (shape.dtype != DType::bf16)
-    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + " takes dtype bf16, got " +
-                          std::string(to_string(shape.dtype)));
-  for (int i = 0; i < shape.rank; ++i) {
-    const DimSpec &d = buckets_.dims[static_cast<size_t>(i)];
-    if (!d.map(shape[i]))
-      HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": " + d.name + "=" + str(shape[i]) +
-                            " is outside its buckets");
-  }
-  const int64_t bits = shape[1], group = shape[2], hidden = shape[4];
-  if ((bits == 16) != (group == 0))
-    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": bits=" + str(bits) + " with group=" +
-                          str(group) + " (bf16 weights have group 0, affine ones 32, 64 or 128)");
-  if (group > 0 && hidden % group != 0)
-    HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": hidden=" + str(hidden) +
-                          " is not a multiple of group=" + str(group));
-}
-
-std::unique_ptr<Workload> DecodeStepChainOp::prepare(const Shape &) const {
-  HONE_INVALID_ARGUMENT(std::string(kChainOpName) +
-                        " is tuned by `hone tune --model` on CUDA graphs of the whole decode "
-                        "step, not per launch");
-}
-
-CompiledTactic DecodeStepChainOp::compile(const Tactic &tactic) const {
-  if (tactic.kernel == kChainOpName && tactic.params.size() == 1 &&
-      tactic.params[0].first == "pdl" &&
-      (tactic.params[0].second == 0 || tactic.params[0].second == 1))
-    return CompiledTactic::of(tactic.params[0].second == 1);
-  HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": tactic '" + tactic.str() + "' is not " +
-                        chain_tactic(false).str() + " or " + chain_tactic(true).str());
-}
-
 const DecodeStepChainOp &chain_op() {
-  static const DecodeStepChainOp op;
-  return op;
-}
-
-void register_chain_ops() {
-#if HONE_WITH_CUDA
-  static std::once_flag once;
-  std::call_once(once, [] { Registry::global().add(std::make_unique<DecodeStepChainOp>()); });
-#endif
+  static const DecodeStepChainOp *op = [] {
+    const auto *registered =
+        dynamic_cast<const DecodeStepChainOp *>(Registry::global().find(kChainOpName, "cuda"));
+    static const DecodeStepChainOp own;
+    return registered ? registered : &own;
+  }();
+  return *op;
 }
 
 int64_t chain_model_id(const model::ModelSpec &m) {
@@ -103,8 +50,6 @@ Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int gr
   op.validate(shape);
   return *op.buckets().map(shape);
 }
-
-Tactic chain_tactic(bool pdl) { return Tactic{std::string(kChainOpName), {{"pdl", pdl ? 1 : 0}}}; }
 
 ChainDecision decide_chain(const ChainTiming &t) {
   const auto replays = std::to_string(t.check_replays);

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "decode_step_chain_op.h"
 #include "hone/backend.h"
 #include "hone/cache.h"
 #include "hone/key.h"
@@ -30,47 +31,15 @@
 
 namespace hone::cli {
 
-inline constexpr std::string_view kChainOpName = "chain.decode_step";
+using hone::DecodeStepChainOp;
+using hone::kChainOpName;
 // Graph replays of the PDL step compared bit for bit with PDL off before PDL may be picked.
 inline constexpr int kChainCheckReplays = 1000;
 
-// The chain op: dimensions {batch, bits, group, page_size, hidden, layers, model}, dtype bf16,
-// backend cuda. batch: the power of two at or above (1, 2, 4, .., 32, the step's range);
-// bits 16 for bf16 weights (group 0), else 4 or 8 with group 32, 64 or 128; page_size 16, 32
-// or 64; hidden and layers for a reader; model: chain_model_id(), every dimension the step's
-// time depends on. Tactics `chain.decode_step:pdl=0` (the default) and `:pdl=1`. It has no
-// per-launch workload: prepare() throws, since the chain is timed as CUDA graphs of the whole
-// step.
-class DecodeStepChainOp final : public TunableOp {
-public:
-  DecodeStepChainOp();
-  // The identity in its keys, chain.decode_step@1 on cuda over bf16 activations. Bump the
-  // version when the dimensions, the fields of chain_model_id() or the meaning of pdl change.
-  std::string_view name() const override { return kChainOpName; }
-  std::string_view backend() const override { return "cuda"; }
-  int version() const override { return 1; }
-  DType dtype() const override { return DType::bf16; }
-  const BucketSpec &buckets() const override { return buckets_; }
-  Tactic default_tactic(const Shape &bucket) const override;          // pdl=0
-  std::vector<Tactic> candidates(const Shape &bucket) const override; // pdl=0, pdl=1
-  // The pdl flag as a bool; throws Error(invalid_argument) for any tactic but the two.
-  CompiledTactic compile(const Tactic &tactic) const override;
-  // PDL is admitted only bit-identical to PDL off.
-  Numerics default_numerics() const override { return Numerics::batch_invariant; }
-  // Throws Error(invalid_argument) naming the bad dimension.
-  void validate(const Shape &shape) const override;
-  // Throws Error(invalid_argument): `hone tune --model` times the chain.
-  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
-
-private:
-  BucketSpec buckets_;
-};
-
-// The one chain op, the instance register_chain_ops() adds to the registry.
+// The registry's chain op (CUDA builds register it with the library's ops, so that every
+// `cache verify`, the C API's and Python's too, judges chain entries like any op's), or in a
+// build without CUDA an instance of its own.
 const DecodeStepChainOp &chain_op();
-// Adds chain_op() to Registry::global() once (CUDA builds), so that `hone cache verify` judges
-// chain entries like those of any op. Safe to call more than once.
-void register_chain_ops();
 
 // The step's identity: a 64-bit FNV-1a hash, folded to 32 bits, of what its time depends on:
 // hidden, intermediate, heads, kv heads, head_dim, layers, vocab and the q/k/v bias. Stable: it is
@@ -81,8 +50,7 @@ int64_t chain_model_id(const model::ModelSpec &spec);
 // naming a value the step cannot take.
 Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int group,
                    int64_t page_size);
-// `chain.decode_step:pdl=0` / `:pdl=1`.
-Tactic chain_tactic(bool pdl);
+using hone::chain_tactic;
 
 // What one timing of the tuned step measured (bench_decode_step's two variants).
 struct ChainTiming {

@@ -198,7 +198,6 @@ std::string estimate_text(const TuneBudget &b) {
 TuneCommand::TuneCommand(CLI::App &parent, const GlobalOptions &global)
     : global_(global),
       app_(parent.add_subcommand("tune", "Tune buckets and record the picks in the cache")) {
-  register_chain_ops();
   auto *op = app_->add_option("--op", options_.op, "Op to tune (with --shape)");
   auto *shape = app_->add_option("--shape", options_.shape,
                                  "Shape as name=value per dimension: rows=8,n=4096,k=4096");

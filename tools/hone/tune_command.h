@@ -52,8 +52,6 @@ struct TuneCommandOptions {
 
 class TuneCommand {
 public:
-  // Also registers the chain op (register_chain_ops), so that every subcommand of this CLI,
-  // `hone cache verify` among them, judges chain entries.
   TuneCommand(CLI::App &parent, const GlobalOptions &global);
   CLI::App *app() const { return app_; }
   int run();

@@ -1,0 +1,54 @@
+// chain.decode_step: the chain tactic of a model's decode step as an op of the registry.
+// Whether the step launches its kernels as programmatic dependent launches (PDL) is a tactic of
+// the whole chain, not of one kernel; `hone tune --model` times it and records the pick under
+// this op (tools/hone/chain_tactic.h: the key, the timing, the lookup). The op lives in the
+// library, registered with the CUDA ops, so that every reader of a tuning cache (hone cache
+// verify, the C API's hone_cache_verify, Python) judges chain entries like any op's.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "hone/op.h"
+
+namespace hone {
+
+inline constexpr std::string_view kChainOpName = "chain.decode_step";
+
+// The chain op: dimensions {batch, bits, group, page_size, hidden, layers, model}, dtype bf16,
+// backend cuda. batch: the power of two at or above (1, 2, 4, .., 32, the step's range);
+// bits 16 for bf16 weights (group 0), else 4 or 8 with group 32, 64 or 128; page_size 16, 32
+// or 64; hidden and layers for a reader; model: chain_model_id(), every dimension the step's
+// time depends on. Tactics `chain.decode_step:pdl=0` (the default) and `:pdl=1`. It has no
+// per-launch workload: prepare() throws, since the chain is timed as CUDA graphs of the whole
+// step.
+class DecodeStepChainOp final : public TunableOp {
+public:
+  DecodeStepChainOp();
+  // The identity in its keys, chain.decode_step@1 on cuda over bf16 activations. Bump the
+  // version when the dimensions, the fields of chain_model_id() or the meaning of pdl change.
+  std::string_view name() const override { return kChainOpName; }
+  std::string_view backend() const override { return "cuda"; }
+  int version() const override { return 1; }
+  DType dtype() const override { return DType::bf16; }
+  const BucketSpec &buckets() const override { return buckets_; }
+  Tactic default_tactic(const Shape &bucket) const override;          // pdl=0
+  std::vector<Tactic> candidates(const Shape &bucket) const override; // pdl=0, pdl=1
+  // The pdl flag as a bool; throws Error(invalid_argument) for any tactic but the two.
+  CompiledTactic compile(const Tactic &tactic) const override;
+  // PDL is admitted only bit-identical to PDL off.
+  Numerics default_numerics() const override { return Numerics::batch_invariant; }
+  // Throws Error(invalid_argument) naming the bad dimension.
+  void validate(const Shape &shape) const override;
+  // Throws Error(invalid_argument): `hone tune --model` times the chain.
+  std::unique_ptr<Workload> prepare(const Shape &shape) const override;
+
+private:
+  BucketSpec buckets_;
+};
+
+// `chain.decode_step:pdl=0` / `:pdl=1`.
+Tactic chain_tactic(bool pdl);
+
+} // namespace hone
