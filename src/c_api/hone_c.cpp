@@ -655,7 +655,8 @@ hone_status hone_silu_mul_bf16(const void *gate, const void *up, void *out, int6
     validate_cuda_shape("silu_mul", {rows, inter});
     require_aligned(gate, 16, function, "gate");
     if (up)
-      require_aligned(16, function, {{"up", up}, {"out", out}});
+      require_aligned(up, 16, function, "up");
+    require_aligned(out, 16, function, "out"); // with or without `up`
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
     hone::ops::cuda::SiluMulTensors t;

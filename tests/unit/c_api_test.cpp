@@ -264,6 +264,17 @@ TEST(CApiGemvBf16, JudgesArgumentsBeforeTheDevice) {
   EXPECT_FAILS(hone_gemv_bf16(x, w, y, 1, 8, 8, nullptr), HONE_ERROR_NO_DEVICE, "CUDA");
 }
 
+TEST(CApiSiluMulBf16, ChecksOutAlignmentWithAndWithoutUp) {
+  // Host buffers stand in for device pointers: every call below fails before it is read.
+  alignas(16) static uint16_t gate[128], up[64], out[72];
+  auto *out_off = reinterpret_cast<uint16_t *>(reinterpret_cast<char *>(out) + 2);
+  EXPECT_FAILS(hone_silu_mul_bf16(gate, up, out_off, 1, 64, nullptr), HONE_ERROR_INVALID_ARGUMENT,
+               "out=");
+  // gate holding the fused [gate | up] rows (up NULL): out is still checked.
+  EXPECT_FAILS(hone_silu_mul_bf16(gate, nullptr, out_off, 1, 64, nullptr),
+               HONE_ERROR_INVALID_ARGUMENT, "out=");
+}
+
 bool carries(const std::string &op_backend) {
   char ops[1024];
   EXPECT_EQ(hone_ops(ops, sizeof ops, nullptr), HONE_OK) << last();
