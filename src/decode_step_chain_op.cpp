@@ -3,23 +3,21 @@
 #include <string>
 
 #include "hone/error.h"
+#include "model/decode_step.h"
 
 namespace hone {
 
 namespace {
-
-constexpr int64_t kMaxBatch = 32; // DecodeStep's range
-constexpr int64_t kMaxModelId = 0xffffffff;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 } // namespace
 
 DecodeStepChainOp::DecodeStepChainOp()
-    : buckets_{{DimSpec::exact_then_pow2_up("batch", 1, kMaxBatch, 0),
+    : buckets_{{DimSpec::exact_then_pow2_up("batch", 1, model::kMaxStepBatch, 0),
                 DimSpec::one_of("bits", {4, 8, 16}), DimSpec::one_of("group", {0, 32, 64, 128}),
                 DimSpec::one_of("page_size", {16, 32, 64}), DimSpec::exact("hidden", 1, 1 << 20),
-                DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kMaxModelId)}} {}
+                DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kChainMaxModelId)}} {}
 
 std::vector<Tactic> DecodeStepChainOp::candidates(const Shape &) const {
   return {chain_tactic(false), chain_tactic(true)};

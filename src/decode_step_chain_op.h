@@ -6,6 +6,7 @@
 // verify, the C API's hone_cache_verify, Python) judges chain entries like any op's.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,8 @@
 namespace hone {
 
 inline constexpr std::string_view kChainOpName = "chain.decode_step";
+// The largest model identity (the model dimension: a 32-bit hash of the step's shape).
+inline constexpr int64_t kChainMaxModelId = 0xffffffff;
 
 // The chain op: dimensions {batch, bits, group, page_size, hidden, layers, model}, dtype bf16,
 // backend cuda. batch: the power of two at or above (1, 2, 4, .., 32, the step's range);

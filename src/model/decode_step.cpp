@@ -66,9 +66,9 @@ int64_t new_tokens(const StepOptions &o) { return o.prefill > 0 ? o.prefill : 1;
 int64_t step_rows(const StepOptions &o) { return o.batch * new_tokens(o); }
 
 void validate(const ModelSpec &m, const StepOptions &o) {
-  if (o.batch < 1 || o.batch > 32)
-    HONE_INVALID_ARGUMENT("decode step: batch " + std::to_string(o.batch) +
-                          " is outside 1..32 (the decode linears run gemv / qmv)");
+  if (o.batch < 1 || o.batch > kMaxStepBatch)
+    HONE_INVALID_ARGUMENT("decode step: batch " + std::to_string(o.batch) + " is outside 1.." +
+                          std::to_string(kMaxStepBatch) + " (the decode linears run gemv / qmv)");
   if (o.prefill < 0 || o.batch * o.prefill > kMaxPrefillRows)
     HONE_INVALID_ARGUMENT(
         "prefill step: " + std::to_string(o.prefill) + " tokens per request at batch " +
@@ -100,6 +100,17 @@ size_t linear_bytes(int64_t n, int64_t k, const StepOptions &o) {
   if (o.bits == 16)
     return size_t(n) * size_t(k) * kBf16;
   return size_t(n) * size_t(k) * size_t(o.bits) / 8 + 2 * size_t(n) * size_t(k / o.group) * kBf16;
+}
+
+// Every weight a step reads: each layer's linears, norms and q/k/v bias, the final norm and the
+// lm_head.
+size_t step_weight_bytes(const ModelSpec &m, const StepOptions &o) {
+  const size_t per_layer =
+      linear_bytes(m.qkv_width(), m.hidden, o) + linear_bytes(m.hidden, m.hq * m.head_dim, o) +
+      linear_bytes(2 * m.inter, m.hidden, o) + linear_bytes(m.hidden, m.inter, o) +
+      2 * size_t(m.hidden) * kBf16 + (m.qkv_bias ? size_t(m.qkv_width()) * kBf16 : 0);
+  return size_t(m.layers) * per_layer + linear_bytes(m.vocab, m.hidden, o) +
+         size_t(m.hidden) * kBf16;
 }
 
 int64_t pages_per_request(const StepOptions &o) {
@@ -193,9 +204,9 @@ struct DecodeStep::State {
     }
     return l;
   }
-  void *upload(const std::vector<uint16_t> &host) {
-    void *p = alloc(host.size() * kBf16);
-    HONE_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * kBf16, cudaMemcpyHostToDevice));
+  template <class T> T *upload(const std::vector<T> &host) {
+    auto *p = static_cast<T *>(alloc(host.size() * sizeof(T)));
+    HONE_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
     return p;
   }
   // A linear of checkpoint weights w bf16 [n, k]: as they are, or quantised on the device
@@ -223,12 +234,9 @@ struct DecodeStep::State {
 
 size_t decode_step_bytes(const ModelSpec &m, const StepOptions &o) {
   const int64_t attn_width = m.hq * m.head_dim;
-  size_t per_layer =
-      linear_bytes(m.qkv_width(), m.hidden, o) + linear_bytes(m.hidden, attn_width, o) +
-      linear_bytes(2 * m.inter, m.hidden, o) + linear_bytes(m.hidden, m.inter, o) +
-      2 * size_t(m.hidden) * kBf16 + (m.qkv_bias ? size_t(m.qkv_width()) * kBf16 : 0);
   const size_t pages = size_t(o.batch * pages_per_request(o));
-  per_layer += 2 * pages * size_t(o.page_size * m.hkv * m.head_dim) * kBf16;
+  const size_t cache =
+      size_t(m.layers) * 2 * pages * size_t(o.page_size * m.hkv * m.head_dim) * kBf16;
   const size_t rows = size_t(step_rows(o));
   const size_t acts =
       rows * kBf16 *
@@ -239,8 +247,7 @@ size_t decode_step_bytes(const ModelSpec &m, const StepOptions &o) {
   // cuBLASLt's workspaces of a bf16 prefill (one per linear shape).
   const size_t gemm =
       o.bits == 16 && rows > size_t(kMaxGemvRows) ? 5 * cuda::kCublasLtWorkspaceBytes : 0;
-  return size_t(m.layers) * per_layer + linear_bytes(m.vocab, m.hidden, o) +
-         size_t(m.hidden) * kBf16 + acts + table + gemm + 64;
+  return step_weight_bytes(m, o) + cache + acts + table + gemm + 64;
 }
 
 DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
@@ -369,15 +376,10 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
       st.last_host.push_back(int32_t(len - (pages - 1) * P));
       st.positions_host.push_back(int32_t(options.context + j));
     }
-  auto upload_i32 = [&st](const std::vector<int32_t> &host) {
-    auto *p = static_cast<int32_t *>(st.alloc(host.size() * 4));
-    HONE_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
-    return p;
-  };
-  st.indptr = upload_i32(st.indptr_host);
-  st.indices = upload_i32(st.indices_host);
-  st.last = upload_i32(st.last_host);
-  st.positions = upload_i32(st.positions_host);
+  st.indptr = st.upload(st.indptr_host);
+  st.indices = st.upload(st.indices_host);
+  st.last = st.upload(st.last_host);
+  st.positions = st.upload(st.positions_host);
   HONE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -542,16 +544,7 @@ const ModelSpec &DecodeStep::spec() const { return s_->spec; }
 const StepOptions &DecodeStep::options() const { return s_->opt; }
 size_t DecodeStep::device_bytes() const { return s_->allocated; }
 
-size_t DecodeStep::weight_bytes() const {
-  const ModelSpec &m = s_->spec;
-  const StepOptions &o = s_->opt;
-  const size_t per_layer =
-      linear_bytes(m.qkv_width(), m.hidden, o) + linear_bytes(m.hidden, m.hq * m.head_dim, o) +
-      linear_bytes(2 * m.inter, m.hidden, o) + linear_bytes(m.hidden, m.inter, o) +
-      2 * size_t(m.hidden) * kBf16 + (m.qkv_bias ? size_t(m.qkv_width()) * kBf16 : 0);
-  return size_t(m.layers) * per_layer + linear_bytes(m.vocab, m.hidden, o) +
-         size_t(m.hidden) * kBf16;
-}
+size_t DecodeStep::weight_bytes() const { return step_weight_bytes(s_->spec, s_->opt); }
 
 namespace {
 

@@ -43,6 +43,9 @@ class Dispatcher;
 
 namespace hone::model {
 
+// The most requests a decode step takes: its decode linears run gemv / qmv.
+inline constexpr int64_t kMaxStepBatch = 32;
+
 struct StepOptions {
   int64_t batch = 1;      // requests, one new token each (prefill: `prefill` each); 1..32
   int64_t context = 4096; // tokens already cached per request (>= 1; a prefill may start at 0)

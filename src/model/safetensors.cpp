@@ -23,10 +23,6 @@ uint64_t little_endian_u64(const unsigned char *p) {
   return v;
 }
 
-void append(std::vector<uint16_t> &to, const std::vector<uint16_t> &from) {
-  to.insert(to.end(), from.begin(), from.end());
-}
-
 } // namespace
 
 int safetensors_dtype_bytes(const std::string &dtype) {
@@ -176,28 +172,36 @@ std::vector<uint16_t> read_bf16(const std::vector<const SafetensorsFile *> &file
                         " safetensors files");
 }
 
+std::vector<LayerTensor> layer_tensors(const ModelSpec &spec, int64_t layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  const int64_t h = spec.hidden, qw = spec.hq * spec.head_dim, kvw = spec.hkv * spec.head_dim;
+  std::vector<LayerTensor> out = {{p + "self_attn.q_proj.weight", {qw, h}, &LayerWeights::qkv},
+                                  {p + "self_attn.k_proj.weight", {kvw, h}, &LayerWeights::qkv},
+                                  {p + "self_attn.v_proj.weight", {kvw, h}, &LayerWeights::qkv}};
+  if (spec.qkv_bias) {
+    out.push_back({p + "self_attn.q_proj.bias", {qw}, &LayerWeights::qkv_bias});
+    out.push_back({p + "self_attn.k_proj.bias", {kvw}, &LayerWeights::qkv_bias});
+    out.push_back({p + "self_attn.v_proj.bias", {kvw}, &LayerWeights::qkv_bias});
+  }
+  out.push_back({p + "self_attn.o_proj.weight", {h, qw}, &LayerWeights::o});
+  out.push_back({p + "mlp.gate_proj.weight", {spec.inter, h}, &LayerWeights::gate_up});
+  out.push_back({p + "mlp.up_proj.weight", {spec.inter, h}, &LayerWeights::gate_up});
+  out.push_back({p + "mlp.down_proj.weight", {h, spec.inter}, &LayerWeights::down});
+  out.push_back({p + "input_layernorm.weight", {h}, &LayerWeights::norm1});
+  out.push_back({p + "post_attention_layernorm.weight", {h}, &LayerWeights::norm2});
+  return out;
+}
+
 LayerWeights layer_weights(const std::vector<const SafetensorsFile *> &files, const ModelSpec &spec,
                            int64_t layer) {
   if (layer < 0 || layer >= spec.layers)
     HONE_INVALID_ARGUMENT("layer " + std::to_string(layer) + " is outside 0.." +
                           std::to_string(spec.layers - 1) + " of " + spec.name);
-  const std::string p = "model.layers." + std::to_string(layer) + ".";
-  const int64_t h = spec.hidden, qw = spec.hq * spec.head_dim, kvw = spec.hkv * spec.head_dim;
   LayerWeights w;
-  append(w.qkv, read_bf16(files, p + "self_attn.q_proj.weight", {qw, h}));
-  append(w.qkv, read_bf16(files, p + "self_attn.k_proj.weight", {kvw, h}));
-  append(w.qkv, read_bf16(files, p + "self_attn.v_proj.weight", {kvw, h}));
-  if (spec.qkv_bias) {
-    append(w.qkv_bias, read_bf16(files, p + "self_attn.q_proj.bias", {qw}));
-    append(w.qkv_bias, read_bf16(files, p + "self_attn.k_proj.bias", {kvw}));
-    append(w.qkv_bias, read_bf16(files, p + "self_attn.v_proj.bias", {kvw}));
+  for (const LayerTensor &t : layer_tensors(spec, layer)) {
+    const std::vector<uint16_t> values = read_bf16(files, t.name, t.shape);
+    (w.*t.part).insert((w.*t.part).end(), values.begin(), values.end());
   }
-  w.o = read_bf16(files, p + "self_attn.o_proj.weight", {h, qw});
-  append(w.gate_up, read_bf16(files, p + "mlp.gate_proj.weight", {spec.inter, h}));
-  append(w.gate_up, read_bf16(files, p + "mlp.up_proj.weight", {spec.inter, h}));
-  w.down = read_bf16(files, p + "mlp.down_proj.weight", {h, spec.inter});
-  w.norm1 = read_bf16(files, p + "input_layernorm.weight", {h});
-  w.norm2 = read_bf16(files, p + "post_attention_layernorm.weight", {h});
   return w;
 }
 

@@ -66,6 +66,16 @@ struct LayerWeights {
   std::vector<uint16_t> norm1, norm2; // [hidden]: input and post-attention rmsnorm weights
 };
 
+// The Hugging Face tensors of one layer (model.layers.L.self_attn.q_proj.weight, ...), in the
+// order layer_weights reads them and an export writes them, each with its shape and the part of
+// LayerWeights it fills (the fused parts in row order: q, k, v; gate, up).
+struct LayerTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<uint16_t> LayerWeights::*part;
+};
+std::vector<LayerTensor> layer_tensors(const ModelSpec &spec, int64_t layer);
+
 // Layer `layer` from the Hugging Face tensor names (model.layers.L.self_attn.q_proj.weight,
 // ...), looked up in `files` in order (a sharded checkpoint is several files). Throws
 // Error(invalid_argument) naming the tensor: missing from every file, not BF16, or of a shape

@@ -120,21 +120,16 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
   // Every variant runs eagerly before any graph is captured: tactics resolve (a lazy tune may
   // run) and the stream's workspace grows to what the hungriest variant needs. A graph holds
   // the workspace's address; growing it later frees that buffer under an earlier variant's
-  // graph (a tuned qmm tactic of a prefill can need more than the default's).
+  // graph (a tuned qmm tactic of a prefill can need more than the default's). Each variant's
+  // outputs are compared with the first variant's (same inputs, so a step of the same tactics
+  // gives the same bits).
   for (const StepVariant &v : variants) {
     HONE_CHECK(v.dispatcher != nullptr, "bench_decode_step: variant without a dispatcher");
-    step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, v.pdl);
-  }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(s));
-  for (const StepVariant &v : variants) {
     StepVariantResult r;
     r.name = v.name;
     r.pdl = v.pdl;
     step.enqueue(s, *v.dispatcher, false);
     step.enqueue(s, *v.dispatcher, v.pdl);
-    // The outputs against the first variant's (same inputs, so a step of the same tactics
-    // gives the same bits).
     if (out.variants.empty()) {
       HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -146,7 +141,12 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       count_mismatches_u16(step.hidden(), first_hidden.data(), hidden, count, s);
       r.differs_from_first = read_count();
     }
-    HONE_CUDA_CHECK(cudaStreamSynchronize(s));
+    out.variants.push_back(std::move(r));
+  }
+  HONE_CUDA_CHECK(cudaStreamSynchronize(s));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const StepVariant &v = variants[i];
+    StepVariantResult &r = out.variants[i];
     if (v.pdl && options.check_replays > 0) {
       step.enqueue(s, *v.dispatcher, false);
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_logits.data(), step.logits(), logits * 2,
@@ -164,7 +164,6 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       r.check_replays = options.check_replays;
     }
     graphs.push_back(std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, v.pdl); }));
-    out.variants.push_back(std::move(r));
   }
   Events events;
   // Replays per sample from the first variant's time.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hone/error.h"
+#include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 
 namespace hone::model {
@@ -12,32 +13,6 @@ namespace hone::model {
 namespace {
 
 using json = nlohmann::json;
-
-// The tensors of layer `i` in model.safetensors, in the order they are written.
-struct Piece {
-  std::string name;
-  std::vector<int64_t> shape;
-};
-
-std::vector<Piece> layer_pieces(const ModelSpec &m, int64_t i) {
-  const std::string p = "model.layers." + std::to_string(i) + ".";
-  const int64_t h = m.hidden, qw = m.hq * m.head_dim, kvw = m.hkv * m.head_dim;
-  std::vector<Piece> out = {{p + "self_attn.q_proj.weight", {qw, h}},
-                            {p + "self_attn.k_proj.weight", {kvw, h}},
-                            {p + "self_attn.v_proj.weight", {kvw, h}}};
-  if (m.qkv_bias) {
-    out.push_back({p + "self_attn.q_proj.bias", {qw}});
-    out.push_back({p + "self_attn.k_proj.bias", {kvw}});
-    out.push_back({p + "self_attn.v_proj.bias", {kvw}});
-  }
-  out.push_back({p + "self_attn.o_proj.weight", {h, qw}});
-  out.push_back({p + "mlp.gate_proj.weight", {m.inter, h}});
-  out.push_back({p + "mlp.up_proj.weight", {m.inter, h}});
-  out.push_back({p + "mlp.down_proj.weight", {h, m.inter}});
-  out.push_back({p + "input_layernorm.weight", {h}});
-  out.push_back({p + "post_attention_layernorm.weight", {h}});
-  return out;
-}
 
 std::string lm_head_name(const ModelSpec &m) {
   return m.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
@@ -98,8 +73,8 @@ void write_step_export(const std::filesystem::path &dir, const StepExportSource 
 
   std::vector<SafetensorsEntry> weights, state;
   for (int64_t i = 0; i < m.layers; ++i)
-    for (Piece &p : layer_pieces(m, i))
-      weights.push_back({std::move(p.name), "BF16", std::move(p.shape)});
+    for (LayerTensor &t : layer_tensors(m, i))
+      weights.push_back({std::move(t.name), "BF16", std::move(t.shape)});
   weights.push_back({"model.norm.weight", "BF16", {m.hidden}});
   weights.push_back({lm_head_name(m), "BF16", {m.vocab, m.hidden}});
   state.push_back({"input", "BF16", {B, m.hidden}});
@@ -117,33 +92,32 @@ void write_step_export(const std::filesystem::path &dir, const StepExportSource 
   if (!src.inputs.tokens.empty())
     st.write("tokens", src.inputs.tokens.data(), src.inputs.tokens.size() * 4);
 
-  const int64_t h = m.hidden, qw = m.hq * m.head_dim, kvw = m.hkv * m.head_dim;
   for (int64_t i = 0; i < m.layers; ++i) {
     const HostLayer l = src.layer(i);
     check_host_layer(l, m, B, C, "layer " + std::to_string(i));
-    const std::vector<Piece> pieces = layer_pieces(m, i);
-    size_t next = 0;
-    const auto piece = [&](const uint16_t *values, size_t count) {
-      put(w, pieces[next++].name, values, count);
-    };
-    const std::vector<uint16_t> qkv = l.qkv.bf16();
-    piece(qkv.data(), size_t(qw * h));
-    piece(qkv.data() + qw * h, size_t(kvw * h));
-    piece(qkv.data() + (qw + kvw) * h, size_t(kvw * h));
-    if (m.qkv_bias) {
-      piece(l.qkv_bias.data(), size_t(qw));
-      piece(l.qkv_bias.data() + qw, size_t(kvw));
-      piece(l.qkv_bias.data() + qw + kvw, size_t(kvw));
+    // The step's fused weights in bf16, written tensor by tensor: each takes the next rows of
+    // its part (layer_tensors lists a part's tensors one after another).
+    LayerWeights parts;
+    parts.qkv = l.qkv.bf16();
+    parts.qkv_bias = l.qkv_bias;
+    parts.o = l.o.bf16();
+    parts.gate_up = l.gate_up.bf16();
+    parts.down = l.down.bf16();
+    parts.norm1 = l.norm1;
+    parts.norm2 = l.norm2;
+    std::vector<uint16_t> LayerWeights::*part = nullptr;
+    size_t first = 0;
+    for (const LayerTensor &t : layer_tensors(m, i)) {
+      if (t.part != part) {
+        part = t.part;
+        first = 0;
+      }
+      size_t count = 1;
+      for (int64_t d : t.shape)
+        count *= size_t(d);
+      put(w, t.name, (parts.*part).data() + first, count);
+      first += count;
     }
-    const std::vector<uint16_t> o = l.o.bf16();
-    piece(o.data(), o.size());
-    const std::vector<uint16_t> gate_up = l.gate_up.bf16();
-    piece(gate_up.data(), size_t(m.inter * h));
-    piece(gate_up.data() + m.inter * h, size_t(m.inter * h));
-    const std::vector<uint16_t> down = l.down.bf16();
-    piece(down.data(), down.size());
-    piece(l.norm1.data(), l.norm1.size());
-    piece(l.norm2.data(), l.norm2.size());
     put(st, layer_cache_name(i, "k"), l.k_cache.data(), l.k_cache.size());
     put(st, layer_cache_name(i, "v"), l.v_cache.data(), l.v_cache.size());
   }

@@ -36,30 +36,27 @@ std::vector<double> inv_freq(const ModelSpec &m) {
   return out;
 }
 
-// y[r, :] = W x[r, :] for r < rows; W [n, k].
-std::vector<double> linear(const std::vector<double> &w, int64_t n, int64_t k,
-                           const std::vector<double> &x, int64_t rows) {
-  std::vector<double> y(static_cast<size_t>(rows * n));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) {
-      const double *wj = w.data() + j * k, *xr = x.data() + r * k;
-      double sum = 0;
-      for (int64_t i = 0; i < k; ++i)
-        sum += wj[i] * xr[i];
-      y[static_cast<size_t>(r * n + j)] = sum;
-    }
-  return y;
-}
-
+// Rounds to bf16 where DecodeStep's kernels round (StepReferenceOptions::bf16_rounding), else
+// passes float64 through.
 struct Chain {
   bool round;
   double operator()(double v) const { return round ? double(bf16_to_float(bf16_nearest(v))) : v; }
-  void operator()(std::vector<double> &v) const {
-    if (round)
-      for (double &x : v)
-        x = (*this)(x);
-  }
 };
+
+// y[row, :] = r(W x[row, :]) for row < rows; W [n, k].
+std::vector<double> linear(const std::vector<double> &w, int64_t n, int64_t k,
+                           const std::vector<double> &x, int64_t rows, const Chain &r) {
+  std::vector<double> y(static_cast<size_t>(rows * n));
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t j = 0; j < n; ++j) {
+      const double *wj = w.data() + j * k, *xr = x.data() + row * k;
+      double sum = 0;
+      for (int64_t i = 0; i < k; ++i)
+        sum += wj[i] * xr[i];
+      y[static_cast<size_t>(row * n + j)] = r(sum);
+    }
+  return y;
+}
 
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w.
 std::vector<double> rmsnorm(const std::vector<double> &x, const std::vector<uint16_t> &w,
@@ -112,8 +109,7 @@ StepReferenceOutput reference_decode_step(const HostStep &s, const StepReference
     if (!mlp_out.empty())
       add(resid, mlp_out, r);
     std::vector<double> xn = rmsnorm(resid, l.norm1, R, m.rms_eps, r);
-    std::vector<double> qkv = linear(l.qkv.values(), qkv_width, m.hidden, xn, R);
-    r(qkv);
+    std::vector<double> qkv = linear(l.qkv.values(), qkv_width, m.hidden, xn, R, r);
     if (!l.qkv_bias.empty()) {
       for (int64_t row = 0; row < R; ++row)
         for (int64_t j = 0; j < qkv_width; ++j)
@@ -124,13 +120,14 @@ StepReferenceOutput reference_decode_step(const HostStep &s, const StepReference
     // Rope on every q and k head of every new token, in place, at the token's position.
     for (int64_t row = 0; row < R; ++row) {
       const double pos = s.inputs.positions[static_cast<size_t>(row)];
-      for (int64_t head = 0; head < m.hq + m.hkv; ++head) {
-        double *x = qkv.data() + row * qkv_width + head * D;
-        for (int64_t i = 0; i < half; ++i) {
-          const double a = pos * freq[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = pos * freq[static_cast<size_t>(i)], cos_a = std::cos(a),
+                     sin_a = std::sin(a);
+        for (int64_t head = 0; head < m.hq + m.hkv; ++head) {
+          double *x = qkv.data() + row * qkv_width + head * D;
           const double x1 = x[i], x2 = x[half + i];
-          x[i] = r(x1 * std::cos(a) - x2 * std::sin(a));
-          x[half + i] = r(x2 * std::cos(a) + x1 * std::sin(a));
+          x[i] = r(x1 * cos_a - x2 * sin_a);
+          x[half + i] = r(x2 * cos_a + x1 * sin_a);
         }
       }
     }
@@ -190,15 +187,10 @@ StepReferenceOutput reference_decode_step(const HostStep &s, const StepReference
           }
         }
       }
-    std::vector<double> o = linear(l.o.values(), m.hidden, attn_width, attn, R);
-    r(o);
+    const std::vector<double> o = linear(l.o.values(), m.hidden, attn_width, attn, R, r);
     add(resid, o, r);
     xn = rmsnorm(resid, l.norm2, R, m.rms_eps, r);
-    const std::vector<double> gate_up = [&] {
-      std::vector<double> y = linear(l.gate_up.values(), 2 * m.inter, m.hidden, xn, R);
-      r(y);
-      return y;
-    }();
+    const std::vector<double> gate_up = linear(l.gate_up.values(), 2 * m.inter, m.hidden, xn, R, r);
     std::vector<double> act(static_cast<size_t>(R * m.inter));
     for (int64_t row = 0; row < R; ++row)
       for (int64_t i = 0; i < m.inter; ++i) {
@@ -206,8 +198,7 @@ StepReferenceOutput reference_decode_step(const HostStep &s, const StepReference
         const double u = gate_up[static_cast<size_t>(row * 2 * m.inter + m.inter + i)];
         act[static_cast<size_t>(row * m.inter + i)] = r(g / (1 + std::exp(-g)) * u);
       }
-    mlp_out = linear(l.down.values(), m.hidden, m.inter, act, R);
-    r(mlp_out);
+    mlp_out = linear(l.down.values(), m.hidden, m.inter, act, R, r);
   }
   // The final norm and the lm_head on each request's last token (row b x M + M - 1).
   const auto last_rows = [&](const std::vector<double> &x) {
@@ -219,8 +210,7 @@ StepReferenceOutput reference_decode_step(const HostStep &s, const StepReference
   std::vector<double> last_resid = last_rows(resid);
   add(last_resid, last_rows(mlp_out), r);
   out.hidden = rmsnorm(last_resid, s.head.final_norm, B, m.rms_eps, r);
-  out.logits = linear(s.head.lm_head.values(), m.vocab, m.hidden, out.hidden, B);
-  r(out.logits);
+  out.logits = linear(s.head.lm_head.values(), m.vocab, m.hidden, out.hidden, B, r);
   return out;
 }
 

@@ -24,13 +24,13 @@ protected:
 // HONE_DEVICE_TEST_REDUCED=1 selects a small shape set (used under compute-sanitizer, where
 // kernels run many times slower); =2 a smaller one still, for the tests whose reduced set is
 // too long under racecheck (every config once or twice, on one shape per format family).
-inline bool reduced_shapes() {
+// 0 (unset or any other value), 1 or 2.
+inline int reduced_level() {
   const char *v = std::getenv("HONE_DEVICE_TEST_REDUCED");
-  return v && (std::string_view(v) == "1" || std::string_view(v) == "2");
+  const std::string_view level = v ? v : "";
+  return level == "1" ? 1 : level == "2" ? 2 : 0;
 }
-inline bool minimal_shapes() {
-  const char *v = std::getenv("HONE_DEVICE_TEST_REDUCED");
-  return v && std::string_view(v) == "2";
-}
+inline bool reduced_shapes() { return reduced_level() >= 1; }
+inline bool minimal_shapes() { return reduced_level() == 2; }
 
 } // namespace hone::cuda::testing

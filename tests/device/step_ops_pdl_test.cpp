@@ -32,15 +32,20 @@ using testing::upload;
 
 class StepOpsPdlTest : public DeviceTest {};
 
-// `body` (the poison, then the dependent chain) captured once in a CUDA graph on `stream` and
-// replayed `replays` times: how many replays' `outputs()` differ from `serial`.
-int mismatched_replays(cudaStream_t stream, const std::function<void()> &body,
+// Graph replays of a dependent chain (20 under HONE_DEVICE_TEST_REDUCED, else 1000).
+int replay_count() { return reduced_shapes() ? 20 : 1000; }
+
+// `poison()` then `chain(true)` (the dependent chain) captured once in a CUDA graph on `stream`
+// and replayed `replays` times: how many replays' `outputs()` differ from `serial`.
+int mismatched_replays(cudaStream_t stream, const std::function<void()> &poison,
+                       const std::function<void(bool)> &chain,
                        const std::function<std::vector<uint16_t>()> &outputs,
                        const std::vector<uint16_t> &serial, int replays) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  body();
+  poison();
+  chain(true);
   HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   int mismatched = 0;
@@ -152,14 +157,8 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
     written += serial[i] != 0xffffu ? 1 : 0;
   ASSERT_EQ(written, wide) << "the serial chain left outputs unwritten";
 
-  const int replays = reduced_shapes() ? 20 : 1000;
-  const int mismatched = mismatched_replays(
-      stream,
-      [&] {
-        poison();
-        chain(true);
-      },
-      outputs, serial, replays);
+  const int replays = replay_count();
+  const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays";
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
@@ -285,14 +284,8 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
     finite += (v & 0x7f80u) != 0x7f80u ? 1 : 0;
   ASSERT_EQ(finite, act) << "the serial chain left outputs unwritten or not finite:" << paths;
 
-  const int replays = reduced_shapes() ? 20 : 1000;
-  const int mismatched = mismatched_replays(
-      stream,
-      [&] {
-        poison();
-        chain(true);
-      },
-      outputs, serial, replays);
+  const int replays = replay_count();
+  const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays;" << paths;
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));
 }

@@ -1,4 +1,5 @@
 // Progress lines of a long run: durations like 3m20s, and the time left from the steps done.
+#include "hone/format.h"
 #include "hone/progress.h"
 
 #include <regex>

@@ -42,6 +42,16 @@ double worst_error(const StepReferenceOutput &got, const StepReferenceOutput &wa
   return worst;
 }
 
+// One output of the bf16 chain against float64: inside half the bound, yet rounded (above a
+// tenth of it), and no element further than the bound times the largest |value|.
+void expect_rounded_inside_bound(const char *name, const std::vector<double> &got,
+                                 const std::vector<double> &want, double bound) {
+  const OutputError e = output_error(got, want);
+  EXPECT_LT(e.rel_l2, 0.5 * bound) << name;
+  EXPECT_GT(e.rel_l2, 0.1 * bound) << name << ": the rounding model rounds nothing?";
+  EXPECT_LT(e.max_abs, bound * e.want_max_abs) << name << " element " << e.worst;
+}
+
 struct Case {
   ModelSpec spec;
   int bits;
@@ -65,12 +75,8 @@ TEST_P(StepReferenceTest, Bf16RoundingStaysInsideTheBoundAndFaultsFallOutside) {
   for (const auto &[name, got, want] :
        {std::tuple{"hidden", &rounded.hidden, &exact.hidden},
         std::tuple{"logits", &rounded.logits, &exact.logits},
-        std::tuple{"appended_k[last]", &rounded.appended_k.back(), &exact.appended_k.back()}}) {
-    const OutputError e = output_error(*got, *want);
-    EXPECT_LT(e.rel_l2, 0.5 * bound) << name;
-    EXPECT_GT(e.rel_l2, 0.1 * bound) << name << ": the rounding model rounds nothing?";
-    EXPECT_LT(e.max_abs, bound * e.want_max_abs) << name << " element " << e.worst;
-  }
+        std::tuple{"appended_k[last]", &rounded.appended_k.back(), &exact.appended_k.back()}})
+    expect_rounded_inside_bound(name, *got, *want, bound);
 
   const auto fault = [&](const std::string &what, auto &&change) {
     HostStep broken = step;
@@ -249,12 +255,8 @@ TEST(StepReference, APrefillsBf16ChainStaysInsideTheBound) {
          {std::tuple{"hidden", &rounded.hidden, &exact.hidden},
           std::tuple{"logits", &rounded.logits, &exact.logits},
           std::tuple{"appended_k[last]", &rounded.appended_k.back(), &exact.appended_k.back()},
-          std::tuple{"appended_v[last]", &rounded.appended_v.back(), &exact.appended_v.back()}}) {
-      const OutputError e = output_error(*got, *want);
-      EXPECT_LT(e.rel_l2, 0.5 * bound) << name;
-      EXPECT_GT(e.rel_l2, 0.1 * bound) << name << ": the rounding model rounds nothing?";
-      EXPECT_LT(e.max_abs, bound * e.want_max_abs) << name << " element " << e.worst;
-    }
+          std::tuple{"appended_v[last]", &rounded.appended_v.back(), &exact.appended_v.back()}})
+      expect_rounded_inside_bound(name, *got, *want, bound);
     HostStep broken = step;
     for (int32_t &p : broken.inputs.positions)
       p += 1;

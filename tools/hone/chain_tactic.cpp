@@ -13,9 +13,6 @@ namespace hone::cli {
 
 namespace {
 
-constexpr int64_t kMaxBatch = 32; // DecodeStep's range
-constexpr int64_t kMaxModelId = 0xffffffff;
-
 std::string str(int64_t v) { return std::to_string(v); }
 
 } // namespace
@@ -38,7 +35,7 @@ int64_t chain_model_id(const model::ModelSpec &m) {
     h ^= static_cast<uint64_t>(v);
     h *= 1099511628211ull;
   }
-  return static_cast<int64_t>((h ^ (h >> 32)) & static_cast<uint64_t>(kMaxModelId));
+  return static_cast<int64_t>((h ^ (h >> 32)) & static_cast<uint64_t>(kChainMaxModelId));
 }
 
 Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int group,

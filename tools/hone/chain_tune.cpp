@@ -5,6 +5,7 @@
 
 #include "hone/error.h"
 #include "hone/format.h"
+#include "hone/step_command.h"
 #if HONE_WITH_CUDA
 #include "hone/dispatcher.h"
 #include "hone/settings.h"
@@ -23,12 +24,9 @@ constexpr double kPriorStepSetupSeconds = 1.0;
 
 #if HONE_WITH_CUDA
 model::StepOptions step_options(const ChainCell &cell, const ChainPlanOptions &o) {
-  model::StepOptions so;
+  model::StepOptions so = quant_step_options(cell.bits, cell.group, o.page_size, /*seed=*/1);
   so.batch = cell.batch;
   so.context = o.context;
-  so.bits = cell.bits;
-  so.group = cell.bits == 16 ? 64 : cell.group; // bf16 ignores it
-  so.page_size = o.page_size;
   return so;
 }
 #endif

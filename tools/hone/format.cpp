@@ -34,6 +34,26 @@ std::string format_seconds(double seconds) {
   return three_digits(seconds, "s");
 }
 
+std::string format_duration(double seconds) {
+  char buf[32];
+  if (!(seconds > 0))
+    return "0.0s";
+  if (seconds < 9.95) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+    return buf;
+  }
+  const long long s = std::llround(seconds);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else {
+    const long long m = (s + 30) / 60; // rounded to the minute shown last
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", m / 60, m % 60);
+  }
+  return buf;
+}
+
 std::string format_bytes(size_t bytes) {
   const double b = static_cast<double>(bytes);
   if (bytes < 1024)

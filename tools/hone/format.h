@@ -12,6 +12,9 @@ namespace hone::cli {
 
 // "812 ns", "12.4 us", "3.05 ms", "1.20 s" for a time in [seconds].
 std::string format_seconds(double seconds);
+// A duration for a person: "4.2s" below 10 s, "42s", "3m05s", "1h05m" (rounded to the unit
+// shown last); negative durations print as "0.0s".
+std::string format_duration(double seconds);
 // "512 B", "48.0 KiB", "32.0 MiB", "1.50 GiB".
 std::string format_bytes(size_t bytes);
 // "0.942x".

@@ -1,7 +1,5 @@
 #include "hone/progress.h"
 
-#include <cmath>
-#include <cstdio>
 #include <iostream>
 
 #include "hone/format.h"
@@ -13,26 +11,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 } // namespace
-
-std::string format_duration(double seconds) {
-  char buf[32];
-  if (!(seconds > 0))
-    return "0.0s";
-  if (seconds < 9.95) {
-    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-    return buf;
-  }
-  const long long s = std::llround(seconds);
-  if (s < 60)
-    std::snprintf(buf, sizeof buf, "%llds", s);
-  else if (s < 3600)
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  else {
-    const long long m = (s + 30) / 60; // rounded to the minute shown last
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", m / 60, m % 60);
-  }
-  return buf;
-}
 
 std::string progress_times(double elapsed, size_t done, size_t total) {
   std::string text = format_duration(elapsed) + " elapsed";

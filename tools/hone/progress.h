@@ -1,7 +1,7 @@
 // Progress of a long run of steps on stderr: redrawn in place on a terminal; one line per
 // finished step otherwise (a log or a CI job), so that a long tune is never silent. Each
 // report names the step, done/total, the time elapsed and an estimate of the time left (the
-// mean time of the steps done, times the steps left), as durations like 3m20s.
+// mean time of the steps done, times the steps left), as durations like 3m20s (format_duration).
 //
 //   Progress progress(total, stderr_is_tty());
 //   progress.start("gemv.f32 rows=8,n=4096,k=4096");   // drawn on a terminal only
@@ -15,9 +15,6 @@
 
 namespace hone::cli {
 
-// A duration for a person: "4.2s" below 10 s, "42s", "3m05s", "1h05m" (rounded to the unit
-// shown last); negative durations print as "0.0s".
-std::string format_duration(double seconds);
 // "1m10s elapsed, about 3m20s left" after `done` of `total` steps in `elapsed` seconds: the
 // steps left times the mean time of those done; no estimate before the first step is done or
 // after the last.

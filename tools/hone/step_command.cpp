@@ -46,6 +46,15 @@ int64_t parse_tokens(const std::string &text, std::string_view option) {
   return std::stoll(m[1]) * (m[2].length() ? 1024 : 1);
 }
 
+model::StepOptions quant_step_options(int bits, int group, int64_t page_size, uint64_t seed) {
+  model::StepOptions so;
+  so.bits = bits;
+  so.group = group ? group : 64;
+  so.page_size = page_size;
+  so.seed = seed;
+  return so;
+}
+
 bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_mismatches) {
   return pdl_mismatches == 0 && pdl_on_seconds < (1 - TunerOptions{}.min_margin) * pdl_off_seconds;
 }
@@ -150,16 +159,12 @@ int export_step(model::DecodeStep &step, Dispatcher &defaults, const std::filesy
 
 int StepCommand::run() {
   const auto [bits, group] = parse_quant(options_.quant);
-  model::StepOptions so;
+  model::StepOptions so = quant_step_options(bits, group, options_.page_size, options_.seed);
   so.batch = options_.batch;
   // A prefill may start from an empty cache (a prompt); a decode step needs a token cached.
   so.context = options_.prefill > 0 && options_.context == "0"
                    ? 0
                    : parse_tokens(options_.context, "--context");
-  so.bits = bits;
-  so.group = group ? group : 64;
-  so.page_size = options_.page_size;
-  so.seed = options_.seed;
   so.weights = options_.weights;
   so.prefill = options_.prefill;
   if (!options_.json_path.empty())

@@ -19,6 +19,7 @@
 
 #include "hone/dispatcher.h"
 #include "hone/global_options.h"
+#include "model/decode_step.h"
 
 namespace CLI {
 class App;
@@ -46,6 +47,10 @@ struct StepOptions {
 std::pair<int, int> parse_quant(const std::string &text);
 // "4096", "4k", "32K" -> tokens (k = 1024). Throws Error(invalid_argument) naming `option`.
 int64_t parse_tokens(const std::string &text, std::string_view option);
+// The options of a step with `bits`-bit weights in groups of `group` (parse_quant's pair; bf16's
+// group 0 becomes the step's default, which bf16 ignores), pages of `page_size` and `seed`;
+// batch and context are the caller's.
+model::StepOptions quant_step_options(int bits, int group, int64_t page_size, uint64_t seed);
 // The chain tactic of a tuned step: PDL on only where its replays were bit-identical to PDL off
 // (`pdl_mismatches` == 0; -1, unchecked, never wins) and it beats PDL off by the tuner's switch
 // margin floor (TunerOptions::min_margin, 2 %). Times in [seconds].

@@ -205,11 +205,7 @@ int SweepCommand::run() {
   bench.samples = options_.samples;
   bench.check_replays = options_.check_replays;
   bench.breakdown = false;
-  model::StepOptions so;
-  so.bits = bits;
-  so.group = group ? group : 64;
-  so.page_size = options_.page_size;
-  so.seed = options_.seed;
+  const model::StepOptions so = quant_step_options(bits, group, options_.page_size, options_.seed);
 
   report.model = spec.name;
   report.family = spec.family;

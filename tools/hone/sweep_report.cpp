@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hone/error.h"
+#include "hone/format.h"
 #include "hone/step_command.h"
 
 namespace hone::cli {
@@ -50,10 +51,10 @@ int64_t parse_batch_value(const std::string &text, std::string_view option) {
     HONE_INVALID_ARGUMENT(std::string(option) + ": " + quoted(text) +
                           " is not a positive integer (e.g. 1, 16)");
   const int64_t v = std::stoll(text);
-  if (v > kSweepMaxBatch)
+  if (v > model::kMaxStepBatch)
     HONE_INVALID_ARGUMENT(std::string(option) + ": batch " + text +
-                          " is beyond the decode step's " + "limit of " +
-                          std::to_string(kSweepMaxBatch));
+                          " is beyond the decode step's limit of " +
+                          std::to_string(model::kMaxStepBatch));
   return v;
 }
 
@@ -110,8 +111,6 @@ std::string fixed(double v, int digits) {
 }
 
 std::string us(double seconds) { return fixed(seconds * 1e6, 1); }
-
-std::string ratio(double r) { return fixed(r, 3) + "x"; }
 
 // What the chain column says: the PDL setting picked, and why PDL lost when its check failed.
 std::string chain_text(const SweepCell &cell) {
@@ -295,11 +294,11 @@ std::string sweep_markdown(const SweepReport &r) {
     const double t = c.tuned().seconds;
     const double bytes = static_cast<double>(c.weight_bytes + c.kv_bytes);
     out << us(c.default_seconds()) << " | " << us(t) << " | " << chain_text(c) << " | "
-        << ratio(c.speedup()) << " | "
+        << format_ratio(c.speedup()) << " | "
         << (r.read_bandwidth > 0 ? fixed(bytes / t / r.read_bandwidth, 3) : "-") << " |";
     if (peer) {
       if (c.peer_seconds)
-        out << " " << us(*c.peer_seconds) << " | " << ratio(*c.peer_seconds / t) << " |";
+        out << " " << us(*c.peer_seconds) << " | " << format_ratio(*c.peer_seconds / t) << " |";
       else
         out << " - | - |";
     }

@@ -19,18 +19,16 @@
 #include <nlohmann/json.hpp>
 
 #include "hone/backend.h"
+#include "model/decode_step.h"
 
 namespace hone::cli {
-
-// The largest batch a decode step runs (DecodeStep's limit: its linears are gemv / qmv).
-inline constexpr int64_t kSweepMaxBatch = 32;
 
 // A grid axis: "a-b" is every power of two in [a, b] (a and b need not be powers of two:
 // "1-16" -> 1, 2, 4, 8, 16; "3-20" -> 4, 8, 16); "a,b,c" is taken verbatim, in that order; a
 // single value is itself. Values are positive integers (batch) or token counts as
 // parse_tokens reads them (context: 4096, 4k). Throws Error(invalid_argument) naming `option`
 // and the bad value: a non-number, 0, a reversed range, a range without a power of two, a
-// value listed twice, a batch above kSweepMaxBatch.
+// value listed twice, a batch above model::kMaxStepBatch.
 std::vector<int64_t> parse_batch_grid(const std::string &text, std::string_view option = "--batch");
 std::vector<int64_t> parse_context_grid(const std::string &text,
                                         std::string_view option = "--context");
