@@ -310,7 +310,7 @@ TEST(DecodePagedReferenceTest, UniformAndOneHotAttention) {
 TEST(DecodePagedOpHostTest, RegisteredWithBucketsAndValidation) {
   const TunableOp *op = Registry::global().find("decode.paged", "cuda");
   ASSERT_NE(op, nullptr);
-  EXPECT_EQ(op->version(), 1);
+  EXPECT_EQ(op->version(), 3); // never 1 or 2 again: both were used (decode_paged_op.h)
   EXPECT_EQ(op->default_numerics(), Numerics::tolerance);
   const Shape raw{{12, 30000, 200000, 32, 8, 128, 16}, DType::bf16};
   const Shape b = op->buckets().map(raw).value();

@@ -133,7 +133,9 @@ public:
   DecodePagedOp();
 
   std::string_view name() const override { return "decode.paged"; }
-  int version() const override { return 1; }
+  // 1 and 2 are taken: 1 was the first landing and, again, the merge-kernel default after 2's
+  // fused-merge default, so an entry of either may hold the pick of another default.
+  int version() const override { return 3; }
   std::string_view backend() const override { return "cuda"; }
   DType dtype() const override { return DType::bf16; }
   // batch pow2 1..4096, max_len pow2 1..2^22, total_len pow2 1..2^30, hq exact 1..1024, hkv
