@@ -23,14 +23,14 @@
 namespace hone::cuda {
 namespace {
 
-using testing::DeviceTest;
 using testing::download_bf16;
+using testing::PdlDeviceTest;
 using testing::poisoned;
 using testing::random_bf16;
 using testing::reduced_shapes;
 using testing::upload;
 
-class StepOpsPdlTest : public DeviceTest {};
+class StepOpsPdlTest : public PdlDeviceTest {};
 
 // Graph replays of a dependent chain (20 under HONE_DEVICE_TEST_REDUCED, else 1000).
 int replay_count() { return reduced_shapes() ? 20 : 1000; }
