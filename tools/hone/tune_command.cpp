@@ -25,6 +25,7 @@
 #include "hone/settings.h"
 #include "hone/shape_arg.h"
 #include "hone/step_command.h"
+#include "hone/sweep_report.h"
 #include "hone/table.h"
 #include "hone/tune.h"
 #include "hone/tune_budget.h"
@@ -147,14 +148,6 @@ std::optional<model::ModelSpec> chain_spec(const std::string &path, bool named) 
   }
 }
 
-// "1,4,16" -> {1, 4, 16}; throws Error(invalid_argument) naming the option.
-std::vector<int64_t> parse_batches(const std::string &text) {
-  std::vector<int64_t> batches;
-  for (const std::string &item : split_list(text, "--chain-batches"))
-    batches.push_back(parse_tokens(item, "--chain-batches"));
-  return batches;
-}
-
 std::string join(const std::vector<std::string> &items, const char *separator) {
   std::string out;
   for (const std::string &s : items)
@@ -226,7 +219,8 @@ TuneCommand::TuneCommand(CLI::App &parent, const GlobalOptions &global)
                                  "Also tune the lm_head layer (vocab x hidden)");
   auto *chain_batches =
       app_->add_option("--chain-batches", options_.chain_batches,
-                       "Batch buckets of the chain cells (the decode step, 1..32)")
+                       "Batch buckets of the chain cells (the decode step, 1..32): a range "
+                       "1-16 (its powers of two) or a list 1,4,16")
           ->capture_default_str();
   auto *chain_context = app_->add_option("--chain-context", options_.chain_context,
                                          "Tokens cached per request in the chain cells (4096, 4k)")
@@ -284,7 +278,7 @@ int TuneCommand::run() {
     mo.include_lm_head = options_.include_lm_head;
     mo.page_size = kModelPageSize;
     problems = model_problems(config, ops, mo, backend);
-    chain_options.batches = parse_batches(options_.chain_batches);
+    chain_options.batches = parse_batch_grid(options_.chain_batches, "--chain-batches");
     chain_options.context = parse_tokens(options_.chain_context, "--chain-context");
     chain_options.page_size = kModelPageSize;
     chain_options.bits = options_.bits;

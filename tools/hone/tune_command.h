@@ -39,7 +39,7 @@ struct TuneCommandOptions {
   int bits = 4;   // fills a `bits` dimension of model problems
   int group = 64; // fills a `group` dimension of model problems
   bool include_lm_head = false;
-  std::string chain_batches = "1,4,16"; // batch buckets of the chain cells
+  std::string chain_batches = "1,4,16"; // batch buckets of the chain cells (parse_batch_grid)
   std::string chain_context = "4k";     // tokens cached per request in the chain cells
   std::string budget;     // --budget for a model tune; empty: kDefaultModelBudget; "0": none
   int max_candidates = 0; // --max-candidates per bucket; 0: as the budget allows
