@@ -38,7 +38,10 @@ struct GemvBf16Args {
   int rows = 0, n = 0, k = 0;
   void *workspace = nullptr; // split-K partials; see gemv_bf16_workspace_bytes
   size_t workspace_bytes = 0;
-  ChainLink chain; // a link of a decode step: dependent launch, L2 prefetch
+  // A link of a decode step: chain.dependent launches it as a programmatic dependent launch.
+  // The fma and mma kernels wait for the kernel before at their entry; the stream kernel's
+  // producer loads weights first and its consumers wait before they read x.
+  ChainLink chain;
 };
 
 // Every config compiled in (the candidate universe); filter with gemv_bf16_can_implement.
