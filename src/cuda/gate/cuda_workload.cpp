@@ -183,8 +183,37 @@ std::optional<std::string> spill_reason(const KernelResources &res) {
          std::to_string(res.registers) + " registers";
 }
 
+std::vector<int64_t> sampled_rows(int64_t rows, int count) {
+  HONE_CHECK(count >= 2, "sampled_rows needs at least two rows: the first and the last");
+  if (rows <= count)
+    return {};
+  // i x last / (count - 1) grows by at least one a step since last >= count - 1: distinct.
+  std::vector<int64_t> sampled;
+  sampled.reserve(static_cast<size_t>(count));
+  const int64_t last = rows - 1;
+  for (int64_t i = 0; i < count; ++i)
+    sampled.push_back(i * last / (count - 1));
+  return sampled;
+}
+
+int elementwise_reference_row_count(int64_t row_outputs) {
+  HONE_CHECK(row_outputs >= 1, "elementwise_reference_row_count needs a row of outputs");
+  return static_cast<int>(
+      std::max<int64_t>(kElementwiseReferenceOutputs / row_outputs, kElementwiseMinReferenceRows));
+}
+
 void download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
   HONE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void download_row_bytes(void *dst, const void *src, size_t row_bytes,
+                        const std::vector<int64_t> &rows, cudaStream_t stream) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    HONE_CUDA_CHECK(
+        cudaMemcpyAsync(static_cast<char *>(dst) + i * row_bytes,
+                        static_cast<const char *>(src) + static_cast<size_t>(rows[i]) * row_bytes,
+                        row_bytes, cudaMemcpyDeviceToHost, stream));
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

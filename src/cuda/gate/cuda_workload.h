@@ -101,8 +101,9 @@ protected:
   // the rows reference_rows() names, in its order, when it names any.
   virtual std::vector<double> reference() const = 0;
   // The output rows the gate holds to reference() (ascending); empty: every row. An op whose
-  // float64 reference is too costly for every row (a GEMM at thousands of rows) samples them;
-  // every output is still checked for NaN (unwritten poison).
+  // float64 reference is too costly for every row (a GEMM, or an elementwise op over a prefill
+  // bucket, at thousands of rows) samples them (sampled_rows()); every output is still checked
+  // for NaN (unwritten poison), and the batch-invariance gate still compares every row.
   virtual std::vector<int64_t> reference_rows() const { return {}; }
 
   // Batch invariance (ops whose rows are independent, e.g. the GEMVs). An op that promises it
@@ -149,11 +150,43 @@ protected:
 // ("spills: N bytes local memory, R registers") when `res` shows local memory, else nullopt.
 std::optional<std::string> spill_reason(const KernelResources &res);
 
+// `count` rows of [0, rows), evenly spread from the first to the last: ascending, distinct,
+// row 0 and row rows - 1 included, so that every tile at least (rows - 1) / (count - 1) rows
+// tall holds one. Empty when rows <= count: the caller checks every row. REQUIRES: count >= 2.
+std::vector<int64_t> sampled_rows(int64_t rows, int count);
+
+// [float64 outputs] the sampled reference of an elementwise op (silu_mul, rope, rmsnorm) aims
+// at per check: its cost is linear in them (~4 M: tens of ms, where every row of a prefill
+// bucket, 117 M exp at rows=8192 x inter=14336, took seconds for each candidate).
+inline constexpr int64_t kElementwiseReferenceOutputs = int64_t{1} << 22;
+// Rows an elementwise op's sampled reference covers at least.
+inline constexpr int kElementwiseMinReferenceRows = 16;
+// The rows an elementwise op's reference covers when it samples, at `row_outputs` float64
+// outputs per row: kElementwiseReferenceOutputs / row_outputs, at least
+// kElementwiseMinReferenceRows. REQUIRES: row_outputs >= 1.
+int elementwise_reference_row_count(int64_t row_outputs);
+
 // Synchronous copy of `bytes` from device `src` to host `dst`, after the work on `stream`.
 void download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 template <class T> std::vector<T> download(const void *src, size_t count, cudaStream_t stream) {
   std::vector<T> out(count);
   download_bytes(out.data(), src, count * sizeof(T), stream);
+  return out;
+}
+// Synchronous copy of rows `rows` (in their order) of the row-major device tensor `src`, rows
+// of `row_bytes`, to host `dst` (rows.size() x row_bytes), after the work on `stream`.
+void download_row_bytes(void *dst, const void *src, size_t row_bytes,
+                        const std::vector<int64_t> &rows, cudaStream_t stream);
+// Rows `rows` of the row-major device tensor `src` [total_rows, row_elements], in their order;
+// every row when `rows` is empty (the convention of reference_rows()).
+template <class T>
+std::vector<T> download_rows(const void *src, int64_t total_rows, int64_t row_elements,
+                             const std::vector<int64_t> &rows, cudaStream_t stream) {
+  const auto row = static_cast<size_t>(row_elements);
+  if (rows.empty())
+    return download<T>(src, static_cast<size_t>(total_rows) * row, stream);
+  std::vector<T> out(rows.size() * row);
+  download_row_bytes(out.data(), src, row * sizeof(T), rows, stream);
   return out;
 }
 

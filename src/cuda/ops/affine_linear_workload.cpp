@@ -61,33 +61,16 @@ int AffineLinearWorkload::reference_row_count() const {
 }
 
 std::vector<int64_t> AffineLinearWorkload::reference_rows() const {
-  const int count = reference_row_count();
-  if (p_.rows <= count)
-    return {};
-  // Evenly spread from the first row to the last, so that every M tile at least
-  // (rows - 1) / (count - 1) rows tall holds a checked row; ascending and distinct since
-  // rows > count.
-  std::vector<int64_t> rows;
-  const int64_t last = p_.rows - 1;
-  for (int64_t i = 0; i < count; ++i)
-    rows.push_back(i * last / (count - 1));
-  return rows;
+  return sampled_rows(p_.rows, reference_row_count());
 }
 
 std::vector<double> AffineLinearWorkload::reference() const {
   const std::vector<int64_t> rows = reference_rows();
-  std::vector<uint16_t> x = download_x(0);
   QmvAffineProblem p = p_;
-  if (!rows.empty()) {
-    std::vector<uint16_t> sampled;
-    sampled.reserve(elements(static_cast<int64_t>(rows.size()), p_.k));
-    for (int64_t r : rows)
-      sampled.insert(sampled.end(), x.begin() + static_cast<std::ptrdiff_t>(elements(r, p_.k)),
-                     x.begin() + static_cast<std::ptrdiff_t>(elements(r + 1, p_.k)));
-    x = std::move(sampled);
+  if (!rows.empty())
     p.rows = static_cast<int>(rows.size());
-  }
-  return qmv_affine_reference(x, download_q(0), download_scales(0), download_biases(0), p);
+  return qmv_affine_reference(download_rows<uint16_t>(x(0), p_.rows, p_.k, rows, stream()),
+                              download_q(0), download_scales(0), download_biases(0), p);
 }
 
 } // namespace hone::cuda
