@@ -1,13 +1,15 @@
 // Shared by the device tests of the CUDA ops (gemv.bf16, qmv.affine): the registered op, every
-// candidate of a bucket through the gate, batch invariance of the defaults, the spill rule,
-// validation messages, a workload of no op, the tuner end to end through the cache, and a fixture
-// with a temporary HONE_CACHE_DIR.
+// candidate of a bucket through the gate, batch invariance of the defaults, the sampled
+// reference of an elementwise op, the spill rule, validation messages, a workload of no op, the
+// tuner end to end through the cache, and a fixture with a temporary HONE_CACHE_DIR.
 //
 //   const TunableOp &op = registered_op("qmv.affine");
 //   EXPECT_GT(check_every_tactic(op, shape, kQmvAffineRelativeL2Bound), 0);
 //   expect_invalid(op, bad_shape, "rows=33");
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "cuda/gate/bf16_compare.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h" // KernelResources
 #include "device_test.h"
 #include "hone/cache.h"
@@ -77,6 +80,35 @@ inline void expect_defaults_batch_invariant(const TunableOp &op, const Shape &sh
     const CheckResult r = w->check(t, Numerics::batch_invariant);
     EXPECT_TRUE(r.pass()) << op.buckets().describe(shape) << " " << t.str() << ": " << r.reason;
     EXPECT_EQ(r.error, 0) << t.str();
+  }
+}
+
+// The sampled reference of an elementwise op's workload `W` at `shape`, more rows than it
+// covers: reference_rows() is `count` rows, ascending and distinct, from Y's first row to its
+// last; reference() matches those rows of the default's output (checked_rows()) within `bound`
+// and not Y's first `count` rows; the gate passes the default in both modes.
+template <class W>
+void expect_sampled_reference(const TunableOp &op, const Shape &shape, size_t count, double bound) {
+  std::unique_ptr<Workload> w = op.prepare(shape);
+  auto &cw = dynamic_cast<W &>(*w);
+  const std::vector<int64_t> rows = cw.reference_rows();
+  ASSERT_EQ(rows.size(), count) << op.buckets().describe(shape);
+  EXPECT_EQ(rows.front(), 0);
+  EXPECT_EQ(rows.back(), cw.output_rows() - 1);
+  for (size_t i = 1; i < rows.size(); ++i)
+    ASSERT_LT(rows[i - 1], rows[i]) << "reference_rows()[" << i << "]";
+  const Tactic def = op.default_tactic(op.buckets().map(shape).value());
+  cw.poison_output();
+  cw.run(def, 0);
+  const std::vector<uint16_t> y = cw.download_y(); // synchronous: after the launch
+  const std::vector<double> ref = cw.reference();
+  ASSERT_EQ(ref.size(), count * static_cast<size_t>(cw.output_cols()));
+  EXPECT_LE(compare_bf16(cw.checked_rows(y), ref).relative_l2, bound);
+  const std::vector<uint16_t> first(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(ref.size()));
+  EXPECT_GT(compare_bf16(first, ref).relative_l2, 0.5) << "the sample is Y's first rows";
+  for (Numerics numerics : {Numerics::tolerance, Numerics::batch_invariant}) {
+    const CheckResult r = w->check(def, numerics);
+    EXPECT_TRUE(r.pass()) << def.str() << " " << to_string(numerics) << ": " << r.reason;
   }
 }
 

@@ -1,7 +1,9 @@
 // rmsnorm (cuda): every tactic against the float64 reference on fresh random inputs, with and
-// without the residual add; batch invariance of the defaults; the entry point (in place, the
-// fused add equal to the add then a plain rmsnorm, PDL on equal to off); bad input named.
+// without the residual add; batch invariance of the defaults; the reference sampled at many rows
+// (both outputs of each sampled row); the entry point (in place, the fused add equal to the add
+// then a plain rmsnorm, PDL on equal to off); bad input named.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -24,6 +26,7 @@ using testing::expect_default_first_and_distinct;
 using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
+using testing::expect_sampled_reference;
 using testing::poisoned;
 using testing::random_bf16;
 using testing::reduced_shapes;
@@ -80,6 +83,23 @@ TEST_F(RmsnormOpTest, DefaultsAreBatchInvariant) {
     for (bool residual : {false, true})
       expect_defaults_batch_invariant(rmsnorm_op(), shape_of(24, h, residual),
                                       rmsnorm_default(24, h).to_tactic());
+}
+
+// Prefill rows: the reference covers elementwise_reference_row_count(hidden, 2 x hidden with a
+// residual) input rows (1024, or 512 with a residual, at 4096), and with a residual both
+// outputs of each: out and residual_out, each from its first row to its last.
+TEST_F(RmsnormOpTest, ReferenceSamplesRowsAtManyRows) {
+  expect_sampled_reference<RmsnormWorkload>(rmsnorm_op(), shape_of(2000, 4096, false), 1024,
+                                            kRmsnormRelativeL2Bound);
+  expect_sampled_reference<RmsnormWorkload>(rmsnorm_op(), shape_of(600, 4096, true), 1024,
+                                            kRmsnormRelativeL2Bound);
+  std::unique_ptr<Workload> w = rmsnorm_op().prepare(shape_of(600, 4096, true));
+  const std::vector<int64_t> rows = dynamic_cast<RmsnormWorkload &>(*w).reference_rows();
+  ASSERT_EQ(rows.size(), 1024u);
+  EXPECT_EQ(rows[511], 599); // out's last row
+  EXPECT_EQ(rows[512], 600); // residual_out's first
+  for (size_t i = 0; i < 512; ++i)
+    ASSERT_EQ(rows[512 + i], rows[i] + 600) << "both outputs of input row " << rows[i];
 }
 
 struct RmsnormData {

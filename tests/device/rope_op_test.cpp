@@ -1,7 +1,7 @@
 // rope (cuda): the frequencies (plain and Llama-3.1 scaling) on the host; every tactic against
-// the float64 reference on fresh random inputs; batch invariance; the entry point in place on
-// q/k slices of a fused q/k/v output at long positions, out of place with the same bits, as a
-// dependent launch; bad input named.
+// the float64 reference on fresh random inputs; batch invariance; the reference sampled at many
+// rows; the entry point in place on q/k slices of a fused q/k/v output at long positions, out of
+// place with the same bits, as a dependent launch; bad input named.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +29,7 @@ using testing::expect_default_first_and_distinct;
 using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
+using testing::expect_sampled_reference;
 using testing::poisoned;
 using testing::random_bf16;
 using testing::reduced_shapes;
@@ -118,6 +119,13 @@ TEST_F(RopeOpTest, EveryTacticMatchesTheReference) {
 TEST_F(RopeOpTest, DefaultsAreBatchInvariant) {
   expect_defaults_batch_invariant(rope_op(), shape_of(24, 28, 4, 128),
                                   rope_default(24, 28, 4, 128).to_tactic());
+}
+
+// Prefill rows: the reference covers elementwise_reference_row_count((hq + hkv) x head_dim)
+// tokens (819 at 40 x 128), not all 2000.
+TEST_F(RopeOpTest, ReferenceSamplesRowsAtManyRows) {
+  expect_sampled_reference<RopeWorkload>(rope_op(), shape_of(2000, 32, 8, 128), 819,
+                                         kRopeRelativeL2Bound);
 }
 
 TEST_F(RopeOpTest, EntryPointInPlaceOutOfPlaceAndDependent) {

@@ -1,6 +1,6 @@
 // silu_mul (cuda): every tactic against the float64 reference on fresh random inputs; batch
-// invariance; the entry point on the fused gate/up tensor and on two tensors (same bits), as a
-// dependent launch; bad input named.
+// invariance; the reference sampled at many rows; the entry point on the fused gate/up tensor
+// and on two tensors (same bits), as a dependent launch; bad input named.
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +24,7 @@ using testing::expect_default_first_and_distinct;
 using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
+using testing::expect_sampled_reference;
 using testing::poisoned;
 using testing::random_bf16;
 using testing::reduced_shapes;
@@ -75,6 +76,13 @@ TEST_F(SiluMulOpTest, EveryTacticIsBatchInvariant) {
     const CheckResult r = w->check(t, Numerics::batch_invariant);
     EXPECT_TRUE(r.pass()) << t.str() << ": " << r.reason;
   }
+}
+
+// Prefill rows: the reference covers elementwise_reference_row_count(inter) rows (292 at
+// 14336), not all 1000.
+TEST_F(SiluMulOpTest, ReferenceSamplesRowsAtManyRows) {
+  expect_sampled_reference<SiluMulWorkload>(silu_mul_op(), shape_of(1000, 14336), 292,
+                                            kSiluMulRelativeL2Bound);
 }
 
 TEST_F(SiluMulOpTest, EntryPointFusedAndSplitAgree) {

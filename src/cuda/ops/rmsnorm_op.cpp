@@ -129,15 +129,34 @@ LaunchStatus RmsnormWorkload::launch_single_row(int row, void *y_row) {
   return launch(rmsnorm_default(1, hidden_), 0, input_row, 1, out, residual_out);
 }
 
+std::vector<int64_t> RmsnormWorkload::sampled_input_rows() const {
+  const int64_t outputs_per_row = int64_t{hidden_} * (residual_ ? 2 : 1);
+  return sampled_rows(rows_, elementwise_reference_row_count(outputs_per_row));
+}
+
+std::vector<int64_t> RmsnormWorkload::reference_rows() const {
+  std::vector<int64_t> rows = sampled_input_rows();
+  // y rows rows .. 2 rows - 1 are residual_out: both outputs of every sampled input row, so
+  // that each tensor's first and last rows are checked.
+  const size_t inputs = rows.size();
+  if (residual_)
+    for (size_t i = 0; i < inputs; ++i)
+      rows.push_back(rows[i] + rows_);
+  return rows;
+}
+
 std::vector<double> RmsnormWorkload::reference() const {
-  const size_t n = static_cast<size_t>(rows_) * hidden_;
-  const std::vector<uint16_t> x = download<uint16_t>(copy_at(0).x.data(), n, stream());
-  const std::vector<uint16_t> r = residual_
-                                      ? download<uint16_t>(copy_at(0).residual.data(), n, stream())
-                                      : std::vector<uint16_t>();
+  const RmsnormInputs &in = copy_at(0);
+  const std::vector<int64_t> sampled = sampled_input_rows();
+  const int rows = sampled.empty() ? rows_ : static_cast<int>(sampled.size());
+  const std::vector<uint16_t> x =
+      download_rows<uint16_t>(in.x.data(), rows_, hidden_, sampled, stream());
+  const std::vector<uint16_t> r =
+      residual_ ? download_rows<uint16_t>(in.residual.data(), rows_, hidden_, sampled, stream())
+                : std::vector<uint16_t>();
   const std::vector<uint16_t> w =
-      download<uint16_t>(copy_at(0).w.data(), static_cast<size_t>(hidden_), stream());
-  std::vector<double> out = rmsnorm_reference(x, r, w, rows_, hidden_, kRmsnormWorkloadEps);
+      download<uint16_t>(in.w.data(), static_cast<size_t>(hidden_), stream());
+  std::vector<double> out = rmsnorm_reference(x, r, w, rows, hidden_, kRmsnormWorkloadEps);
   for (size_t i = 0; i < r.size(); ++i) // residual_out = x + residual, exact
     out.push_back(static_cast<double>(bf16_to_float(x[i])) + bf16_to_float(r[i]));
   return out;

@@ -48,6 +48,13 @@ public:
   RmsnormWorkload(CudaBackend &backend, int rows, int hidden, bool residual);
 
   size_t bytes_per_launch() const override; // x (+ residual), w, out (+ residual_out)
+  // The rows of y the reference covers, when fewer than all: the input rows of
+  // sampled_input_rows(), their out rows, then (with a residual) their residual_out rows;
+  // empty (all rows) when that sample covers every input row.
+  std::vector<int64_t> reference_rows() const override;
+  // Float64 reference of copy 0's current inputs for reference_rows() (all rows when empty):
+  // out, then residual_out, of the sampled input rows; downloads only those rows of x and
+  // residual.
   std::vector<double> reference() const override;
   // Enqueues `config` over explicit buffers (y_out: out, then residual_out rows below it).
   LaunchStatus launch(const RmsnormConfig &config, int copy, int row0, int rows, void *out,
@@ -56,6 +63,11 @@ public:
 private:
   HONE_CUDA_WORKLOAD_HOOKS(RmsnormInputs);
   HONE_CUDA_BATCH_INVARIANCE_HOOKS;
+
+  // elementwise_reference_row_count(outputs an input row gives: hidden, 2 x hidden with a
+  // residual) input rows spread over every row (sampled_rows()); empty when that count covers
+  // them.
+  std::vector<int64_t> sampled_input_rows() const;
 
   int rows_, hidden_;
   bool residual_;

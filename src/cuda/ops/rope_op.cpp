@@ -125,23 +125,35 @@ LaunchStatus RopeWorkload::launch_single_row(int row, void *y_row) {
   return launch(rope_default(1, hq_, hkv_, head_dim_), 0, row, 1, y_row);
 }
 
+std::vector<int64_t> RopeWorkload::reference_rows() const {
+  return sampled_rows(rows_, elementwise_reference_row_count(output_cols()));
+}
+
 std::vector<double> RopeWorkload::reference() const {
   const RopeInputs &in = copy_at(0);
+  const std::vector<int64_t> sampled = reference_rows();
+  const int rows = sampled.empty() ? rows_ : static_cast<int>(sampled.size());
+  const int64_t q_row = int64_t{hq_} * head_dim_, k_row = int64_t{hkv_} * head_dim_;
   const std::vector<uint16_t> q =
-      download<uint16_t>(in.q.data(), static_cast<size_t>(rows_) * hq_ * head_dim_, stream());
+      download_rows<uint16_t>(in.q.data(), rows_, q_row, sampled, stream());
   const std::vector<uint16_t> k =
-      download<uint16_t>(in.k.data(), static_cast<size_t>(rows_) * hkv_ * head_dim_, stream());
+      download_rows<uint16_t>(in.k.data(), rows_, k_row, sampled, stream());
+  std::vector<int32_t> positions = positions_host_;
+  if (!sampled.empty()) {
+    positions.clear();
+    for (int64_t r : sampled)
+      positions.push_back(positions_host_[static_cast<size_t>(r)]);
+  }
   // Frequencies of the reference's own: theta^(-2i / D) in float64.
   std::vector<double> inv(static_cast<size_t>(head_dim_ / 2));
   for (int i = 0; i < head_dim_ / 2; ++i)
     inv[static_cast<size_t>(i)] = std::pow(kRopeWorkloadTheta, -2.0 * i / head_dim_);
-  const std::vector<double> rq = rope_reference(q, positions_host_, inv, rows_, hq_, head_dim_);
-  const std::vector<double> rk = rope_reference(k, positions_host_, inv, rows_, hkv_, head_dim_);
+  const std::vector<double> rq = rope_reference(q, positions, inv, rows, hq_, head_dim_);
+  const std::vector<double> rk = rope_reference(k, positions, inv, rows, hkv_, head_dim_);
+  // y's row layout: each token's q heads, then its k heads.
   std::vector<double> out;
   out.reserve(rq.size() + rk.size());
-  const size_t q_row = static_cast<size_t>(hq_) * head_dim_,
-               k_row = static_cast<size_t>(hkv_) * head_dim_;
-  for (int r = 0; r < rows_; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     out.insert(out.end(), rq.begin() + static_cast<std::ptrdiff_t>(r * q_row),
                rq.begin() + static_cast<std::ptrdiff_t>((r + 1) * q_row));
     out.insert(out.end(), rk.begin() + static_cast<std::ptrdiff_t>(r * k_row),

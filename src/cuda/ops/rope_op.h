@@ -45,6 +45,12 @@ public:
   RopeWorkload(CudaBackend &backend, int rows, int hq, int hkv, int head_dim);
 
   size_t bytes_per_launch() const override; // q, k read and written, positions
+  // The rows (tokens) the reference covers, when fewer than all:
+  // elementwise_reference_row_count((hq + hkv) x head_dim) of them spread over every row
+  // (sampled_rows()); empty (all rows) when that count covers them.
+  std::vector<int64_t> reference_rows() const override;
+  // Float64 reference of copy 0's current inputs for reference_rows() (all rows when empty),
+  // [rows sampled, (hq + hkv) x head_dim]; downloads only those rows of q and k.
   std::vector<double> reference() const override;
   LaunchStatus launch(const RopeConfig &config, int copy, int row0, int rows, void *y_rows);
 

@@ -102,10 +102,15 @@ LaunchStatus SiluMulWorkload::launch_single_row(int row, void *y_row) {
   return launch(silu_mul_default(1, inter_), 0, row, 1, y_row);
 }
 
+std::vector<int64_t> SiluMulWorkload::reference_rows() const {
+  return sampled_rows(rows_, elementwise_reference_row_count(inter_));
+}
+
 std::vector<double> SiluMulWorkload::reference() const {
-  const std::vector<uint16_t> gate_up = download<uint16_t>(
-      copy_at(0).gate_up.data(), 2 * static_cast<size_t>(rows_) * inter_, stream());
-  return silu_mul_reference(gate_up, rows_, inter_);
+  const std::vector<int64_t> rows = reference_rows();
+  const std::vector<uint16_t> gate_up = download_rows<uint16_t>(
+      copy_at(0).gate_up.data(), rows_, 2 * int64_t{inter_}, rows, stream());
+  return silu_mul_reference(gate_up, rows.empty() ? rows_ : static_cast<int>(rows.size()), inter_);
 }
 
 // --- op ---------------------------------------------------------------------------------------
