@@ -153,6 +153,7 @@ struct CheckSummary {
   int configs = 0, failed = 0;
   int invariant = 0, variant = 0;
   int stream_invariant = 0; // stream configs equal to their order's rows=1 run (else `variant`)
+  int grouped_invariant = 0; // grouped configs equal to their order's rows=1 run (else `variant`)
   double worst_error = 0;
   std::vector<std::string> failures;
 };
@@ -169,14 +170,18 @@ CheckSummary check_problem(const Problem &p) {
   CheckSummary out;
   const std::vector<double> ref = p.reference();
   DeviceMem y(elements(p.rows, p.n) * 2), y1(elements(p.rows, p.n) * 2);
+  // `config` run on one activation row at a time, into poisoned outputs.
+  auto row_by_row = [&](const QmvAffineConfig &config) {
+    KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
+    for (int r = 0; r < p.rows; ++r)
+      KT_CHECK(static_cast<cudaError_t>(
+          p.launch(config, static_cast<const uint16_t *>(p.x->p) + elements(r, p.k),
+                   static_cast<uint16_t *>(y1.p) + elements(r, p.n), 1)));
+    KT_CHECK(cudaDeviceSynchronize());
+    return download(y1.p, elements(p.rows, p.n));
+  };
   const QmvAffineConfig single = qmv_affine_default(1, p.n, p.k, p.bits, p.group);
-  KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
-  for (int r = 0; r < p.rows; ++r)
-    KT_CHECK(static_cast<cudaError_t>(
-        p.launch(single, static_cast<const uint16_t *>(p.x->p) + elements(r, p.k),
-                 static_cast<uint16_t *>(y1.p) + elements(r, p.n), 1)));
-  KT_CHECK(cudaDeviceSynchronize());
-  const std::vector<uint16_t> expected = download(y1.p, elements(p.rows, p.n));
+  const std::vector<uint16_t> expected = row_by_row(single);
 
   // The rows=1 stream config of each stream K order (W consumer warps), run row by row.
   std::vector<std::pair<int, std::vector<uint16_t>>> stream_expected;
@@ -196,14 +201,30 @@ CheckSummary check_problem(const Problem &p) {
       std::fprintf(stderr, "no rows=1 stream config with %d consumers\n", c.warps_k);
       std::exit(1);
     }
-    KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
-    for (int r = 0; r < p.rows; ++r)
-      KT_CHECK(static_cast<cudaError_t>(
-          p.launch(one, static_cast<const uint16_t *>(p.x->p) + elements(r, p.k),
-                   static_cast<uint16_t *>(y1.p) + elements(r, p.n), 1)));
-    KT_CHECK(cudaDeviceSynchronize());
-    stream_expected.emplace_back(c.warps_k, download(y1.p, elements(p.rows, p.n)));
+    stream_expected.emplace_back(c.warps_k, row_by_row(one));
     return stream_expected.back().second;
+  };
+
+  // The rows=1 grouped config of each grouped K order (k_slices), run row by row: 4 rows per
+  // CTA, one m16 tile per warp, the order's first compiled CTA shape.
+  std::vector<std::pair<int, std::vector<uint16_t>>> grouped_expected;
+  auto grouped_reference = [&](const QmvAffineConfig &c) -> const std::vector<uint16_t> & {
+    for (const auto &e : grouped_expected)
+      if (e.first == qmv_affine_k_slices(c))
+        return e.second;
+    QmvAffineConfig one{};
+    bool found = false;
+    for (const QmvAffineConfig &e : qmv_affine_configs(p.bits))
+      if (!found && e.path == KernelPath::grouped && e.rows_per_cta == 4 &&
+          e.outputs_per_warp == 16 && qmv_affine_k_slices(e) == qmv_affine_k_slices(c) &&
+          qmv_affine_can_implement(e, 1, p.n, p.k, p.bits, p.group, nullptr))
+        one = e, found = true;
+    if (!found) {
+      std::fprintf(stderr, "no rows=1 grouped config with k_slices %d\n", qmv_affine_k_slices(c));
+      std::exit(1);
+    }
+    grouped_expected.emplace_back(qmv_affine_k_slices(c), row_by_row(one));
+    return grouped_expected.back().second;
   };
 
   std::vector<QmvAffineConfig> all;
@@ -230,6 +251,13 @@ CheckSummary check_problem(const Problem &p) {
       ++(same ? out.stream_invariant : out.variant);
       if (!same)
         out.failures.push_back("stream not batch-invariant: " + c.to_tactic().str() + where(p));
+      continue;
+    }
+    if (c.path == KernelPath::grouped && c.path != single.path) {
+      const bool same = got == grouped_reference(c);
+      ++(same ? out.grouped_invariant : out.variant);
+      if (!same)
+        out.failures.push_back("grouped not batch-invariant: " + c.to_tactic().str() + where(p));
       continue;
     }
     if (c.path == single.path && qmv_affine_k_slices(c) == qmv_affine_k_slices(single)) {
@@ -284,24 +312,32 @@ TEST_F(QmvAffineKernel, EveryConfigMatchesReferenceAndDefaultOrderIsBatchInvaria
     EXPECT_EQ(s.variant, 0) << (s.failures.empty() ? "" : s.failures.front());
     EXPECT_GT(s.invariant, 0) << where(p);
     EXPECT_GT(s.stream_invariant, 0) << where(p);
+    if (c.bits == 4 && c.k % 128 == 0 &&
+        qmv_affine_default(1, c.n, c.k, 4, c.group).path != KernelPath::grouped)
+      EXPECT_GT(s.grouped_invariant, 0) << where(p);
   }
 }
 
 TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
   for (int bits : {4, 8}) {
-    int stream = 0;
+    int stream = 0, grouped = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
       const std::string t = c.to_tactic().str();
       EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
       if (c.path == KernelPath::stream) {
         ++stream;
         EXPECT_EQ(t.rfind("qmv.affine.stream:", 0), 0u) << t;
+      } else if (c.path == KernelPath::grouped) {
+        ++grouped;
+        EXPECT_EQ(t.rfind("qmv.affine.grouped:", 0), 0u) << t;
+        EXPECT_EQ(bits, 4) << t;
       } else {
         EXPECT_EQ(t.rfind("qmv.affine.mma:", 0), 0u) << t;
         EXPECT_EQ(t.find("stages"), std::string::npos) << t;
       }
     }
     EXPECT_GT(stream, 0) << "bits=" << bits;
+    EXPECT_EQ(grouped > 0, bits == 4) << "bits=" << bits;
   }
 }
 
@@ -319,6 +355,30 @@ TEST(QmvAffineConfig, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
           EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
         }
       }
+}
+
+TEST(QmvAffineConfig, GroupedDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
+  for (int n : {72, 1000, 4096, 14336})
+    for (int k : {128, 1152, 4096, 14336})
+      for (int group : {32, 64, 128}) {
+        const int slices = qmv_affine_k_slices(qmv_affine_grouped_default(1, n, k, 4, group));
+        for (int rows = 1; rows <= 32; ++rows) {
+          const QmvAffineConfig c = qmv_affine_grouped_default(rows, n, k, 4, group);
+          EXPECT_EQ(c.path, KernelPath::grouped);
+          EXPECT_EQ(qmv_affine_k_slices(c), slices) << n << "x" << k << " rows " << rows;
+          std::string why;
+          EXPECT_TRUE(qmv_affine_can_implement(c, rows, n, k, 4, group, &why))
+              << n << "x" << k << " g" << group << " rows " << rows << ": " << why;
+          EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
+        }
+      }
+  // Not a multiple of the 128-value chunk, or 8 bits: refused with the reason.
+  std::string why;
+  EXPECT_FALSE(qmv_affine_can_implement(qmv_affine_grouped_default(1, 64, 1088, 4, 64), 1, 64,
+                                        1088, 4, 64, &why));
+  EXPECT_NE(why.find("k=1088"), std::string::npos) << why;
+  EXPECT_FALSE(qmv_affine_can_implement(qmv_affine_grouped_default(1, 64, 1024, 8, 64), 1, 64,
+                                        1024, 8, 64, &why));
 }
 
 TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
@@ -351,6 +411,9 @@ std::string short_name(const QmvAffineConfig &c) {
   if (c.path == KernelPath::stream)
     std::snprintf(buf, sizeof buf, "stream r%d w%d st%d c%d", c.rows_per_cta, c.warps_k,
                   c.stages, c.ctas_per_sm);
+  else if (c.path == KernelPath::grouped)
+    std::snprintf(buf, sizeof buf, "grouped r%d w%d k%d o%d s%d", c.rows_per_cta, c.warps,
+                  c.warps_k, c.outputs_per_warp, c.split_k);
   else
     std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s", c.rows_per_cta, c.warps, c.warps_k,
                   c.outputs_per_warp, c.split_k, c.async ? " a" : "");
@@ -392,14 +455,15 @@ int run_main(int argc, char **argv) {
       total.invariant += s.invariant;
       total.variant += s.variant;
       total.stream_invariant += s.stream_invariant;
+      total.grouped_invariant += s.grouped_invariant;
       total.worst_error = std::max(total.worst_error, s.worst_error);
       total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
     }
     std::printf("check: %d config runs, %d failed the %.0e gate (worst rel L2 %.2e); batch "
-                "invariance: %d identical, %d stream identical to their order's rows=1 run, %d "
-                "differ\n",
+                "invariance: %d identical, %d stream and %d grouped identical to their order's "
+                "rows=1 run, %d differ\n",
                 total.configs, total.failed, kBound, total.worst_error, total.invariant,
-                total.stream_invariant, total.variant);
+                total.stream_invariant, total.grouped_invariant, total.variant);
     for (size_t i = 0; i < total.failures.size() && i < 10; ++i)
       std::printf("  FAIL %s\n", total.failures[i].c_str());
     if (total.failed || total.variant)
@@ -416,9 +480,10 @@ int run_main(int argc, char **argv) {
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
     std::fprintf(csv, "bits,group,n,k,rows,candidate,us\n");
-  std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s %8s %8s %5s %8s %5s  %s\n", "fmt", "n x k",
-              "rows", "default", "%bw", "inv.best", "%bw", "best", "%bw", "ceiling", "old",
-              "ceil", "stream", "ceil", "best config / old best / stream best");
+  std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s %8s %8s %5s %8s %5s %8s %5s  %s\n", "fmt",
+              "n x k", "rows", "default", "%bw", "inv.best", "%bw", "best", "%bw", "ceiling",
+              "old", "ceil", "stream", "ceil", "grouped", "ceil",
+              "best config / old best / stream best / grouped best");
   const int samples = 7;
   for (size_t fi = 0; fi + 1 < format_list.size(); fi += 2)
     for (size_t si = 0; si + 1 < shape_list.size(); si += 2) {
@@ -473,15 +538,18 @@ int run_main(int argc, char **argv) {
             const size_t g = (j + static_cast<size_t>(i)) % graphs.size();
             t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
           }
-        double best = 1e9, best_inv = 1e9, old = 1e9, streamed = 1e9, ceiling = 1e9;
-        std::string best_name, best_inv_name, old_name, stream_name;
+        double best = 1e9, best_inv = 1e9, old = 1e9, streamed = 1e9, grouped = 1e9,
+               ceiling = 1e9;
+        std::string best_name, best_inv_name, old_name, stream_name, grouped_name;
         for (size_t g = field.size(); g < t.size(); ++g)
           ceiling = std::min(ceiling, median(t[g]));
         for (size_t g = 0; g < field.size(); ++g) {
           const double m = median(t[g]);
           if (field[g].path == KernelPath::stream && m < streamed)
             streamed = m, stream_name = short_name(field[g]);
-          if (field[g].path != KernelPath::stream && m < old)
+          if (field[g].path == KernelPath::grouped && m < grouped)
+            grouped = m, grouped_name = short_name(field[g]);
+          if (field[g].path == KernelPath::mma && m < old)
             old = m, old_name = short_name(field[g]);
           if (csv)
             std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f\n", bits, group, n, k, rows,
@@ -498,10 +566,11 @@ int run_main(int argc, char **argv) {
         std::snprintf(fmt, sizeof fmt, "%dx%d", bits, group);
         std::snprintf(nk, sizeof nk, "%dx%d", n, k);
         std::printf("%-5s %-11s %4d %8.2f %6.1f %8.2f %6.1f %8.2f %6.1f %8.2f %8.2f %5.3f %8.2f "
-                    "%5.3f  %s / %s / %s (default %s)\n",
+                    "%5.3f %8.2f %5.3f  %s / %s / %s / %s (default %s)\n",
                     fmt, nk, rows, d * 1e6, pct(d), best_inv * 1e6, pct(best_inv), best * 1e6,
                     pct(best), ceiling * 1e6, old * 1e6, ceiling / old, streamed * 1e6,
-                    ceiling / streamed, best_name.c_str(), old_name.c_str(), stream_name.c_str(),
+                    ceiling / streamed, grouped * 1e6, ceiling / grouped, best_name.c_str(),
+                    old_name.c_str(), stream_name.c_str(), grouped_name.c_str(),
                     short_name(def).c_str());
         std::fflush(stdout);
       }

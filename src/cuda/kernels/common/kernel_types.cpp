@@ -62,6 +62,8 @@ const char *to_string(KernelPath path) {
     return "mma";
   case KernelPath::stream:
     return "stream";
+  case KernelPath::grouped:
+    return "grouped";
   }
   return "?";
 }

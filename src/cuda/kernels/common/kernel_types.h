@@ -65,7 +65,7 @@ struct KernelResources {
 // (`gemv.bf16.fma` = 0, `gemv.bf16.mma` = 1, `gemv.bf16.stream` = 2) and part of the K
 // summation order. stream: the weights-once kernels (a persistent grid whose producer warp
 // streams the weights through shared memory; mma.sync consumers).
-enum class KernelPath { fma = 0, mma = 1, stream = 2 };
-const char *to_string(KernelPath path); // "fma", "mma", "stream"
+enum class KernelPath { fma = 0, mma = 1, stream = 2, grouped = 3 };
+const char *to_string(KernelPath path); // "fma", "mma", "stream", "grouped"
 
 } // namespace hone::cuda

@@ -21,7 +21,9 @@
 // path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -104,9 +106,54 @@ const StreamEntry *find_stream_kernel(const QmvAffineConfig &c, int bits) {
   return nullptr;
 }
 
+// The grouped kernels (4 bits): <NS, MT, J, MAX_THREADS>, NS spread n8 tiles. A config names
+// rows_per_cta; the kernel that runs it has NS = rows_per_cta x G / 8 (at least 1) for the
+// launch's group (G = 128 / group), so a config slot holds both NS kernels.
+struct GroupedEntry {
+  int outputs_per_warp; // MT * 16
+  SplitKKernel kernel;  // partials sized for the larger NS
+  KernelFn fn[2];       // [NS - 1]
+};
+template <int MT, int J> constexpr GroupedEntry grouped_entry() {
+  using qmv_affine_detail::qmv_affine_grouped_kernel;
+  constexpr KernelFn fn1 = &qmv_affine_grouped_kernel<1, MT, J, 256>;
+  constexpr KernelFn fn2 = &qmv_affine_grouped_kernel<2, MT, J, 256>;
+  return {
+      MT * 16, {reinterpret_cast<const void *>(fn1), nullptr, 256, MT * 2 * 128, 0}, {fn1, fn2}};
+}
+// NOTE: J (chunks of weights in flight) as in kKernels: sized to stay clear of spills.
+const GroupedEntry kGroupedKernels[] = {grouped_entry<1, 2>(), grouped_entry<2, 1>()};
+constexpr int kGroupedRowsPerCta[] = {4, 8};
+
+const GroupedEntry *find_grouped_kernel(const QmvAffineConfig &c, int bits) {
+  if (bits != 4 || c.path != KernelPath::grouped)
+    return nullptr;
+  for (const GroupedEntry &e : kGroupedKernels)
+    if (e.outputs_per_warp == c.outputs_per_warp)
+      for (int rows : kGroupedRowsPerCta)
+        if (rows == c.rows_per_cta)
+          return &e;
+  return nullptr;
+}
+
 size_t stream_shared_bytes(const QmvAffineConfig &c) {
   return static_cast<size_t>(
       qmv_affine_detail::stream_shared_bytes(1, c.rows_per_cta / 8, c.warps_k, c.stages));
+}
+
+// The kernel parameters the mma and grouped paths share.
+Params mma_params(const QmvAffineConfig &config, const QmvAffineArgs &args) {
+  Params p{};
+  p.x = static_cast<const uint16_t *>(args.x);
+  p.q = args.q;
+  p.scales = static_cast<const uint16_t *>(args.scales);
+  p.biases = static_cast<const uint16_t *>(args.biases);
+  p.y = static_cast<uint16_t *>(args.y);
+  set_split_k_params(p, config, args.rows, args.n, args.k);
+  p.groups_per_row = args.k / args.group;
+  p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
+  p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
+  return p;
 }
 
 std::vector<QmvAffineConfig> build_configs(int bits) {
@@ -118,6 +165,15 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.outputs_per_warp = e.outputs_per_warp;
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
+  if (bits == 4)
+    for (const GroupedEntry &e : kGroupedKernels)
+      for (int rows : kGroupedRowsPerCta) {
+        QmvAffineConfig base;
+        base.path = KernelPath::grouped;
+        base.rows_per_cta = rows;
+        base.outputs_per_warp = e.outputs_per_warp;
+        add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
+      }
   for (const StreamEntry &e : kStreamKernels)
     if (e.bits == bits) {
       QmvAffineConfig base;
@@ -144,6 +200,14 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
       return {};
     const void *fns[] = {s->fn};
     return split_k_resources(fns, stream_shared_bytes(config));
+  }
+  if (config.path == KernelPath::grouped) {
+    const GroupedEntry *e = find_grouped_kernel(config, bits);
+    if (!e)
+      return {};
+    const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
+                          reinterpret_cast<const void *>(e->fn[1])};
+    return split_k_resources(both, split_k_shared_bytes(e->kernel, config.warps, false));
   }
   const KernelEntry *e = find_kernel(config, bits);
   if (!e)
@@ -176,21 +240,29 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     return launch_stream_kernel(s->fn, config.warps_k, stream_shared_bytes(config), p.tiles,
                                 config.ctas_per_sm, &p, stream, args.chain.dependent);
   }
+  if (config.path == KernelPath::grouped) {
+    const GroupedEntry *e = find_grouped_kernel(config, args.bits);
+    const int cols = args.group > 0 ? 128 / args.group : 0;
+    const int ns = std::max(1, config.rows_per_cta * cols / 8);
+    if (!e || args.k < 128 || args.k % 128 != 0 ||
+        (args.group != 32 && args.group != 64 && args.group != 128) || ns > 2 ||
+        config.warps_k < 1 || config.split_k < 1 ||
+        (cols > 1 && (reinterpret_cast<uintptr_t>(args.scales) % 4 != 0 ||
+                      reinterpret_cast<uintptr_t>(args.biases) % 4 != 0)))
+      return LaunchStatus::invalid_value();
+    Params p = mma_params(config, args);
+    p.rows_per_cta = config.rows_per_cta;
+    p.cols_per_row = cols;
+    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
+                                 reinterpret_cast<const void *>(e->fn[ns - 1]),
+                                 args.chain.dependent);
+  }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 ||
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
       config.warps_k < 1 || config.split_k < 1)
     return LaunchStatus::invalid_value();
-  Params p;
-  p.x = static_cast<const uint16_t *>(args.x);
-  p.q = args.q;
-  p.scales = static_cast<const uint16_t *>(args.scales);
-  p.biases = static_cast<const uint16_t *>(args.biases);
-  p.y = static_cast<uint16_t *>(args.y);
-  set_split_k_params(p, config, args.rows, args.n, args.k);
-  p.groups_per_row = args.k / args.group;
-  p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
-  p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
+  Params p = mma_params(config, args);
   p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
   const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,

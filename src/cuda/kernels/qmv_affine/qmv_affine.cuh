@@ -52,6 +52,8 @@ struct Params {
   int warps_n, warps_k, split_k;
   int slice_chunks; // chunks per K slice
   int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
+  int rows_per_cta; // grouped path: activation rows per CTA (grid.z row groups)
+  int cols_per_row; // grouped path: 128 / group, mma columns per activation row
 };
 
 template <int BITS> struct Layout {
@@ -90,6 +92,74 @@ template <int I> __device__ __forceinline__ uint32_t int4_offset_pair(uint32_t w
   return r;
 }
 
+// The activation pairs (x0, x4), (x1, x5), (x2, x6), (x3, x7) of 8 values (one 4-bit word's K
+// offsets), each one prmt; with the 4-bit pairs' order below they are mma B fragments.
+__device__ __forceinline__ void int4_activation_pairs(const uint4 &x, uint32_t (&xb)[4]) {
+  xb[0] = __byte_perm(x.x, x.z, 0x5410);
+  xb[1] = __byte_perm(x.x, x.z, 0x7632);
+  xb[2] = __byte_perm(x.y, x.w, 0x5410);
+  xb[3] = __byte_perm(x.y, x.w, 0x7632);
+}
+
+// One 4-bit word per weight row (w0: row g, w1: row g + 8) as the exact integers 128 + q, times
+// the activation pairs of each n8 tile: part[nt] += A B, two k16 steps.
+template <int NT>
+__device__ __forceinline__ void mma_int4_offset_word(float (&part)[NT][4], uint32_t w0,
+                                                     uint32_t w1, const uint32_t (&xb)[NT][4]) {
+  const uint32_t a00 = int4_offset_pair<0>(w0), a01 = int4_offset_pair<1>(w0);
+  const uint32_t a02 = int4_offset_pair<2>(w0), a03 = int4_offset_pair<3>(w0);
+  const uint32_t a10 = int4_offset_pair<0>(w1), a11 = int4_offset_pair<1>(w1);
+  const uint32_t a12 = int4_offset_pair<2>(w1), a13 = int4_offset_pair<3>(w1);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    mma_m16n8k16(part[nt], a00, a10, a01, a11, xb[nt][0], xb[nt][1]);
+    mma_m16n8k16(part[nt], a02, a12, a03, a13, xb[nt][2], xb[nt][3]);
+  }
+}
+
+// xsum += the column sums of the activation pairs (an all-ones A), two k16 steps.
+__device__ __forceinline__ void mma_activation_sums(float (&xsum)[4], const uint32_t (&xb)[4]) {
+  mma_m16n8k16(xsum, kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[0], xb[1]);
+  mma_m16n8k16(xsum, kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[2], xb[3]);
+}
+
+// One 4-bit chunk on the exact integers: part[mt][nt] = sum over the lane's 4 words of
+// (128 + q) x, and xsum[nt] = sum of x, both from zero (x: the chunk's 4 activation vectors of
+// each n8 tile; q: rows g and g + 8 of each m16 tile).
+// Sets a factored chunk's partials and activation sums to 0.
+template <int MT, int NT>
+__device__ __forceinline__ void zero_chunk(float (&part)[MT][NT][4], float (&xsum)[NT][4]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      xsum[nt][i] = 0.0f;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        part[mt][nt][i] = 0.0f;
+    }
+}
+
+template <int MT, int NT>
+__device__ __forceinline__ void mma_int4_offset_chunk(float (&part)[MT][NT][4],
+                                                      float (&xsum)[NT][4],
+                                                      const uint4 (&x)[NT][4],
+                                                      const uint4 (&q)[MT][2]) {
+  zero_chunk(part, xsum);
+#pragma unroll
+  for (int wi = 0; wi < 4; ++wi) {
+    uint32_t xb[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      int4_activation_pairs(x[nt][wi], xb[nt]);
+      mma_activation_sums(xsum[nt], xb[nt]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      mma_int4_offset_word(part[mt], (&q[mt][0].x)[wi], (&q[mt][1].x)[wi], xb);
+  }
+}
+
 // Bytes I and I + 1 of an 8-bit word as the exact bf16x2 (q_I, q_{I+1}) (integers up to 256
 // are exact in bf16).
 template <int I> __device__ __forceinline__ uint32_t int8_exact_pair(uint32_t word) {
@@ -117,6 +187,29 @@ template <int MT> struct WeightFragment {
   uint32_t scale[MT][2]; // bf16 bits in the low half
   uint32_t bias[MT][2];
 };
+
+// The register pipeline of the mma and grouped kernels: chunks [c, end) J at a time, the next J
+// requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
+// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
+// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
+template <int J, class Fragment, class Load, class Multiply>
+__device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
+                                                 Multiply multiply) {
+  for (; c + J <= end; c += J) {
+    Fragment fb[J];
+    if (c + 2 * J <= end)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load(c + J + j, fb[j]);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      multiply(c + j, fa[j]);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      fa[j] = fb[j];
+  }
+  return c;
+}
 
 // S > 0 (asynchronous pipeline): instead of the register double buffer of J chunks, each lane
 // copies its own packed words of the next S chunks (cp.async, L2 only) into a lane-private
@@ -215,45 +308,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       // in fp32: sum_k x (q s + b) = s sum_k x q' + (b - o s) sum_k x, with q' = q + o. The
       // activation sums come from a second mma with an all-ones A.
       float part[MT][NT][4], xsum[NT][4];
+      if constexpr (BITS == 4) {
+        mma_int4_offset_chunk(part, xsum, x, f.q);
+      } else {
+        zero_chunk(part, xsum);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          xsum[nt][i] = 0.0f;
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-            part[mt][nt][i] = 0.0f;
-        }
-#pragma unroll
-      for (int wi = 0; wi < 4; ++wi) {
-        if constexpr (BITS == 4) {
-          uint32_t xb[NT][4];
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            xb[nt][0] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x5410);
-            xb[nt][1] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x7632);
-            xb[nt][2] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x5410);
-            xb[nt][3] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x7632);
-            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][0],
-                         xb[nt][1]);
-            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][2],
-                         xb[nt][3]);
-          }
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = (&f.q[mt][0].x)[wi];
-            const uint32_t w1 = (&f.q[mt][1].x)[wi];
-            const uint32_t a00 = int4_offset_pair<0>(w0), a01 = int4_offset_pair<1>(w0);
-            const uint32_t a02 = int4_offset_pair<2>(w0), a03 = int4_offset_pair<3>(w0);
-            const uint32_t a10 = int4_offset_pair<0>(w1), a11 = int4_offset_pair<1>(w1);
-            const uint32_t a12 = int4_offset_pair<2>(w1), a13 = int4_offset_pair<3>(w1);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              mma_m16n8k16(part[mt][nt], a00, a10, a01, a11, xb[nt][0], xb[nt][1]);
-              mma_m16n8k16(part[mt][nt], a02, a12, a03, a13, xb[nt][2], xb[nt][3]);
-            }
-          }
-        } else {
+        for (int wi = 0; wi < 4; ++wi) {
           uint32_t xb[NT][2];
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
@@ -303,10 +363,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint32_t xb[NT][4]; // activation pairs (0,4), (1,5), (2,6), (3,7) of word wi
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            xb[nt][0] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x5410);
-            xb[nt][1] = __byte_perm(x[nt][wi].x, x[nt][wi].z, 0x7632);
-            xb[nt][2] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x5410);
-            xb[nt][3] = __byte_perm(x[nt][wi].y, x[nt][wi].w, 0x7632);
+            int4_activation_pairs(x[nt][wi], xb[nt]);
           }
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
@@ -429,19 +486,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int j = 0; j < J; ++j)
         load(c + j, true, fa[j]);
-    for (; c + J <= c_full; c += J) {
-      WeightFragment<MT> fb[J];
-      if (c + 2 * J <= c_full)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c + J + j, true, fb[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        multiply(c + j, fa[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        fa[j] = fb[j];
-    }
+    c = register_pipeline(
+        c, c_full, fa, [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); }, multiply);
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
   // multiple of 32, so a lane's range is either wholly inside or wholly outside).
@@ -453,6 +499,193 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   }
 
   store_mma_partials_and_reduce<MT, NT>(p, shared_partials, acc, warp, lane, m_cta, row0);
+}
+
+// --- grouped path (4 bits, exact-integer mma for any group) --------------------------------
+//
+// The factored form of the mma kernel (exact 128 + q in the mma, scale and bias applied to
+// the fp32 partial) for groups smaller than the 128-value chunk too: the G = 128 / group
+// groups of a chunk go to separate mma columns. Column j of a spread n8 tile holds activation
+// row j / G restricted to the K values of group j % G of the chunk: lane (g, t) supplies its
+// activations to column g only where its own K range (the chunk's values 32t..32t+31, inside
+// group t G / 4) is that column's group, and zeros elsewhere. So one m16n8k16 tile gives the
+// per-group partials of 8 / G activation rows, and per chunk and column
+//   acc += scale * part + (bias - 128 scale) * xsum
+// in fp32, with the column's activation sum xsum from a second mma with an all-ones A. At the
+// end a row's G columns are added in group order (G = 4: the lane pair's halves, even lane
+// first). Per weight: 3 shifts and 4 lop3 per 8 values, one mma per 256 values and tile, and
+// no bf16 rounding of weights; at 8 / G rows per spread tile the tensor work is what the
+// per-weight form spends on 8 rows.
+// Summation order: per output, the chunks of each K slice in increasing K, per group column,
+// then the columns in group order, then the k_slices slices in order; a function of (k, group,
+// k_slices) alone, never of rows, rows_per_cta or the tile, so grouped configs with equal
+// k_slices are bit-identical per row at every row count. K must be a multiple of 128.
+// NS spread n8 tiles per CTA; rows_per_cta (a parameter) <= NS x 8 / G.
+template <int MT> struct GroupedFragment {
+  uint4 q[MT][2];
+  uint32_t scale[MT][2]; // bf16 pair: the scales of the lane's two columns' groups
+  uint32_t bias[MT][2];
+};
+
+template <int NS, int MT, int J, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const Params p) {
+  using L = Layout<4>;
+  extern __shared__ float4 shared_partials[];
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warp_n = warp % p.warps_n;
+  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp / p.warps_n;
+  const int g = lane >> 2, t = lane & 3;
+  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
+  const int m_warp = m_cta + warp_n * MT * 16;
+  const int row0 = static_cast<int>(blockIdx.z) * p.rows_per_cta;
+  const int cols = p.cols_per_row;         // G
+  const int col_shift = 7 - p.group_shift; // log2(G)
+  const int words_per_row = p.k / L::kValuesPerWord;
+
+  const uint32_t *qp[MT][2];
+  const uint16_t *sp[MT][2];
+  const uint16_t *bp[MT][2];
+  // The lane's two columns 2t, 2t + 1 lie in groups (2t) % G and (2t + 1) % G of a chunk: one
+  // scale for both at G = 1, else two adjacent ones (a 4-byte load).
+  const int col_group = (2 * t) & (cols - 1);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const size_t row = static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      qp[mt][h] = p.q + row * words_per_row + 4 * t;
+      sp[mt][h] = p.scales + row * p.groups_per_row + col_group;
+      bp[mt][h] = p.biases + row * p.groups_per_row + col_group;
+    }
+  auto load = [&](int chunk, GroupedFragment<MT> &f) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        f.q[mt][h] = load_weight(qp[mt][h] + chunk * 16);
+        if (cols == 1) {
+          const uint32_t s = __ldg(sp[mt][h] + chunk), b = __ldg(bp[mt][h] + chunk);
+          f.scale[mt][h] = s | (s << 16);
+          f.bias[mt][h] = b | (b << 16);
+        } else {
+          f.scale[mt][h] = __ldg(reinterpret_cast<const uint32_t *>(sp[mt][h] + chunk * cols));
+          f.bias[mt][h] = __ldg(reinterpret_cast<const uint32_t *>(bp[mt][h] + chunk * cols));
+        }
+      }
+  };
+
+  const int total_chunks = p.k / L::kChunkK;
+  int c = slice * p.slice_chunks;
+  const int c_end = min(c + p.slice_chunks, total_chunks);
+
+  // Weights, scales and biases do not depend on the previous kernel of a chain: the first
+  // chunks are requested before the wait.
+  GroupedFragment<MT> fa[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+    if (c + j < c_end)
+      load(c + j, fa[j]);
+  pdl_wait();
+  pdl_launch_dependents();
+
+  // Column g of spread tile ns: activation row (ns * 8 + g) / G of the CTA, group
+  // (ns * 8 + g) % G; the lane feeds it only where its own K range is that group.
+  const uint16_t *xp[NS];
+  bool x_on[NS];
+#pragma unroll
+  for (int ns = 0; ns < NS; ++ns) {
+    const int j = ns * 8 + g;
+    const int a = j >> col_shift;
+    x_on[ns] = (j & (cols - 1)) == ((t * cols) >> 2) && a < p.rows_per_cta && row0 + a < p.rows;
+    xp[ns] = p.x + static_cast<size_t>(x_on[ns] ? row0 + a : 0) * p.k + L::kLaneK * t;
+  }
+  auto load_x = [&](int chunk, uint4(&x)[NS][L::kXVectors]) {
+#pragma unroll
+    for (int ns = 0; ns < NS; ++ns)
+#pragma unroll
+      for (int v = 0; v < L::kXVectors; ++v)
+        x[ns][v] = x_on[ns] && chunk < c_end ? load_activation(xp[ns] + chunk * L::kChunkK + 8 * v)
+                                             : make_uint4(0, 0, 0, 0);
+  };
+  constexpr bool kXAhead = NS * MT <= 2;
+  uint4 x[NS][L::kXVectors];
+  if constexpr (kXAhead)
+    load_x(c, x);
+
+  float acc[MT][NS][4]; // per lane: rows g, g + 8 x columns 2t, 2t + 1 of each spread tile
+  zero_accumulators(acc);
+
+  auto multiply = [&](int chunk, const GroupedFragment<MT> &f) {
+    uint4 x_next[NS][L::kXVectors];
+    if constexpr (kXAhead)
+      load_x(chunk + 1, x_next);
+    else
+      load_x(chunk, x);
+    float part[MT][NS][4], xsum[NS][4];
+    mma_int4_offset_chunk(part, xsum, x, f.q);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Columns 2t (low half) and 2t + 1 (high half): sum x (q s + b) = s part + (b - 128 s)
+        // xsum with part = sum x (128 + q).
+        const float s0 = bf16_lo(f.scale[mt][h]), s1 = bf16_hi(f.scale[mt][h]);
+        const float b0 = fmaf(-128.0f, s0, bf16_lo(f.bias[mt][h]));
+        const float b1 = fmaf(-128.0f, s1, bf16_hi(f.bias[mt][h]));
+#pragma unroll
+        for (int ns = 0; ns < NS; ++ns) {
+          acc[mt][ns][2 * h] =
+              fmaf(b0, xsum[ns][0], fmaf(s0, part[mt][ns][2 * h], acc[mt][ns][2 * h]));
+          acc[mt][ns][2 * h + 1] =
+              fmaf(b1, xsum[ns][1], fmaf(s1, part[mt][ns][2 * h + 1], acc[mt][ns][2 * h + 1]));
+        }
+      }
+    if constexpr (kXAhead)
+#pragma unroll
+      for (int ns = 0; ns < NS; ++ns)
+#pragma unroll
+        for (int v = 0; v < L::kXVectors; ++v)
+          x[ns][v] = x_next[ns][v];
+  };
+
+  if (c + J <= c_end)
+    c = register_pipeline(c, c_end, fa, load, multiply);
+  // The last chunks of the slice (fewer than J): fa[0] holds chunk c where J = 1; reload.
+  for (; c < c_end; ++c) {
+    GroupedFragment<MT> f;
+    load(c, f);
+    multiply(c, f);
+  }
+
+  // Columns to activation rows: a row's G columns added in group order. Partials are written
+  // [m in warp][row in CTA] (NS x 8 rows per m), read back by reduce_and_store.
+  float *partials = reinterpret_cast<float *>(shared_partials) + warp * MT * NS * 128;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int ns = 0; ns < NS; ++ns)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float *out = partials + (mt * 16 + h * 8 + g) * NS * 8;
+        const float lo = acc[mt][ns][2 * h], hi = acc[mt][ns][2 * h + 1];
+        if (cols == 1) { // columns are rows 2t, 2t + 1 of the spread tile
+          out[ns * 8 + 2 * t] = lo;
+          out[ns * 8 + 2 * t + 1] = hi;
+        } else {
+          const float pair = lo + hi; // groups (2t) % G, then the next
+          if (cols == 2) {
+            out[ns * 4 + t] = pair;
+          } else { // G = 4: lanes 2u, 2u + 1 hold groups 0-1 and 2-3 of row u
+            const float other = __shfl_xor_sync(0xffffffffu, pair, 1);
+            if ((t & 1) == 0)
+              out[ns * 2 + (t >> 1)] = pair + other;
+          }
+        }
+      }
+  reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), MT * NS * 128, MT * 16,
+                   p.rows_per_cta, m_cta, row0,
+                   [](int m_in_warp, int r_local) { return m_in_warp * NS * 8 + r_local; });
 }
 
 // --- stream path (weights once) -----------------------------------------------------------

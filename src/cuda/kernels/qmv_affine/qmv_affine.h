@@ -27,9 +27,12 @@ namespace hone::cuda {
 // warps = warps_k = consumer warps = K slices (one producer warp more), outputs_per_warp 16
 // (weight rows per tile), split_k 1, async 0; rows <= rows_per_cta; and adds stages and
 // ctas_per_sm.
+// The grouped path (`qmv.affine.grouped:...`, 4 bits, K a multiple of 128) has the mma path's
+// fields; rows_per_cta is 4 or 8 (x 128 / group mma columns, at most two n8 tiles), async 0.
 struct QmvAffineConfig : SplitKCta, StreamRingFields {
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
-                                     // stream: the packed words once through a shared ring
+                                     // stream: the packed words once through a shared ring;
+                                     // grouped: exact-integer mma, one column per group
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
   static QmvAffineConfig from_tactic(const Tactic &tactic);
@@ -56,6 +59,10 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group);
 // depends on (bits, k) alone). qmv_affine_default returns it only when
 // kQmvAffineDefaultIsStream (qmv_affine_config.cpp) is set, which waits for the H200 sweep.
 QmvAffineConfig qmv_affine_stream_default(int rows, int n, int k, int bits, int group);
+// The grouped path's default (4 bits, K a multiple of 128; exact-integer mma for every group,
+// its K order a function of (k, group, k_slices)). qmv_affine_default returns it only when
+// kQmvAffineDefaultIsGrouped (qmv_affine_config.cpp) is set.
+QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int bits, int group);
 // False with a reason when `config` cannot run this shape.
 bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
                               int group, std::string *reason);

@@ -15,12 +15,18 @@ namespace {
 
 constexpr const char *kMmaKernel = "qmv.affine.mma";
 constexpr const char *kStreamKernel = "qmv.affine.stream";
+constexpr const char *kGroupedKernel = "qmv.affine.grouped";
 constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
 
 // SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
 // Flip it only after the H200 sweep of tests/device/qmv_affine_kernel_test.cu shows the stream
 // default at or above the mma default in every cell (docs/notes/qmv_affine.md, v5).
 constexpr bool kQmvAffineDefaultIsStream = false;
+
+// SWITCH: true makes the grouped path (exact-integer mma for every group) the default at 4 bits
+// where it can run (K a multiple of 128). Set after the H200 sweep of the kernel harness showed
+// it faster than the per-weight default in every cell (docs/notes/qmv_affine.md, v6).
+constexpr bool kQmvAffineDefaultIsGrouped = false;
 
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks, fewer below; 8 stages
 // of 20 KB, one CTA per SM.
@@ -54,7 +60,7 @@ Tactic QmvAffineConfig::to_tactic() const {
     const int own[] = {stages, ctas_per_sm};
     return split_k_tactic(kStreamKernel, *this, kStreamFields, own);
   }
-  return split_k_tactic(kMmaKernel, *this, {}, {});
+  return split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
 }
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
@@ -66,10 +72,10 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
     c.ctas_per_sm = own[1];
     return c;
   }
-  if (tactic.kernel != kMmaKernel)
+  if (tactic.kernel != kMmaKernel && tactic.kernel != kGroupedKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
-                          kMmaKernel + " or " + kStreamKernel + ")");
-  c.path = KernelPath::mma;
+                          kMmaKernel + ", " + kGroupedKernel + " or " + kStreamKernel + ")");
+  c.path = tactic.kernel == kGroupedKernel ? KernelPath::grouped : KernelPath::mma;
   parse_split_k_tactic(tactic, {}, c);
   return c;
 }
@@ -92,9 +98,24 @@ QmvAffineConfig qmv_affine_stream_default(int rows, int /*n*/, int k, int bits, 
   return c;
 }
 
+QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int /*bits*/, int group) {
+  QmvAffineConfig c;
+  c.path = KernelPath::grouped;
+  // Rows 1-4 in one spread tile at g64 (4 rows x 2 groups of 8 columns); more rows run as more
+  // row groups of 4 (g32: two spread tiles) or 8 (g64, g128: two spread tiles or one).
+  c.rows_per_cta = rows <= 4 || group == 32 ? 4 : 8;
+  c.outputs_per_warp = 16;
+  c.async = 0;
+  // The grouped kernels take at most 256 threads: cluster pairs split K at 8 and 16 slices.
+  set_default_cta(c, default_k_slices(n, k, 4), 2, /*pair_at_8=*/true, /*pair_at_16=*/true);
+  return c;
+}
+
 QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) {
   if constexpr (kQmvAffineDefaultIsStream)
     return qmv_affine_stream_default(rows, n, k, bits, group);
+  if (kQmvAffineDefaultIsGrouped && bits == 4 && k % 128 == 0)
+    return qmv_affine_grouped_default(rows, n, k, bits, group);
   QmvAffineConfig c;
   c.path = KernelPath::mma;
   // Up to 8 rows: one 8-row tile. Past 8: 16-row CTAs with two m16 tiles per warp (X loads
@@ -131,6 +152,22 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
     return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
                               " exceeds the " + std::to_string(chunks) + " " +
                               std::to_string(chunk_k) + "-value K chunks (empty slices)");
+  if (config.path == KernelPath::grouped) {
+    if (bits != 4)
+      return refuse(reason, "the grouped path is 4 bits only");
+    if (k % 128 != 0)
+      return refuse(reason, "k=" + std::to_string(k) +
+                                " is not a multiple of 128 (the grouped path's chunk)");
+    const int tiles = config.rows_per_cta * (128 / group) / 8;
+    if (tiles > 2)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) + " x " +
+                                std::to_string(128 / group) + " groups per chunk needs " +
+                                std::to_string(tiles) + " spread n8 tiles (2 compiled)");
+    if (config.rows_per_cta > 4 && rows <= 4)
+      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                                " pads rows=" + std::to_string(rows) + " to more than twice");
+    return true;
+  }
   if (config.path == KernelPath::stream) {
     // Weights once: every activation row in the CTA's one row group.
     if (rows > config.rows_per_cta)
