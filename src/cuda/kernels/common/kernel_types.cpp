@@ -1,43 +1,72 @@
 #include "cuda/kernels/common/kernel_types.h"
 
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include <cuda_runtime.h>
 
 namespace hone::cuda {
 
 size_t shared_memory_opt_in(const void *kernel) {
+  // The attribute is set per device: the answer is remembered per (device, kernel).
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
   static std::mutex mutex;
-  static std::map<const void *, size_t> limits;
+  static std::map<std::pair<int, const void *>, size_t> limits;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = limits.find(kernel); it != limits.end())
+  if (auto it = limits.find({device, kernel}); it != limits.end())
     return it->second;
   size_t limit = 0;
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
           cudaSuccess &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) ==
           cudaSuccess)
     limit = static_cast<size_t>(optin);
   else
     (void)cudaGetLastError();
-  limits.emplace(kernel, limit);
+  limits.emplace(std::pair{device, kernel}, limit);
   return limit;
 }
 
+namespace {
+
+bool device_runs_pdl(int device) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 9;
+}
+
+} // namespace
+
 bool pdl_supported() {
-  static const bool supported = [] {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return supported;
+  // Per device ordinal: 0 not asked yet, 1 no, 2 yes. Two threads asking at once store the same
+  // answer, so relaxed atomics suffice; after the first call it is cudaGetDevice and one load.
+  constexpr int kDevices = 64;
+  static std::array<std::atomic<int8_t>, kDevices> answers{};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (device < 0 || device >= kDevices)
+    return device_runs_pdl(device);
+  int8_t answer = answers[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    answer = device_runs_pdl(device) ? 2 : 1;
+    answers[static_cast<size_t>(device)].store(answer, std::memory_order_relaxed);
+  }
+  return answer == 2;
 }
 
 LaunchStatus LaunchStatus::invalid_value() {

@@ -37,11 +37,12 @@ private:
 };
 
 // Whether the current device runs programmatic dependent launches (sm_90 and newer);
-// remembered per process. Launchers ask it before they set the launch attribute.
+// remembered per device. Launchers ask it before they set the launch attribute.
 bool pdl_supported();
 
-// The device's opt-in limit of dynamic shared memory per block, set on `kernel` (a __global__
-// function) at its first call and remembered per kernel; 0 when it cannot be set.
+// The current device's opt-in limit of dynamic shared memory per block, set on `kernel` (a
+// __global__ function) at its first call on that device and remembered per device and kernel;
+// 0 when it cannot be set.
 size_t shared_memory_opt_in(const void *kernel);
 
 // How a kernel is launched as one link of a chain of kernels on a stream (a decode step): a
