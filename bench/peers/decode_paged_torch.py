@@ -42,6 +42,7 @@ import hone  # noqa: E402
 from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
 from peer_timing import time_interleaved, write_results  # noqa: E402
 from peer_timing import doc_header, measure_read_bandwidth  # noqa: E402
+from peer_timing import sdpa_backends_accepting  # noqa: E402
 
 PAGE_SIZE = 16
 ERROR_BOUND = 8e-3  # relative L2 of a bf16 output against its float64 reference
@@ -138,26 +139,6 @@ class Problem:
         return out
 
 
-def sdpa_backends(p):
-    """The SDPA backends that accept this call (for the record; torch still picks)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    q, k, v = p.copies[0][:3]
-    ok = []
-    for name in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"):
-        backend = getattr(SDPBackend, name, None)
-        if backend is None:
-            continue
-        try:
-            with sdpa_kernel([backend]):
-                F.scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=p.mask,
-                                               scale=p.scale, enable_gqa=True)
-            torch.cuda.synchronize()
-            ok.append(name.lower())
-        except RuntimeError:
-            pass
-    return ok
-
-
 def bench_config(name, hq, hkv, head_dim, lengths, samples, l2_bytes, seed, tuned):
     kv_bytes = 2 * 2 * sum(lengths) * hkv * head_dim
     copies = math.ceil(2 * l2_bytes / kv_bytes) + 1
@@ -186,7 +167,7 @@ def bench_config(name, hq, hkv, head_dim, lengths, samples, l2_bytes, seed, tune
     if bad:
         raise RuntimeError("%s: relative L2 errors over %.0e: %s" % (
             name, ERROR_BOUND, ", ".join("%s %.3g" % kv for kv in sorted(bad.items()))))
-    backends = sdpa_backends(p)
+    backends = sdpa_backends_accepting(lambda: run_sdpa(0))
     batch, times = time_interleaved({"hone": run_hone, "sdpa": run_sdpa}, copies, samples)
     t_hone, t_sdpa = statistics.median(times["hone"]), statistics.median(times["sdpa"])
     return {"config": name, "hq": hq, "hkv": hkv, "head_dim": head_dim, "page_size": PAGE_SIZE,

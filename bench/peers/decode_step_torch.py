@@ -53,22 +53,22 @@ eager step's (relative L2 <= 5e-2: cuBLAS and cuDNN may pick other algorithms in
 a failed check is printed and the script exits non-zero after writing the outputs.
 """
 import argparse
-import datetime
 import gc
 import json
 import math
 import os
-import platform
 import re
 import statistics
 import sys
 import time
 import warnings
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from peer_timing import capture, measure_read_bandwidth, relative_l2, spread
+from peer_timing import capture, measure_read_bandwidth, relative_l2, repeats_to_fill, spread
+from peer_timing import sdpa_backends_accepting, time_graph, torch_header, write_json, write_text
 
 STEM = "decode_step_torch"
 PEER_CUDA = "torch.matmul (cuBLAS) + SDPA on contiguous KV + F.rms_norm, CUDA graph"
@@ -252,7 +252,7 @@ def gqa_supported(device):
 def sdpa_info(q, k, v, gqa):
     """The backend SDPA picks for this call (torch._fused_sdp_choice, where present), the
     backends that accept it, and (CUDA) the kernels one call launches (torch.profiler)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     kwargs = {"enable_gqa": True} if gqa else {}
     names = {int(b.value): n.lower() for n, b in SDPBackend.__members__.items()}
     info = {"gqa": "enable_gqa=True" if gqa else
@@ -262,21 +262,8 @@ def sdpa_info(q, k, v, gqa):
     except Exception as e:  # private API: record why not
         info["picked"] = None
         info["picked_error"] = "%s: %s" % (type(e).__name__, e)
-    accepting = []
-    for name in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"):
-        backend = getattr(SDPBackend, name, None)
-        if backend is None:
-            continue
-        try:
-            with warnings.catch_warnings(), sdpa_kernel([backend]):
-                warnings.simplefilter("ignore")  # each refusal warns why
-                F.scaled_dot_product_attention(q, k, v, **kwargs)
-            if q.is_cuda:
-                torch.cuda.synchronize()
-            accepting.append(name.lower())
-        except RuntimeError:
-            pass
-    info["accepting"] = accepting
+    info["accepting"] = sdpa_backends_accepting(
+        lambda: F.scaled_dot_product_attention(q, k, v, **kwargs))
     if q.is_cuda:
         kernels = device_ops(lambda: F.scaled_dot_product_attention(q, k, v, **kwargs))
         info["kernels"] = sorted(set(kernels)) if isinstance(kernels, list) else kernels
@@ -422,21 +409,9 @@ class Step:
 def time_cuda(step, samples):
     """(seconds per step, one per sample; replays per sample; graph-vs-eager relative L2)."""
     graph = capture(lambda c: step(), 1, 3, torch.cuda.Stream())  # 3 eager warm-ups first
-
-    def replays(n):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(n):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1e-3
-
-    replays(2)
-    first = replays(3) / 3
-    n = max(3, math.ceil(SAMPLE_SECONDS / max(first, 1e-7)))
-    times = [replays(n) / n for _ in range(samples)]
+    time_graph(graph, 2)
+    n = repeats_to_fill(SAMPLE_SECONDS, time_graph(graph, 3) / 3, 3)
+    times = [time_graph(graph, n) / n for _ in range(samples)]
     # The graph computes what the eager step computes (the K/V write is idempotent).
     graph.replay()
     from_graph = step.logits.clone()
@@ -456,8 +431,7 @@ def time_cpu(step, samples):
         return time.perf_counter() - start
 
     calls(2)
-    first = calls(1)
-    n = max(3, math.ceil(SAMPLE_SECONDS / max(first, 1e-7)))
+    n = repeats_to_fill(SAMPLE_SECONDS, calls(1), 3)
     return [calls(n) / n for _ in range(samples)], n, None
 
 
@@ -558,22 +532,14 @@ def read_safetensors(path):
 
 
 def read_npy(path):
-    """A float32 C-order .npy (format 1.0 to 3.0, as hone writes it) as a CPU tensor."""
-    import ast
-    with open(path, "rb") as f:
-        data = bytearray(f.read())
-    if data[:6] != b"\x93NUMPY":
-        raise ValueError("%s: not a .npy file" % path)
-    major = data[6]
-    size = 2 if major == 1 else 4
-    n = int.from_bytes(data[8:8 + size], "little")
-    head = ast.literal_eval(data[8 + size:8 + size + n].decode("latin1"))
-    if head["descr"] != "<f4" or head["fortran_order"]:
-        raise ValueError("%s: dtype %s%s, expected little-endian float32 in C order" % (
-            path, head["descr"], ", Fortran order" if head["fortran_order"] else ""))
-    count = math.prod(head["shape"])
-    return torch.frombuffer(data, dtype=torch.float32, count=count,
-                            offset=8 + size + n).reshape(head["shape"])
+    """A little-endian float32 .npy (as hone writes it) as a C-order numpy array."""
+    try:
+        a = np.load(path, allow_pickle=False)
+    except ValueError as e:  # not a .npy, truncated, or pickled objects
+        raise ValueError("%s: %s" % (path, e)) from None
+    if a.dtype != np.dtype("<f4"):
+        raise ValueError("%s: dtype %s, expected little-endian float32" % (path, a.dtype.str))
+    return np.asarray(a, order="C")  # ascontiguousarray would make a 0-d array 1-d
 
 
 def load_export(directory, device):
@@ -635,7 +601,7 @@ def load_export(directory, device):
     for name, shape in (("hidden", (batch, m.hidden)), ("logits", (batch, m.vocab)),
                         ("appended_k", (m.layers, batch, m.hkv, m.head_dim)),
                         ("appended_v", (m.layers, batch, m.hkv, m.head_dim))):
-        t = read_npy(os.path.join(directory, name + ".npy"))
+        t = torch.from_numpy(read_npy(os.path.join(directory, name + ".npy")))
         if list(t.shape) != list(shape):
             raise ValueError("%s: %s.npy has shape %s, expected %s" % (
                 directory, name, list(t.shape), list(shape)))
@@ -694,11 +660,7 @@ def compare_export(directory, device, gqa, json_path):
                   e["worst_want"], e["want_max_abs"], "" if e["pass"] else "  FAIL"), flush=True)
     report["pass"] = not failed
     path = json_path or os.path.join(directory, STEM + "_compare.json")
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
+    write_json(path, report)
     print("wrote %s" % path)
     return not failed
 
@@ -707,18 +669,10 @@ def compare_export(directory, device, gqa, json_path):
 # Output
 
 def header(device, peer, read_bandwidth, source, args):
-    doc = {"format": "hone.peer." + STEM, "format_version": 1,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "torch": torch.__version__, "cuda": torch.version.cuda, "peer": peer}
+    doc = torch_header(STEM, device)
+    doc["peer"] = peer
     if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        doc.update({"device": props.name, "l2_bytes": props.L2_cache_size,
-                    "device_memory_bytes": props.total_memory})
-    else:
-        doc.update({"device": "cpu (%s, %d threads)" % (platform.processor() or
-                                                        platform.machine(),
-                                                        torch.get_num_threads()),
-                    "l2_bytes": None})
+        doc["device_memory_bytes"] = torch.cuda.get_device_properties(device).total_memory
     doc.update({
         "mode": MODE if device.type == "cuda" else "eager calls on the CPU (a smoke test)",
         "method": ("one torch.cuda.CUDAGraph of the whole step (3 eager warm-ups on the capture "
@@ -909,12 +863,9 @@ def main():
                         torch.cuda.empty_cache()
     table = markdown(doc)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
+        write_json(args.json, doc)
     if args.md:
-        with open(args.md, "w") as f:
-            f.write(table)
+        write_text(args.md, table)
     print()
     print(table, end="")
     if failed:

@@ -1,6 +1,6 @@
-"""Timing shared by the torch peer scripts (gemv_bf16_torch.py, qmv_affine_torch.py): output
-comparison, CUDA-graph capture and replay timing, and the interleaved sampling of hone and
-torch at one batch size.
+"""What the torch peer scripts (bench/peers/*_torch.py) share: output comparison, CUDA-graph
+capture and replay timing, the interleaved sampling of hone and torch at one batch size, the
+SDPA backends a call runs on, and the documents' header and writers.
 
     import peer_timing
     batch, times = peer_timing.time_interleaved({"hone": run_hone, "torch": run_torch},
@@ -15,8 +15,10 @@ import datetime
 import json
 import math
 import os
+import platform
 import statistics
 import sys
+import warnings
 
 import torch
 
@@ -45,13 +47,21 @@ def capture(launches, batch, copies, stream):
     return graph
 
 
-def time_graph(graph):
+def time_graph(graph, replays=1):
+    """[seconds] `replays` back-to-back replays of `graph`, between two CUDA events."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    graph.replay()
+    for _ in range(replays):
+        graph.replay()
     end.record()
     end.synchronize()
     return start.elapsed_time(end) * 1e-3  # [seconds]
+
+
+def repeats_to_fill(seconds, each, at_least, at_most=math.inf):
+    """How many repeats of `each` seconds (floored at 1e-7) fill `seconds`, clamped to
+    [at_least, at_most]."""
+    return max(at_least, min(at_most, math.ceil(seconds / max(each, 1e-7))))
 
 
 def spread(values):
@@ -68,7 +78,7 @@ def time_interleaved(sides, copies, samples):
     probe = {name: capture(fn, copies, copies, stream) for name, fn in sides.items()}
     per_launch = min(min(time_graph(g) for _ in range(3)) / copies for g in probe.values())
     del probe
-    batch = max(copies, min(2000, math.ceil(SAMPLE_SECONDS / max(per_launch, 1e-7))))
+    batch = repeats_to_fill(SAMPLE_SECONDS, per_launch, copies, 2000)
     graphs = {name: capture(fn, batch, copies, stream) for name, fn in sides.items()}
     times = {name: [] for name in sides}
     names = list(sides)
@@ -77,6 +87,30 @@ def time_interleaved(sides, copies, samples):
             times[name].append(time_graph(graphs[name]) / batch)
     del graphs
     return batch, times
+
+
+def sdpa_backends_accepting(attention):
+    """The SDPA backends (flash_attention, cudnn_attention, efficient_attention, math: those
+    this torch has) that accept `attention()`, a call of F.scaled_dot_product_attention that
+    returns its output: each tried alone, its refusal's warning silenced, and a CUDA output
+    synchronised so that a failed launch counts as a refusal. For the record; torch still
+    picks."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    accepting = []
+    for name in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"):
+        backend = getattr(SDPBackend, name, None)
+        if backend is None:
+            continue
+        try:
+            with warnings.catch_warnings(), sdpa_kernel([backend]):
+                warnings.simplefilter("ignore")  # each refusal warns why
+                out = attention()
+            if out.is_cuda:
+                torch.cuda.synchronize()
+            accepting.append(name.lower())
+        except RuntimeError:
+            pass
+    return accepting
 
 
 def measure_read_bandwidth():
@@ -102,28 +136,52 @@ def require_cuda(script, hone):
                  (script, ",".join(hone.backends())))
 
 
-def doc_header(stem, hone, env_names=()):
-    """The fields every peer document opens with: its format (hone.peer.`stem`), the date, the
-    device, torch's and hone's versions, and the HONE_* variables of `env_names` that are set."""
-    props = torch.cuda.get_device_properties(0)
-    doc = {
+def torch_header(stem, device):
+    """The fields every peer document opens with, hone's aside: its format (hone.peer.`stem`),
+    the date, the torch.device `device` (a CUDA device's name and L2 size; on the CPU the
+    processor and torch's thread count, l2_bytes None), and torch's and CUDA's versions."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name, l2_bytes = props.name, props.L2_cache_size
+    else:
+        name = "cpu (%s, %d threads)" % (platform.processor() or platform.machine(),
+                                         torch.get_num_threads())
+        l2_bytes = None
+    return {
         "format": "hone.peer." + stem, "format_version": 1,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "l2_bytes": props.L2_cache_size, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "hone": hone.version(),
-        "hone_device": hone.device_info("cuda"),
+        "device": name, "l2_bytes": l2_bytes, "torch": torch.__version__,
+        "cuda": torch.version.cuda,
     }
+
+
+def doc_header(stem, hone, env_names=()):
+    """torch_header of CUDA device 0, then hone's version and device, and the HONE_* variables
+    of `env_names` that are set."""
+    doc = torch_header(stem, torch.device("cuda", 0))
+    doc.update({"hone": hone.version(), "hone_device": hone.device_info("cuda")})
     env = {v: os.environ[v] for v in env_names if v in os.environ}
     if env_names:
         doc["hone_env"] = env
     return doc
 
 
+def write_text(path, text):
+    """Writes `text` to `path`, creating its folder."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_json(path, doc):
+    """Writes `doc` to `path` as JSON (indented by 2, a newline at the end), creating its
+    folder."""
+    write_text(path, json.dumps(doc, indent=2) + "\n")
+
+
 def write_results(out_dir, stem, doc, table):
     """Writes `stem`.json (doc) and `stem`.md (table) to out_dir, creating it."""
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, stem + ".json"), "w") as f:
-        json.dump(doc, f, indent=2)
-    with open(os.path.join(out_dir, stem + ".md"), "w") as f:
-        f.write(table)
+    write_json(os.path.join(out_dir, stem + ".json"), doc)
+    write_text(os.path.join(out_dir, stem + ".md"), table)
 
