@@ -34,14 +34,6 @@ namespace hone::cuda::read_ceiling {
 
 using namespace harness; // NOLINT
 
-__device__ __forceinline__ uint4 ld_stream(const void *p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 __device__ __forceinline__ void sink_fold(uint32_t acc, uint32_t *sink) {
   if (acc == 0x9e3779b9u) // never true for the fill below; keeps every load alive
     *sink = acc;

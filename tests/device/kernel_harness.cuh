@@ -124,6 +124,16 @@ __global__ void read_probe_kernel(const uint4 *p, size_t count, uint32_t *sink) 
     *sink = acc;
 }
 
+// 16-byte streaming load: L1 bypassed, 256-byte L2 prefetch, volatile so that a loads-only
+// kernel keeps every load.
+__device__ __forceinline__ uint4 ld_stream(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // Loads-only read of `count` 16-byte words (the read_ceiling "stream" pattern: grid-stride,
 // U loads in flight per thread, L1 bypassed, 256-byte L2 prefetch): the ceiling a kernel that
 // reads the same bytes once is held to.
@@ -135,9 +145,7 @@ template <int U> __global__ void load_only_kernel(const uint4 *p, size_t count, 
     uint4 v[U];
 #pragma unroll
     for (int j = 0; j < U; ++j)
-      asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
-                   : "l"(p + i + j * stride));
+      v[j] = ld_stream(p + i + j * stride);
 #pragma unroll
     for (int j = 0; j < U; ++j)
       acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;

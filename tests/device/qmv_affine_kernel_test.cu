@@ -16,6 +16,8 @@
 //     -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
 //     [--formats 4x64,4x128,8x64] [--csv FILE]
+//   ./qmv_affine_kernel_test --pattern [--shapes ...]: loads-only reads of the 4-bit words in the
+//     kernels' access patterns (run_patterns)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -420,12 +422,168 @@ std::string short_name(const QmvAffineConfig &c) {
   return buf;
 }
 
+// --pattern: loads-only reads of the packed words in the kernels' own access patterns, to tell
+// the access pattern and the bytes in flight apart from the arithmetic. Each warp takes one
+// 16-row tile over all of K.
+//   tile<J>: lane (g, t) reads words 4t..4t+3 of each 16-word chunk of rows g and g + 8 (the
+//            mma and grouped kernels' fragment loads), J chunks in flight;
+//   row<J>:  lane l reads bytes 16 l.. of each 512-byte step of every row of the tile (one
+//            contiguous 512 bytes per warp instruction), J steps of all 16 rows in flight.
+// The loads-only ceiling graphs of `bytes` at each of `copies` rotated copies: 2, 4 and 8 CTAs
+// per SM (the ceiling is the best of them).
+void add_ceiling_graphs(std::vector<std::unique_ptr<GraphBatch>> &graphs,
+                        const std::vector<std::unique_ptr<DeviceMem>> &qs, size_t bytes,
+                        uint32_t *sink, int batch, cudaStream_t stream) {
+  const int copies = static_cast<int>(qs.size());
+  for (int per_sm : {2, 4, 8})
+    graphs.push_back(std::make_unique<GraphBatch>(
+        [&qs, bytes, sink, per_sm](int copy, cudaStream_t st) {
+          load_only(qs[static_cast<size_t>(copy)]->p, bytes, per_sm, sink, st);
+        },
+        batch, copies, stream));
+}
+
+// The xor of a loaded vector. With the loop not unrolled and __launch_bounds__(256, 1) (ptxas
+// otherwise interleaves loads and uses to save registers), the SASS issues a pattern's loads of
+// one step back to back before the first use (nvdisasm: tile J issues 2 J LDG.128, row J 16 J).
+__device__ __forceinline__ uint32_t fold(const uint4 &v) {
+  uint32_t r;
+  asm volatile("{\n\t.reg .b32 a;\n\txor.b32 a, %1, %2;\n\txor.b32 a, a, %3;\n\txor.b32 %0, a, %4;\n\t}"
+               : "=r"(r)
+               : "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+  return r;
+}
+
+template <int J, bool ROW>
+__global__ void __launch_bounds__(256, 1)
+    pattern_kernel(const uint32_t *q, int n, int words_per_row, uint32_t *sink) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int tile = static_cast<int>(blockIdx.x) * static_cast<int>(blockDim.x / 32) +
+                   static_cast<int>(threadIdx.x / 32);
+  if (tile * 16 >= n)
+    return;
+  uint32_t acc = 0;
+  if constexpr (!ROW) {
+    const int g = lane >> 2, t = lane & 3;
+    const uint32_t *p0 = q + static_cast<size_t>(min(tile * 16 + g, n - 1)) * words_per_row + 4 * t;
+    const uint32_t *p1 =
+        q + static_cast<size_t>(min(tile * 16 + g + 8, n - 1)) * words_per_row + 4 * t;
+    const int chunks = words_per_row / 16;
+#pragma unroll 1
+    for (int c = 0; c + J <= chunks; c += J) {
+      uint4 v[J][2];
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        v[j][0] = ld_stream(p0 + (c + j) * 16);
+        v[j][1] = ld_stream(p1 + (c + j) * 16);
+      }
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        acc ^= fold(v[j][0]) ^ fold(v[j][1]);
+    }
+  } else {
+    const uint32_t *p = q + static_cast<size_t>(tile) * 16 * words_per_row + 4 * lane;
+    const int steps = words_per_row / 128;
+#pragma unroll 1
+    for (int c = 0; c + J <= steps; c += J) {
+      uint4 v[J][16];
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+          v[j][r] = ld_stream(
+              p + static_cast<size_t>(min(tile * 16 + r, n - 1) - tile * 16) * words_per_row +
+              (c + j) * 128);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+          acc ^= fold(v[j][r]);
+    }
+  }
+  if (acc == 0x9e3779b9u) // keeps every load alive
+    *sink = acc;
+}
+
+// The pattern table: per 4-bit shape, each pattern at 4 and 8 warps per CTA against the
+// loads-only ceiling of the same rotated words.
+int run_patterns(const std::vector<int> &shape_list) {
+  cudaDeviceProp prop{};
+  KT_CHECK(cudaGetDeviceProperties(&prop, 0));
+  cudaStream_t stream{};
+  cudaEvent_t e0{}, e1{};
+  KT_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  KT_CHECK(cudaEventCreate(&e0));
+  KT_CHECK(cudaEventCreate(&e1));
+  using Fn = void (*)(const uint32_t *, int, int, uint32_t *);
+  struct Pattern {
+    const char *name;
+    Fn fn;
+  };
+  const Pattern patterns[] = {
+      {"tile1", pattern_kernel<1, false>}, {"tile2", pattern_kernel<2, false>},
+      {"tile4", pattern_kernel<4, false>}, {"tile8", pattern_kernel<8, false>},
+      {"row1", pattern_kernel<1, true>},   {"row2", pattern_kernel<2, true>},
+  };
+  std::printf("%-11s %8s %8s", "n x k", "words MB", "ceiling");
+  for (const Pattern &pt : patterns)
+    std::printf(" %7s/4 %7s/8", pt.name, pt.name);
+  std::printf("   (us; /W: W warps per CTA; ceiling: best loads-only of 2/4/8 CTAs per SM)\n");
+  for (size_t si = 0; si + 1 < shape_list.size(); si += 2) {
+    const int n = shape_list[si], k = shape_list[si + 1];
+    const int words_per_row = k / 8;
+    if (k % 1024 != 0 || n % 16 != 0)
+      continue; // whole 512-byte steps and tiles only
+    const size_t q_bytes = static_cast<size_t>(n) * words_per_row * 4;
+    const int copies = static_cast<int>((2 * static_cast<size_t>(prop.l2CacheSize)) / q_bytes) + 2;
+    std::vector<std::unique_ptr<DeviceMem>> qs;
+    for (int c = 0; c < copies; ++c) {
+      qs.push_back(std::make_unique<DeviceMem>(q_bytes));
+      fill_words_kernel<<<1024, 256>>>(static_cast<uint32_t *>(qs.back()->p), q_bytes / 4,
+                                       next_seed());
+      KT_CHECK(cudaGetLastError());
+    }
+    DeviceMem sink(16);
+    KT_CHECK(cudaDeviceSynchronize());
+    const int batch = 50;
+    std::vector<std::unique_ptr<GraphBatch>> graphs;
+    add_ceiling_graphs(graphs, qs, q_bytes, static_cast<uint32_t *>(sink.p), batch, stream);
+    for (const Pattern &pt : patterns)
+      for (int warps : {4, 8})
+        graphs.push_back(std::make_unique<GraphBatch>(
+            [&, pt, warps](int copy, cudaStream_t st) {
+              const int ctas = (n / 16 + warps - 1) / warps;
+              pt.fn<<<ctas, warps * 32, 0, st>>>(
+                  static_cast<const uint32_t *>(qs[static_cast<size_t>(copy)]->p), n,
+                  words_per_row, static_cast<uint32_t *>(sink.p));
+              KT_CHECK(cudaGetLastError());
+            },
+            batch, copies, stream));
+    for (auto &g : graphs)
+      g->time(stream, e0, e1);
+    std::vector<std::vector<double>> t(graphs.size());
+    for (int i = 0; i < 7; ++i)
+      for (size_t j = 0; j < graphs.size(); ++j) {
+        const size_t g = (j + static_cast<size_t>(i)) % graphs.size();
+        t[g].push_back(graphs[g]->time(stream, e0, e1) / batch);
+      }
+    const double ceiling = std::min({median(t[0]), median(t[1]), median(t[2])});
+    std::printf("%5dx%-5d %8.1f %8.2f", n, k, q_bytes * 1e-6, ceiling * 1e6);
+    for (size_t g = 3; g < t.size(); ++g)
+      std::printf(" %9.2f", median(t[g]) * 1e6);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int run_main(int argc, char **argv) {
   bool quick = false;
   std::vector<int> rows_list{1, 2, 4, 8, 12, 16, 24, 32};
   std::vector<int> shape_list{4096, 4096, 14336, 4096, 4096, 14336, 8960, 1536, 1536, 8960};
   std::vector<int> format_list{4, 64, 4, 128, 8, 64};
   const char *csv_path = nullptr;
+  bool pattern = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
@@ -437,9 +595,13 @@ int run_main(int argc, char **argv) {
       format_list = parse_list(argv[++i]);
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
       csv_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--pattern"))
+      pattern = true;
     else if (!std::strcmp(argv[i], "--no-check"))
       quick = true, setenv("HONE_NO_CHECK", "1", 1);
   }
+  if (pattern)
+    return run_patterns(shape_list);
   cudaDeviceProp prop{};
   KT_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB, %zu + %zu configs (4/8 bits)\n", prop.name,
@@ -523,13 +685,7 @@ int run_main(int argc, char **argv) {
               batch, copies, stream));
         // The loads-only ceiling of the same packed words (scales and biases are not rotated,
         // as for the kernels).
-        for (int per_sm : {2, 4, 8})
-          graphs.push_back(std::make_unique<GraphBatch>(
-              [&, per_sm](int copy, cudaStream_t st) {
-                load_only(qs[static_cast<size_t>(copy)]->p, q_bytes, per_sm,
-                          static_cast<uint32_t *>(sink.p), st);
-              },
-              batch, copies, stream));
+        add_ceiling_graphs(graphs, qs, q_bytes, static_cast<uint32_t *>(sink.p), batch, stream);
         for (auto &g : graphs)
           g->time(stream, e0, e1);
         std::vector<std::vector<double>> t(graphs.size());
