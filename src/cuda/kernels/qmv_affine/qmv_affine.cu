@@ -106,20 +106,24 @@ const StreamEntry *find_stream_kernel(const QmvAffineConfig &c, int bits) {
   return nullptr;
 }
 
-// The grouped kernels (4 bits): <NS, MT, J, MAX_THREADS>, NS spread n8 tiles. A config names
-// rows_per_cta; the kernel that runs it has NS = rows_per_cta x G / 8 (at least 1) for the
-// launch's group (G = 128 / group), so a config slot holds both NS kernels.
+// The grouped kernels (4 bits): <NS, MT, J, G, MAX_THREADS>, NS spread n8 tiles, G = 128 / group
+// columns per row. A config names rows_per_cta; the kernel that runs it has NS = rows_per_cta x G
+// / 8 (at least 1) for the launch's group: G = 1 and 2 at 4 rows and G = 1 at 8 rows take one
+// tile, G = 2 at 8 rows and G = 4 at 4 rows two (G = 4 at 8 rows needs four: refused).
 struct GroupedEntry {
   int outputs_per_warp; // MT * 16
-  SplitKKernel kernel;  // partials sized for the larger NS
-  KernelFn fn[2];       // [NS - 1]
+  SplitKKernel kernel;  // partials sized for two spread tiles
+  KernelFn fn[3][2];    // [log2 G][NS - 1]; nullptr where no config runs it
 };
 template <int MT, int J> constexpr GroupedEntry grouped_entry() {
   using qmv_affine_detail::qmv_affine_grouped_kernel;
-  constexpr KernelFn fn1 = &qmv_affine_grouped_kernel<1, MT, J, 256>;
-  constexpr KernelFn fn2 = &qmv_affine_grouped_kernel<2, MT, J, 256>;
-  return {
-      MT * 16, {reinterpret_cast<const void *>(fn1), nullptr, 256, MT * 2 * 128, 0}, {fn1, fn2}};
+  constexpr KernelFn g1 = &qmv_affine_grouped_kernel<1, MT, J, 1, 256>;
+  return {MT * 16,
+          {reinterpret_cast<const void *>(g1), nullptr, 256, MT * 2 * 128, 0},
+          {{g1, nullptr},
+           {&qmv_affine_grouped_kernel<1, MT, J, 2, 256>,
+            &qmv_affine_grouped_kernel<2, MT, J, 2, 256>},
+           {nullptr, &qmv_affine_grouped_kernel<2, MT, J, 4, 256>}}};
 }
 // NOTE: J (chunks of weights in flight) as in kKernels: sized to stay clear of spills.
 const GroupedEntry kGroupedKernels[] = {grouped_entry<1, 2>(), grouped_entry<2, 1>()};
@@ -205,9 +209,12 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
     const GroupedEntry *e = find_grouped_kernel(config, bits);
     if (!e)
       return {};
-    const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
-                          reinterpret_cast<const void *>(e->fn[1])};
-    return split_k_resources(both, split_k_shared_bytes(e->kernel, config.warps, false));
+    // The worst of the slot's kernels (one per group size and spread-tile count).
+    const void *all[] = {reinterpret_cast<const void *>(e->fn[0][0]),
+                         reinterpret_cast<const void *>(e->fn[1][0]),
+                         reinterpret_cast<const void *>(e->fn[1][1]),
+                         reinterpret_cast<const void *>(e->fn[2][1])};
+    return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, false));
   }
   const KernelEntry *e = find_kernel(config, bits);
   if (!e)
@@ -252,10 +259,11 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
       return LaunchStatus::invalid_value();
     Params p = mma_params(config, args);
     p.rows_per_cta = config.rows_per_cta;
-    p.cols_per_row = cols;
+    const KernelFn fn = e->fn[std::countr_zero(static_cast<unsigned>(cols))][ns - 1];
+    if (!fn)
+      return LaunchStatus::invalid_value();
     return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                                 reinterpret_cast<const void *>(e->fn[ns - 1]),
-                                 args.chain.dependent);
+                                 reinterpret_cast<const void *>(fn), args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 ||

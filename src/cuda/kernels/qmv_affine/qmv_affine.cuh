@@ -53,7 +53,6 @@ struct Params {
   int slice_chunks; // chunks per K slice
   int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
   int rows_per_cta; // grouped path: activation rows per CTA (grid.z row groups)
-  int cols_per_row; // grouped path: 128 / group, mma columns per activation row
 };
 
 template <int BITS> struct Layout {
@@ -527,7 +526,7 @@ template <int MT> struct GroupedFragment {
   uint32_t bias[MT][2];
 };
 
-template <int NS, int MT, int J, int MAX_THREADS>
+template <int NS, int MT, int J, int G, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const Params p) {
   using L = Layout<4>;
   extern __shared__ float4 shared_partials[];
@@ -539,8 +538,9 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
   const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
   const int m_warp = m_cta + warp_n * MT * 16;
   const int row0 = static_cast<int>(blockIdx.z) * p.rows_per_cta;
-  const int cols = p.cols_per_row;         // G
-  const int col_shift = 7 - p.group_shift; // log2(G)
+  // G (a template parameter: the scale loads and the column arithmetic compile per group size).
+  constexpr int cols = G;
+  constexpr int col_shift = G == 1 ? 0 : G == 2 ? 1 : 2;
   const int words_per_row = p.k / L::kValuesPerWord;
 
   const uint32_t *qp[MT][2];
@@ -564,7 +564,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         f.q[mt][h] = load_weight(qp[mt][h] + chunk * 16);
-        if (cols == 1) {
+        if constexpr (cols == 1) {
           const uint32_t s = __ldg(sp[mt][h] + chunk), b = __ldg(bp[mt][h] + chunk);
           f.scale[mt][h] = s | (s << 16);
           f.bias[mt][h] = b | (b << 16);
@@ -608,22 +608,25 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
         x[ns][v] = x_on[ns] && chunk < c_end ? load_activation(xp[ns] + chunk * L::kChunkK + 8 * v)
                                              : make_uint4(0, 0, 0, 0);
   };
+  // Activations one chunk ahead where registers allow, in two buffers used in turn; fragments
+  // in two J-deep sets used in turn. No copies between iterations.
   constexpr bool kXAhead = NS * MT <= 2;
-  uint4 x[NS][L::kXVectors];
+  uint4 x[2][NS][L::kXVectors];
   if constexpr (kXAhead)
-    load_x(c, x);
+    load_x(c, x[0]);
 
   float acc[MT][NS][4]; // per lane: rows g, g + 8 x columns 2t, 2t + 1 of each spread tile
   zero_accumulators(acc);
 
-  auto multiply = [&](int chunk, const GroupedFragment<MT> &f) {
-    uint4 x_next[NS][L::kXVectors];
+  // Multiplies chunk `chunk` (weights `f`, activations in buffer B, loaded here where they are
+  // not ahead), after requesting the next chunk's activations into the other buffer.
+  auto multiply = [&]<int B>(int chunk, const GroupedFragment<MT> &f) {
     if constexpr (kXAhead)
-      load_x(chunk + 1, x_next);
+      load_x(chunk + 1, x[1 - B]);
     else
-      load_x(chunk, x);
+      load_x(chunk, x[B]);
     float part[MT][NS][4], xsum[NS][4];
-    mma_int4_offset_chunk(part, xsum, x, f.q);
+    mma_int4_offset_chunk(part, xsum, x[B], f.q);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -641,21 +644,44 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
               fmaf(b1, xsum[ns][1], fmaf(s1, part[mt][ns][2 * h + 1], acc[mt][ns][2 * h + 1]));
         }
       }
-    if constexpr (kXAhead)
+  };
+  // J chunks from `f`, the activations of the first in buffer 0 (J even, or two blocks in turn:
+  // the caller passes the buffer the block starts in).
+  auto block = [&]<int B0>(int first, const GroupedFragment<MT>(&f)[J]) {
 #pragma unroll
-      for (int ns = 0; ns < NS; ++ns)
-#pragma unroll
-        for (int v = 0; v < L::kXVectors; ++v)
-          x[ns][v] = x_next[ns][v];
+    for (int j = 0; j < J; ++j) {
+      if ((B0 + j) % 2 == 0)
+        multiply.template operator()<0>(first + j, f[j]);
+      else
+        multiply.template operator()<1>(first + j, f[j]);
+    }
   };
 
-  if (c + J <= c_end)
-    c = register_pipeline(c, c_end, fa, load, multiply);
-  // The last chunks of the slice (fewer than J): fa[0] holds chunk c where J = 1; reload.
-  for (; c < c_end; ++c) {
+  // fa holds chunks c .. c + J - 1 where c + J <= c_end; the activations of chunk c are in
+  // buffer 0. Two blocks per iteration: fb is loaded while fa is multiplied and fa while fb is.
+  GroupedFragment<MT> fb[J];
+  for (; c + 2 * J <= c_end; c += 2 * J) {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      load(c + J + j, fb[j]);
+    block.template operator()<0>(c, fa);
+    if (c + 3 * J <= c_end)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load(c + 2 * J + j, fa[j]);
+    block.template operator()<J % 2>(c + J, fb);
+  }
+  if (c + J <= c_end) {
+    block.template operator()<0>(c, fa);
+    c += J;
+  }
+  // The last chunk of the slice (fewer than J <= 2 left): its activations are in buffer 0
+  // (every block so far started there and had an even length, or was the last).
+  static_assert(J <= 2, "one chunk at most after the blocks");
+  if (c < c_end) {
     GroupedFragment<MT> f;
     load(c, f);
-    multiply(c, f);
+    multiply.template operator()<0>(c, f);
   }
 
   // Columns to activation rows: a row's G columns added in group order. Partials are written
@@ -669,12 +695,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
       for (int h = 0; h < 2; ++h) {
         float *out = partials + (mt * 16 + h * 8 + g) * NS * 8;
         const float lo = acc[mt][ns][2 * h], hi = acc[mt][ns][2 * h + 1];
-        if (cols == 1) { // columns are rows 2t, 2t + 1 of the spread tile
+        if constexpr (cols == 1) { // columns are rows 2t, 2t + 1 of the spread tile
           out[ns * 8 + 2 * t] = lo;
           out[ns * 8 + 2 * t + 1] = hi;
         } else {
           const float pair = lo + hi; // groups (2t) % G, then the next
-          if (cols == 2) {
+          if constexpr (cols == 2) {
             out[ns * 4 + t] = pair;
           } else { // G = 4: lanes 2u, 2u + 1 hold groups 0-1 and 2-3 of row u
             const float other = __shfl_xor_sync(0xffffffffu, pair, 1);
