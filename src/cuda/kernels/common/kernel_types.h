@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <string>
 
+#include "hone/ops/cuda.h"
+
 namespace hone::cuda {
 
 // The outcome of enqueuing one kernel: a cudaError_t, kept as a number so that a header with
@@ -45,13 +47,9 @@ bool pdl_supported();
 // 0 when it cannot be set.
 size_t shared_memory_opt_in(const void *kernel);
 
-// How a kernel is launched as one link of a chain of kernels on a stream (a decode step): a
-// tactic of the chain, not of the op, that leaves the results' bits unchanged.
-struct ChainLink {
-  // A programmatic dependent launch: the kernel may start while the one before it on the
-  // stream runs; it reads that one's outputs only after griddepcontrol.wait.
-  bool dependent = false;
-};
+// How a kernel is launched as one link of a chain of kernels on a stream (a decode step): the
+// public ops::cuda::ChainLaunch (hone/ops/cuda.h), one struct for the API and the kernels' args.
+using ChainLink = ops::cuda::ChainLaunch;
 
 // What cudaFuncGetAttributes reports of a compiled kernel, plus the dynamic shared memory a
 // config asks for.

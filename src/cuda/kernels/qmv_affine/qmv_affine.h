@@ -46,7 +46,7 @@ struct QmvAffineArgs {
   const void *biases = nullptr; // bf16 [n, k / group]
   void *y = nullptr;            // bf16 [rows, n]
   int rows = 0, n = 0, k = 0, bits = 4, group = 64;
-  ChainLink chain; // a link of a decode step: dependent launch, L2 prefetch
+  ChainLink chain; // a link of a decode step: a dependent launch
 };
 
 // Every config compiled in for `bits` (the candidate universe); filter with
