@@ -1,4 +1,5 @@
-// Model configs: parsing Hugging Face config.json files and deriving linear-layer shapes.
+// Model configs: Hugging Face config.json files as a model tune reads them (through the
+// library's model::ModelSpec) and the op shapes derived from them.
 #include "hone/model_config.h"
 
 #include <filesystem>
@@ -34,7 +35,10 @@ template <class F> std::string invalid_message(F parse) {
   return "";
 }
 
-ModelConfig parse(const std::string &text) { return parse_model_config(text, "test.json", "test"); }
+// `text` as a model tune reads it (model::ModelSpecUse::op_shapes), from "test.json".
+model::ModelSpec parse(const std::string &text) {
+  return model::parse_model_spec(text, "test.json", "test", model::ModelSpecUse::op_shapes);
+}
 
 // The decode.paged dimensions of a model file's first decode attention step.
 std::vector<int64_t> decode_paged_dims_of(const std::filesystem::path &path) {
@@ -42,15 +46,15 @@ std::vector<int64_t> decode_paged_dims_of(const std::filesystem::path &path) {
 }
 
 TEST(ModelConfig, QwenDerivesFusedShapesAndHeadDim) {
-  const ModelConfig m = load_model_config(kModels / "qwen2.5-0.5b.json");
+  const model::ModelSpec m = load_model_config(kModels / "qwen2.5-0.5b.json");
   EXPECT_EQ(m.name, "qwen2.5-0.5b");
-  EXPECT_EQ(m.hidden_size, 896);
-  EXPECT_EQ(m.intermediate_size, 4864);
-  EXPECT_EQ(m.num_attention_heads, 14);
-  EXPECT_EQ(m.num_key_value_heads, 2);
+  EXPECT_EQ(m.hidden, 896);
+  EXPECT_EQ(m.inter, 4864);
+  EXPECT_EQ(m.hq, 14);
+  EXPECT_EQ(m.hkv, 2);
   EXPECT_EQ(m.head_dim, 64); // 896 / 14: no head_dim field
-  EXPECT_EQ(m.vocab_size, 151936);
-  EXPECT_TRUE(m.tie_word_embeddings);
+  EXPECT_EQ(m.vocab, 151936);
+  EXPECT_TRUE(m.tie_embeddings);
 
   const std::vector<LinearLayer> layers = linear_layers(m, /*include_lm_head=*/false);
   ASSERT_EQ(layers.size(), 4u);
@@ -69,15 +73,15 @@ TEST(ModelConfig, QwenDerivesFusedShapesAndHeadDim) {
 }
 
 TEST(ModelConfig, LlamaUntiedWithLmHead) {
-  const ModelConfig m = load_model_config(kModels / "llama-3.1-8b.json");
-  EXPECT_EQ(m.hidden_size, 4096);
-  EXPECT_EQ(m.intermediate_size, 14336);
-  EXPECT_EQ(m.num_attention_heads, 32);
-  EXPECT_EQ(m.num_key_value_heads, 8);
+  const model::ModelSpec m = load_model_config(kModels / "llama-3.1-8b.json");
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.inter, 14336);
+  EXPECT_EQ(m.hq, 32);
+  EXPECT_EQ(m.hkv, 8);
   EXPECT_EQ(m.head_dim, 128);
-  EXPECT_EQ(m.vocab_size, 128256);
-  EXPECT_FALSE(m.tie_word_embeddings);
-  EXPECT_EQ(m.num_hidden_layers, 32);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_EQ(m.layers, 32);
   // K and V, 8 heads of 128 bf16 values, 32 layers: 128 KiB a token.
   EXPECT_EQ(model_kv_bytes(m, 1), size_t{128} << 10);
   EXPECT_EQ(model_kv_bytes(m, 4096), size_t{512} << 20);
@@ -92,7 +96,7 @@ TEST(ModelConfig, LlamaUntiedWithLmHead) {
 // `hone tune --model` tunes decode attention at batch 1-64 x context 1k-128k with the
 // model's heads: 56 steps, each its own decode.paged bucket.
 TEST(ModelConfig, DecodeAttentionStepsCoverBatchAndContextWithTheModelsHeads) {
-  const ModelConfig m = load_model_config(kModels / "llama-3.1-8b.json");
+  const model::ModelSpec m = load_model_config(kModels / "llama-3.1-8b.json");
   const std::vector<DecodeAttentionStep> steps = decode_attention_steps(m, 16);
   ASSERT_EQ(steps.size(), 7u * 8u);
   std::set<std::pair<int64_t, int64_t>> seen;
@@ -130,7 +134,7 @@ TEST(ModelConfig, DecodeAttentionStepsCoverBatchAndContextWithTheModelsHeads) {
 // the step's batch, hidden and intermediate of the model, heads and head_dim of its attention,
 // the cache's page size.
 TEST(ModelConfig, StepOpShapesAreTheDecodeStepsLaunches) {
-  const ModelConfig llama = load_model_config(kModels / "llama-3.1-8b.json");
+  const model::ModelSpec llama = load_model_config(kModels / "llama-3.1-8b.json");
   EXPECT_EQ(rmsnorm_shape(llama, 4, false).dims, (std::vector<int64_t>{4, 4096, 0}));
   EXPECT_EQ(rmsnorm_shape(llama, 4, false).use, "norm");
   EXPECT_EQ(rmsnorm_shape(llama, 4, true).dims, (std::vector<int64_t>{4, 4096, 1}));
@@ -140,7 +144,7 @@ TEST(ModelConfig, StepOpShapesAreTheDecodeStepsLaunches) {
   EXPECT_EQ(silu_mul_shape(llama, 2).dims, (std::vector<int64_t>{2, 14336}));
 
   // Qwen2.5-0.5B: head_dim derived (896 / 14), two kv heads.
-  const ModelConfig qwen = load_model_config(kModels / "qwen2.5-0.5b.json");
+  const model::ModelSpec qwen = load_model_config(kModels / "qwen2.5-0.5b.json");
   EXPECT_EQ(rmsnorm_shape(qwen, 1, true).dims, (std::vector<int64_t>{1, 896, 1}));
   EXPECT_EQ(rope_shape(qwen, 1).dims, (std::vector<int64_t>{1, 14, 2, 64}));
   EXPECT_EQ(kv_append_shape(qwen, 1, 16).dims, (std::vector<int64_t>{1, 2, 64, 16}));
@@ -190,7 +194,7 @@ TEST(ModelConfig, DefaultRowsAreTheDecodeBatchesAndThePrefillBuckets) {
 TEST(ModelConfig, ExplicitHeadDimWins) {
   // Llama-3.2-3B: 24 heads x 128 = 3072 = hidden; an explicit head_dim that differs from
   // hidden / heads must be used as given.
-  const ModelConfig m = parse(R"({"hidden_size": 2048, "intermediate_size": 6144,
+  const model::ModelSpec m = parse(R"({"hidden_size": 2048, "intermediate_size": 6144,
       "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
       "vocab_size": 1000})");
   EXPECT_EQ(m.head_dim, 256);
@@ -201,12 +205,12 @@ TEST(ModelConfig, ExplicitHeadDimWins) {
 }
 
 TEST(ModelConfig, KvHeadsDefaultToHeadsAndNullHeadDimIsAbsent) {
-  const ModelConfig m = parse(R"({"hidden_size": 512, "intermediate_size": 1024,
+  const model::ModelSpec m = parse(R"({"hidden_size": 512, "intermediate_size": 1024,
       "num_attention_heads": 8, "head_dim": null, "vocab_size": 100})");
-  EXPECT_EQ(m.num_key_value_heads, 8);
+  EXPECT_EQ(m.hkv, 8);
   EXPECT_EQ(m.head_dim, 64);
-  EXPECT_FALSE(m.tie_word_embeddings);
-  EXPECT_EQ(m.num_hidden_layers, 0); // absent: no K and V estimate, nothing left out
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_EQ(m.layers, 0); // absent: no K and V estimate, nothing left out
   EXPECT_EQ(model_kv_bytes(m, 1 << 20), 0u);
   EXPECT_EQ(linear_layers(m, false)[0].n, 3 * 512);
 }
@@ -217,7 +221,7 @@ TEST(ModelConfig, EveryShippedModelParses) {
     if (entry.path().extension() != ".json")
       continue;
     SCOPED_TRACE(entry.path().string());
-    const ModelConfig m = load_model_config(entry.path());
+    const model::ModelSpec m = load_model_config(entry.path());
     for (const LinearLayer &l : linear_layers(m, true)) {
       EXPECT_GT(l.n, 0);
       EXPECT_GT(l.k, 0);
@@ -227,13 +231,58 @@ TEST(ModelConfig, EveryShippedModelParses) {
   EXPECT_GE(count, 5);
 }
 
+// The tune and the decode step read a config through one parser: for the shipped Llama and
+// Qwen2 files the tune's view (ModelSpecUse::op_shapes) is the step's (decode_step) in every
+// field, and each shape the tune derives is the one the step launches from the step's spec.
+TEST(ModelConfig, TuneAndStepReadTheSameModel) {
+  for (const char *file : {"qwen2.5-1.5b.json", "llama-3.1-8b.json", "qwen2.5-0.5b.json"}) {
+    SCOPED_TRACE(file);
+    const model::ModelSpec tune = load_model_config(kModels / file);
+    const model::ModelSpec step = model::load_model_spec(kModels / file);
+    EXPECT_EQ(tune.name, step.name);
+    EXPECT_EQ(tune.hidden, step.hidden);
+    EXPECT_EQ(tune.inter, step.inter);
+    EXPECT_EQ(tune.hq, step.hq);
+    EXPECT_EQ(tune.hkv, step.hkv);
+    EXPECT_EQ(tune.head_dim, step.head_dim);
+    EXPECT_EQ(tune.vocab, step.vocab);
+    EXPECT_EQ(tune.layers, step.layers);
+    EXPECT_EQ(tune.tie_embeddings, step.tie_embeddings);
+    EXPECT_TRUE(tune == step) << "the tune reads another spec than the step";
+
+    const std::vector<LinearLayer> layers = linear_layers(tune, /*include_lm_head=*/true);
+    ASSERT_EQ(layers.size(), 5u);
+    const std::pair<int64_t, int64_t> expected[] = {{step.qkv_width(), step.hidden},
+                                                    {step.hidden, step.hq * step.head_dim},
+                                                    {2 * step.inter, step.hidden},
+                                                    {step.hidden, step.inter},
+                                                    {step.vocab, step.hidden}};
+    for (size_t i = 0; i < layers.size(); ++i)
+      EXPECT_EQ(std::make_pair(layers[i].n, layers[i].k), expected[i]) << layers[i].name;
+    EXPECT_EQ(rmsnorm_shape(tune, 2, true).dims, (std::vector<int64_t>{2, step.hidden, 1}));
+    EXPECT_EQ(rope_shape(tune, 2).dims,
+              (std::vector<int64_t>{2, step.hq, step.hkv, step.head_dim}));
+    EXPECT_EQ(kv_append_shape(tune, 2, 16).dims,
+              (std::vector<int64_t>{2, step.hkv, step.head_dim, 16}));
+    EXPECT_EQ(silu_mul_shape(tune, 2).dims, (std::vector<int64_t>{2, step.inter}));
+    EXPECT_EQ(decode_attention_steps(tune, 16).front().dims,
+              (std::vector<int64_t>{1, 1024, 1024, step.hq, step.hkv, step.head_dim, 16}));
+    // K and V of every layer, bf16.
+    EXPECT_EQ(model_kv_bytes(tune, 1), size_t(step.layers * 2 * step.hkv * step.head_dim * 2));
+  }
+  // The built-in config reads as the step reads the same text.
+  EXPECT_TRUE(default_model_config() == model::parse_model_spec(default_model_text(),
+                                                                default_model_source(),
+                                                                std::string(default_model_name())));
+}
+
 TEST(ModelConfig, DefaultModelIsTheShippedQwenFile) {
-  const ModelConfig m = default_model_config();
-  const ModelConfig file =
+  const model::ModelSpec m = default_model_config();
+  const model::ModelSpec file =
       load_model_config(kModels / (std::string(default_model_name()) + ".json"));
-  EXPECT_EQ(m.hidden_size, file.hidden_size);
-  EXPECT_EQ(m.intermediate_size, file.intermediate_size);
-  EXPECT_EQ(m.vocab_size, file.vocab_size);
+  EXPECT_EQ(m.hidden, file.hidden);
+  EXPECT_EQ(m.inter, file.inter);
+  EXPECT_EQ(m.vocab, file.vocab);
   EXPECT_EQ(m.name, "qwen2.5-0.5b");
 }
 

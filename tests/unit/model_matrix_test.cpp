@@ -51,7 +51,7 @@ TEST(ModelMatrix, LlamaDefaultMatrixHasEveryBucketOnce) {
   if (!cuda_built())
     GTEST_SKIP() << "no CUDA backend in this build";
   const H200Facts h200;
-  const ModelConfig llama = load_model_config(kModels / "llama-3.1-8b.json");
+  const model::ModelSpec llama = load_model_config(kModels / "llama-3.1-8b.json");
   // NOTE: qmm.affine's workload size asks the device for its SM count (CUTLASS's stream-K
   // workspace), so without a GPU its ops are left out and only their row buckets are checked.
   const bool device = available_backends().front() == "cuda";
@@ -141,7 +141,7 @@ TEST(ModelMatrix, SelectedOpsAreSortedByKind) {
   EXPECT_EQ(some.attention.size(), 1u);
   EXPECT_NE(some.chain, nullptr);
 
-  const ModelConfig qwen = load_model_config(kModels / "qwen2.5-0.5b.json");
+  const model::ModelSpec qwen = load_model_config(kModels / "qwen2.5-0.5b.json");
   ModelMatrixOptions o;
   o.rows = {1, 2, 3};
   const std::vector<Problem> rope =

@@ -1,7 +1,10 @@
 // What `hone step` reads before it touches a device: the model spec of a config.json
-// (src/model/model_spec), and the --quant and --context arguments (tools/hone/step_command).
+// (src/model/model_spec, the one parser of config.json), and the --quant and --context
+// arguments (tools/hone/step_command).
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -94,6 +97,73 @@ TEST(ModelSpec, BadConfigsAreNamedAndNeverCrash) {
             std::string::npos);
   EXPECT_NE(invalid_message([] { model::load_model_spec(kModels); }).find(kModels.string()),
             std::string::npos);
+}
+
+// Every field is checked in either use and named with the file; a flag, a number or an object
+// of the wrong type is an error, never a crash.
+TEST(ModelSpec, MalformedFieldsAreNamedInEitherUse) {
+  const std::string base = R"({"hidden_size": 64, "intermediate_size": 128, )"
+                           R"("num_attention_heads": 4, "vocab_size": 100, )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("model_type": 3)", "'model_type' must be a string"},
+      {R"("tie_word_embeddings": "yes")", "'tie_word_embeddings' must be true or false"},
+      {R"("attention_bias": 1)", "'attention_bias' must be true or false"},
+      {R"("num_key_value_heads": 0)", "'num_key_value_heads' must be a positive integer"},
+      {R"("num_key_value_heads": 3)", "'num_key_value_heads' must divide num_attention_heads 4"},
+      {R"("head_dim": 16.5)", "'head_dim' must be a positive integer"},
+      {R"("num_hidden_layers": -2)", "'num_hidden_layers' must be a positive integer"},
+      {R"("rms_norm_eps": 0)", "'rms_norm_eps' must be a positive number"},
+      {R"("rope_theta": "big")", "'rope_theta' must be a positive number"},
+      {R"("rope_scaling": 8)", "'rope_scaling' must be an object"},
+      {R"("rope_scaling": {"factor": 8})", "'rope_scaling.rope_type' is missing"},
+      {R"("rope_scaling": {"rope_type": "llama3", "factor": -1})",
+       "'rope_scaling.factor' must be a positive number"}};
+  for (const auto &[extra, why] : cases)
+    for (model::ModelSpecUse use :
+         {model::ModelSpecUse::decode_step, model::ModelSpecUse::op_shapes}) {
+      const std::string m = invalid_message(
+          [&] { model::parse_model_spec(base + extra + "}", "cfg.json", "m", use); });
+      EXPECT_NE(m.find("model config cfg.json: field " + why), std::string::npos) << m;
+    }
+  // hidden / heads is the head_dim only when it divides.
+  const std::string m = invalid_message([] {
+    model::parse_model_spec(R"({"hidden_size": 66, "intermediate_size": 128,
+        "num_attention_heads": 4, "vocab_size": 100})",
+                            "cfg.json", "m", model::ModelSpecUse::op_shapes);
+  });
+  EXPECT_NE(m.find("field 'head_dim' is missing and hidden_size 66"), std::string::npos) << m;
+}
+
+// Read for its op shapes, a config may be of a family, a layer count or a rope scaling the decode
+// step does not run; require_decode_step (and the decode_step use) refuses each, by name.
+TEST(ModelSpec, OpShapesReadWhatTheStepRefuses) {
+  const std::string mistral = R"({"model_type": "mistral", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": null,
+      "vocab_size": 100, "rope_scaling": {"type": "yarn", "factor": 4.0}})";
+  const model::ModelSpec m =
+      model::parse_model_spec(mistral, "cfg.json", "m", model::ModelSpecUse::op_shapes);
+  EXPECT_EQ(m.family, "mistral");
+  EXPECT_EQ(m.hkv, 4); // null: absent, so the heads
+  EXPECT_EQ(m.layers, 0);
+  EXPECT_EQ(m.rope_scaling, "yarn");
+  EXPECT_DOUBLE_EQ(m.llama3_factor, 0.0);
+
+  const auto refused = [](const model::ModelSpec &spec) {
+    return invalid_message([&] { model::require_decode_step(spec, "cfg.json"); });
+  };
+  EXPECT_NE(invalid_message([&] {
+              model::parse_model_spec(mistral, "cfg.json", "m");
+            }).find("model config cfg.json: model_type 'mistral' is not supported"),
+            std::string::npos);
+  model::ModelSpec llama = m;
+  llama.family = "";
+  EXPECT_NE(refused(llama).find("field 'model_type' is missing"), std::string::npos);
+  llama.family = "llama";
+  EXPECT_NE(refused(llama).find("field 'num_hidden_layers' is missing"), std::string::npos);
+  llama.layers = 2;
+  EXPECT_NE(refused(llama).find("rope_scaling type 'yarn' is not supported"), std::string::npos);
+  llama.rope_scaling = "llama3";
+  EXPECT_NO_THROW(model::require_decode_step(llama, "cfg.json"));
 }
 
 } // namespace

@@ -80,7 +80,7 @@ bool model_fits(const TunableOp &op, const std::vector<int64_t> &first, bool nam
 // of the model's layers exceeds the device's free memory: no runtime can serve them on this
 // device, and they are the costliest buckets to tune.
 void add_attention_problems(std::vector<Problem> &problems, const TunableOp &op,
-                            const ModelConfig &config, const ModelMatrixOptions &o, bool named,
+                            const model::ModelSpec &config, const ModelMatrixOptions &o, bool named,
                             const Backend &backend) {
   const std::vector<DecodeAttentionStep> steps = decode_attention_steps(config, o.page_size);
   if (!model_fits(op, steps.front().dims, named))
@@ -105,13 +105,13 @@ void add_attention_problems(std::vector<Problem> &problems, const TunableOp &op,
               << " batch x context steps do not fit in device memory and are left out\n";
   if (unservable > 0)
     std::cerr << "note: " << op.name() << ": " << unservable << " of " << steps.size()
-              << " batch x context steps are left out: the K and V cache of all "
-              << config.num_hidden_layers << " layers would exceed the device's free memory\n";
+              << " batch x context steps are left out: the K and V cache of all " << config.layers
+              << " layers would exceed the device's free memory\n";
 }
 
 // The launches of small op `op` in a step over each row count its rows dimension covers.
 void add_step_op_problems(std::vector<Problem> &problems, const TunableOp &op,
-                          const ModelConfig &config, const ModelMatrixOptions &o, bool named,
+                          const model::ModelSpec &config, const ModelMatrixOptions &o, bool named,
                           const Backend &backend) {
   const DimSpec &rows_dim = op.buckets().dims[0];
   bool checked = false;
@@ -198,7 +198,7 @@ ModelOps select_model_ops(const Backend &backend, const std::string &ops_list, i
   return ops;
 }
 
-std::vector<Problem> model_problems(const ModelConfig &config, const ModelOps &ops,
+std::vector<Problem> model_problems(const model::ModelSpec &config, const ModelOps &ops,
                                     const ModelMatrixOptions &o, const Backend &backend) {
   std::vector<Problem> problems;
   for (const TunableOp *op : ops.linear) {

@@ -64,7 +64,7 @@ struct ModelMatrixOptions {
 // Each op takes the row counts its rows dimension covers. Throws Error(invalid_argument) for a
 // shape an op rejects, one that does not fit in memory, or a matrix with nothing to tune;
 // decode attention steps that do not fit in memory are left out with a note on stderr.
-std::vector<Problem> model_problems(const ModelConfig &config, const ModelOps &ops,
+std::vector<Problem> model_problems(const model::ModelSpec &config, const ModelOps &ops,
                                     const ModelMatrixOptions &options, const Backend &backend);
 
 // ": 40 qmv.affine, 56 decode.paged" in order of first appearance; empty for one op.

@@ -130,21 +130,18 @@ std::string override_variable(const TunableOp &op) {
   return {};
 }
 
-// The decode-step spec of the model for its chain cells. A config the step cannot run (another
-// family, a missing layer count) is a note and no cells, or an error when --ops named the
-// chain (`named`).
-std::optional<model::ModelSpec> chain_spec(const std::string &path, bool named) {
+// Whether the decode step runs the model of `spec` (read from `source`), for its chain cells. A
+// config the step cannot run (another family, a missing layer count) is a note and no cells, or
+// an error when --ops named the chain (`named`).
+bool step_runs(const model::ModelSpec &spec, const std::string &source, bool named) {
   try {
-    if (path.empty()) {
-      const std::string name(default_model_name());
-      return model::parse_model_spec(default_model_text(), "(built-in " + name + ")", name);
-    }
-    return model::load_model_spec(path);
+    model::require_decode_step(spec, source);
+    return true;
   } catch (const Error &e) {
-    if (named || e.kind() != ErrorKind::invalid_argument)
+    if (named)
       throw;
     std::cerr << "note: " << kChainOpName << " skipped: " << e.what() << '\n';
-    return std::nullopt;
+    return false;
   }
 }
 
@@ -261,14 +258,14 @@ int TuneCommand::run() {
 
   // The whole matrix is derived and validated before anything is measured.
   std::vector<Problem> problems;
-  ModelConfig config;
+  model::ModelSpec config;
   ModelOps ops;
   ChainPlanOptions chain_options;
-  std::optional<model::ModelSpec> spec;
   std::vector<ChainCell> cells;
   const bool from_model = options_.op.empty();
   if (from_model) {
-    config = options_.model.empty() ? default_model_config() : load_model_config(options_.model);
+    const bool built_in = options_.model.empty();
+    config = built_in ? default_model_config() : load_model_config(options_.model);
     ops = select_model_ops(backend, options_.ops, options_.bits, options_.group);
     ModelMatrixOptions mo;
     if (!options_.rows.empty())
@@ -285,8 +282,9 @@ int TuneCommand::run() {
     chain_options.group = options_.group;
     if (options_.samples > 0)
       chain_options.samples = options_.samples;
-    if (ops.chain && chain_available(backend) && (spec = chain_spec(options_.model, ops.named)))
-      cells = chain_cells(*spec, chain_options, backend);
+    if (ops.chain && chain_available(backend) &&
+        step_runs(config, built_in ? default_model_source() : options_.model, ops.named))
+      cells = chain_cells(config, chain_options, backend);
     if (problems.empty() && cells.empty())
       HONE_INVALID_ARGUMENT("--model " + config.name + ": nothing to tune");
   } else {
@@ -332,9 +330,9 @@ int TuneCommand::run() {
     tune_options.numerics = parse_numerics(options_.numerics, "--numerics");
 
   if (from_model) {
-    std::cerr << "model " << config.name << ": hidden " << config.hidden_size << ", intermediate "
-              << config.intermediate_size << ", heads " << config.num_attention_heads << "/"
-              << config.num_key_value_heads << " (kv), head_dim " << config.head_dim << "\n";
+    std::cerr << "model " << config.name << ": hidden " << config.hidden << ", intermediate "
+              << config.inter << ", heads " << config.hq << "/" << config.hkv << " (kv), head_dim "
+              << config.head_dim << "\n";
     std::cerr << "matrix: " << problems.size() << " buckets on " << backend.info().backend << " ("
               << device_model << ")" << per_op_counts(problems) << "; ";
     if (!cells.empty())
@@ -394,7 +392,7 @@ int TuneCommand::run() {
     const Outcome &o = outcomes[i];
     if (o.cell) {
       items.push_back(
-          {std::string(kChainOpName), 0, 0, chain_cell_seconds(*spec, *o.cell, chain_options)});
+          {std::string(kChainOpName), 0, 0, chain_cell_seconds(config, *o.cell, chain_options)});
       continue;
     }
     const TunableOp &op = *o.problem->op;
@@ -445,7 +443,7 @@ int TuneCommand::run() {
                        std::to_string(o.cell->batch) + " " + o.cell->quant() + " (PDL off/on)");
         std::optional<ChainTiming> timing;
         try {
-          timing = time_chain_cell(backend, *spec, *o.cell, chain_options);
+          timing = time_chain_cell(backend, config, *o.cell, chain_options);
         } catch (const Error &e) {
           if (e.kind() != ErrorKind::runtime)
             throw;
