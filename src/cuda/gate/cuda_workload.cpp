@@ -1,17 +1,22 @@
 #include "cuda/gate/cuda_workload.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
 #include "cuda/gate/bf16_compare.h"
+#include "cuda/gate/gather_blocks.h"
 #include "hone/error.h"
 #include "hone/number_format.h"
 
 namespace hone::cuda {
 
 namespace {
+
+// [bytes] download_block_bytes() gathers on the device per copy to the host.
+constexpr size_t kBlockStagingBytes = size_t{64} << 20;
 
 size_t elements(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
 
@@ -214,6 +219,39 @@ void download_row_bytes(void *dst, const void *src, size_t row_bytes,
         cudaMemcpyAsync(static_cast<char *>(dst) + i * row_bytes,
                         static_cast<const char *>(src) + static_cast<size_t>(rows[i]) * row_bytes,
                         row_bytes, cudaMemcpyDeviceToHost, stream));
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void download_block_bytes(void *dst, const void *src, size_t element_bytes,
+                          const BlockLayout &blocks, cudaStream_t stream) {
+  const size_t count = blocks.offsets.size();
+  const size_t row_bytes = static_cast<size_t>(blocks.row) * element_bytes;
+  const size_t pitch = static_cast<size_t>(blocks.pitch) * element_bytes;
+  const size_t block_bytes = static_cast<size_t>(blocks.rows) * row_bytes;
+  if (count == 0 || block_bytes == 0)
+    return;
+  uint64_t offset_bits = 0;
+  for (int64_t offset : blocks.offsets)
+    offset_bits |= static_cast<uint64_t>(offset) * element_bytes;
+  HONE_CHECK((reinterpret_cast<uintptr_t>(src) | row_bytes | pitch | offset_bits) % 16 == 0,
+             "download_block_bytes needs 16-byte aligned blocks, rows and pitch");
+  const size_t per_load = std::max<size_t>(1, kBlockStagingBytes / block_bytes);
+  const size_t first_load = std::min(count, per_load);
+  DeviceBuffer staging(first_load * block_bytes), offsets(first_load * sizeof(int64_t));
+  std::vector<int64_t> load_offsets(first_load);
+  for (size_t first = 0; first < count; first += per_load) {
+    const size_t n = std::min(per_load, count - first);
+    for (size_t i = 0; i < n; ++i)
+      load_offsets[i] = blocks.offsets[first + i] * static_cast<int64_t>(element_bytes);
+    // NOTE: a copy from pageable memory returns once the host buffer is staged, and the copy
+    // to pageable memory below once it is done, so load_offsets is free again each load.
+    HONE_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), load_offsets.data(), n * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, stream));
+    gather_blocks(staging.data(), src, offsets.as<const int64_t>(), n,
+                  static_cast<size_t>(blocks.rows), row_bytes, pitch, stream);
+    HONE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + first * block_bytes, staging.data(),
+                                    n * block_bytes, cudaMemcpyDeviceToHost, stream));
+  }
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -102,8 +102,9 @@ protected:
   virtual std::vector<double> reference() const = 0;
   // The output rows the gate holds to reference() (ascending); empty: every row. An op whose
   // float64 reference is too costly for every row (a GEMM, or an elementwise op over a prefill
-  // bucket, at thousands of rows) samples them (sampled_rows()); every output is still checked
-  // for NaN (unwritten poison), and the batch-invariance gate still compares every row.
+  // bucket, at thousands of rows; decode attention over long contexts) samples them
+  // (sampled_rows()); every output is still checked for NaN (unwritten poison), and the
+  // batch-invariance gate still compares every row.
   virtual std::vector<int64_t> reference_rows() const { return {}; }
 
   // Batch invariance (ops whose rows are independent, e.g. the GEMVs). An op that promises it
@@ -187,6 +188,26 @@ std::vector<T> download_rows(const void *src, int64_t total_rows, int64_t row_el
     return download<T>(src, static_cast<size_t>(total_rows) * row, stream);
   std::vector<T> out(rows.size() * row);
   download_row_bytes(out.data(), src, row * sizeof(T), rows, stream);
+  return out;
+}
+// Blocks of a row-major device tensor, in elements: block i is `rows` rows of `row` elements,
+// `pitch` apart, from element offsets[i] (one KV head's token rows of one page, say).
+struct BlockLayout {
+  std::vector<int64_t> offsets;
+  int64_t rows = 1, row = 0, pitch = 0;
+};
+// Synchronous copy of blocks `blocks` of the device tensor `src` (elements of `element_bytes`)
+// to host `dst`, dense and in their order (offsets.size() x rows x row elements), after the
+// work on `stream`. Gathered on the device (gather_blocks()) through a staging buffer of at
+// most 64 MiB, so that one copy crosses to the host per staging load, not one per block.
+// REQUIRES: src, row and pitch (in bytes) and every offset (in bytes) multiples of 16.
+void download_block_bytes(void *dst, const void *src, size_t element_bytes,
+                          const BlockLayout &blocks, cudaStream_t stream);
+template <class T>
+std::vector<T> download_blocks(const void *src, const BlockLayout &blocks, cudaStream_t stream) {
+  std::vector<T> out(blocks.offsets.size() * static_cast<size_t>(blocks.rows) *
+                     static_cast<size_t>(blocks.row));
+  download_block_bytes(out.data(), src, sizeof(T), blocks, stream);
   return out;
 }
 
