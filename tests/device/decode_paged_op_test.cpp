@@ -2,10 +2,12 @@
 // reference on fresh random q, K and V in shuffled pages (NaN in every slot no token owns),
 // ragged lengths with 1 token, exactly one page and partial last pages, GQA 1, 4, 7 and 8,
 // head_dim 64, 128 and 256, pages of 16, 32 and 64, a merge of hundreds of partial states, a
-// sharp softmax, lse; the gate's power to fail; the spill rule; the public entry point with its
-// plan (HONE_DECODE_KV_CHUNK, heuristic, cache), HONE_CHECK_PAGES and a CUDA graph capture; the
-// merge fused into the split kernel (every chunk size, bit-identical to the merge kernel, the
-// arrival counters back at 0, a graph replayed many times); and the tuner end to end.
+// sharp softmax, lse; the gate's power to fail; the gate's sampled reference (rows spread over
+// a long ragged batch, each row's bits those of the full reference); the spill rule; the public
+// entry point with its plan (HONE_DECODE_KV_CHUNK, heuristic, cache), HONE_CHECK_PAGES and a
+// CUDA graph capture; the merge fused into the split kernel (every chunk size, bit-identical to
+// the merge kernel, the arrival counters back at 0, a graph replayed many times); and the tuner
+// end to end.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -41,6 +43,7 @@ namespace {
 
 using testing::CacheDirTest;
 using testing::DeviceTest;
+using testing::expect_sampled_reference;
 using testing::reduced_shapes;
 using testing::registered_op;
 
@@ -325,6 +328,50 @@ TEST_F(DecodePagedOpTest, GateDiscriminatesWrongInputs) {
                                          w.scale()),
       128);
   EXPECT_GT(swapped.max_row_relative_l2, 3 * kDecodePagedRelativeL2Bound);
+}
+
+// The model tune's 1M-token bucket of 32 requests (one of 131072 tokens, 31 of ~29600): the
+// gate holds 16 rows to the reference (0.15 G multiply-adds of 8.6 G), from the first head of
+// request 0 to the last of request 31, and passes the default.
+TEST_F(DecodePagedOpTest, ReferenceSamplesRowsOfALongRaggedBatch) {
+  const Shape shape = reduced_shapes() ? Shape{{4, 8192, 16384, 32, 8, 128, 16}, DType::bf16}
+                                       : Shape{{32, 131072, 1 << 20, 32, 8, 128, 16}, DType::bf16};
+  expect_sampled_reference<DecodePagedWorkload>(registered_op("decode.paged"), shape,
+                                                reduced_shapes() ? 32 : 16,
+                                                kDecodePagedRelativeL2Bound, {Numerics::tolerance});
+}
+
+// The sampled reference, K and V gathered on the device page by page, gives the full
+// reference's o and lse bits for each of its rows (50 of 256 on ragged lengths with 1 token, one
+// page and partial last pages), and every row's when the problem is small enough for all.
+TEST_F(DecodePagedOpTest, SampledReferenceGivesTheFullReferenceBitsOfItsRows) {
+  const Heads h{32, 8, 128, 16};
+  for (const std::vector<int32_t> &lengths :
+       {std::vector<int32_t>{1, 16, 17, 3000, 700, 5000, 40, 12000}, ragged(h.page_size)}) {
+    DecodePagedWorkload w(cuda_backend(), problem(h, lengths));
+    const std::string what = describe(w.problem());
+    std::vector<int64_t> rows = w.reference_rows();
+    EXPECT_EQ(rows.size(), lengths.size() == 8 ? 50u : 0u) << what;
+    if (rows.empty())
+      for (int64_t r = 0; r < w.output_rows(); ++r)
+        rows.push_back(r);
+    w.randomize_inputs();
+    const DecodePagedReference sampled = w.sampled_reference_of(0), full = w.reference_of(0);
+    ASSERT_EQ(sampled.o.size(), rows.size() * h.head_dim) << what;
+    ASSERT_EQ(sampled.lse.size(), rows.size()) << what;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto r = static_cast<size_t>(rows[i]);
+      EXPECT_TRUE(std::equal(sampled.o.begin() + i * h.head_dim,
+                             sampled.o.begin() + (i + 1) * h.head_dim,
+                             full.o.begin() + r * h.head_dim))
+          << what << ": o row " << r;
+      EXPECT_EQ(sampled.lse[i], full.lse[r]) << what << ": lse row " << r;
+    }
+    const DecodePagedConfig def =
+        decode_paged_default_config(w.table().indptr, h.hkv, h.head_dim, h.page_size);
+    const CheckResult r = w.check(def.to_tactic(), Numerics::tolerance);
+    EXPECT_TRUE(r.pass()) << what << ": " << r.reason;
+  }
 }
 
 TEST_F(DecodePagedOpTest, NoKernelSpills) {

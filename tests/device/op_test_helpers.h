@@ -1,6 +1,6 @@
 // Shared by the device tests of the CUDA ops (gemv.bf16, qmv.affine): the registered op, every
 // candidate of a bucket through the gate, batch invariance of the defaults, the sampled
-// reference of an elementwise op, the spill rule, validation messages, a workload of no op, the
+// reference of an op, the spill rule, validation messages, a workload of no op, the
 // tuner end to end through the cache, and a fixture with a temporary HONE_CACHE_DIR.
 //
 //   const TunableOp &op = registered_op("qmv.affine");
@@ -83,12 +83,15 @@ inline void expect_defaults_batch_invariant(const TunableOp &op, const Shape &sh
   }
 }
 
-// The sampled reference of an elementwise op's workload `W` at `shape`, more rows than it
-// covers: reference_rows() is `count` rows, ascending and distinct, from Y's first row to its
-// last; reference() matches those rows of the default's output (checked_rows()) within `bound`
-// and not Y's first `count` rows; the gate passes the default in both modes.
+// The sampled reference of an op's workload `W` at `shape`, more rows than it covers:
+// reference_rows() is `count` rows, ascending and distinct, from Y's first row to its last;
+// reference() matches those rows of the default's output (checked_rows()) within `bound` and
+// not Y's first `count` rows; the gate passes the default in each of `modes` (an elementwise
+// op's both; decode.paged has no batch-invariant mode).
 template <class W>
-void expect_sampled_reference(const TunableOp &op, const Shape &shape, size_t count, double bound) {
+void expect_sampled_reference(const TunableOp &op, const Shape &shape, size_t count, double bound,
+                              const std::vector<Numerics> &modes = {Numerics::tolerance,
+                                                                    Numerics::batch_invariant}) {
   std::unique_ptr<Workload> w = op.prepare(shape);
   auto &cw = dynamic_cast<W &>(*w);
   const std::vector<int64_t> rows = cw.reference_rows();
@@ -106,7 +109,7 @@ void expect_sampled_reference(const TunableOp &op, const Shape &shape, size_t co
   EXPECT_LE(compare_bf16(cw.checked_rows(y), ref).relative_l2, bound);
   const std::vector<uint16_t> first(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(ref.size()));
   EXPECT_GT(compare_bf16(first, ref).relative_l2, 0.5) << "the sample is Y's first rows";
-  for (Numerics numerics : {Numerics::tolerance, Numerics::batch_invariant}) {
+  for (Numerics numerics : modes) {
     const CheckResult r = w->check(def, numerics);
     EXPECT_TRUE(r.pass()) << def.str() << " " << to_string(numerics) << ": " << r.reason;
   }

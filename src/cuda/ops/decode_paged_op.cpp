@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "cuda/backend/cuda_backend.h"
@@ -92,10 +93,11 @@ std::vector<DecodePagedConfig> decode_paged_kv_heads_configs(std::span<const int
 
 DecodePagedWorkload::DecodePagedWorkload(CudaBackend &backend, DecodePagedProblem problem,
                                          double scale, uint64_t table_seed)
-    : CudaWorkloadOf(backend, static_cast<int64_t>(problem.batch()) * problem.hq,
-                     problem.head_dim, kDecodePagedRelativeL2Bound),
+    : CudaWorkloadOf(backend, static_cast<int64_t>(problem.batch()) * problem.hq, problem.head_dim,
+                     kDecodePagedRelativeL2Bound),
       p_(std::move(problem)), table_(decode_paged_table(p_, table_seed)),
-      scale_(scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p_.head_dim))) {
+      scale_(scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p_.head_dim))),
+      reference_rows_(decode_paged_reference_rows(p_)) {
   const auto upload = [&](DeviceBuffer &dst, const std::vector<int32_t> &src) {
     dst = DeviceBuffer(src.size() * sizeof(int32_t));
     HONE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), dst.size(), cudaMemcpyHostToDevice,
@@ -154,6 +156,25 @@ DecodePagedReference DecodePagedWorkload::reference_of(int copy) const {
   const std::vector<uint16_t> k = download<uint16_t>(k_cache(copy), cache, stream());
   const std::vector<uint16_t> v = download<uint16_t>(v_cache(copy), cache, stream());
   return decode_paged_reference(p_, table_, q.data(), k.data(), v.data(), scale_);
+}
+
+DecodePagedReference DecodePagedWorkload::sampled_reference_of(int copy) const {
+  std::vector<int64_t> rows = reference_rows_;
+  if (rows.empty()) {
+    rows.resize(static_cast<size_t>(output_rows()));
+    std::iota(rows.begin(), rows.end(), int64_t{0});
+  }
+  const int64_t d = p_.head_dim;
+  BlockLayout q_rows{{}, 1, d, d};
+  for (int64_t r : rows)
+    q_rows.offsets.push_back(r * d);
+  // Each block: one page's token rows of one KV head.
+  const BlockLayout kv{decode_paged_kv_block_offsets(p_, table_, decode_paged_kv_heads(p_, rows)),
+                       p_.page_size, d, int64_t{p_.hkv} * d};
+  const std::vector<uint16_t> q = download_blocks<uint16_t>(this->q(copy), q_rows, stream());
+  const std::vector<uint16_t> k = download_blocks<uint16_t>(k_cache(copy), kv, stream());
+  const std::vector<uint16_t> v = download_blocks<uint16_t>(v_cache(copy), kv, stream());
+  return decode_paged_sampled_reference(p_, rows, q.data(), k.data(), v.data(), scale_);
 }
 
 DecodePagedSplit DecodePagedWorkload::split(const DecodePagedConfig &config) const {

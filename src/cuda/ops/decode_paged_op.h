@@ -3,7 +3,8 @@
 // tactic. Its shape is {batch, max_len, total_len, hq, hkv, head_dim, page_size}: the
 // variable-length batch enters the key through its size, longest and total length, and
 // prepare() lays out representative lengths (decode_paged_synthetic_lengths) in a shuffled
-// page pool. The workload gates a candidate against a float64 host reference.
+// page pool. The workload gates a candidate against a float64 host reference of a sample of
+// rows (decode_paged_reference_rows), downloading only the K and V those rows read.
 //
 //   hone::cuda::DecodePagedOp op;
 //   auto w = op.prepare(hone::Shape{{1, 32768, 32768, 32, 8, 128, 16}, hone::DType::bf16});
@@ -98,9 +99,21 @@ public:
   void set_write_lse(bool write);
   float *lse() const { return lse_.as<float>(); }
   std::vector<float> download_lse() const;
-  // The float64 reference (o and lse) of copy `copy`'s current inputs.
+  // The float64 reference (o and lse) of copy `copy`'s current inputs, every row; downloads q
+  // and the whole of both caches.
   DecodePagedReference reference_of(int copy) const;
-  std::vector<double> reference() const override { return reference_of(0).o; }
+  // The rows of o (and lse; row b x hq + h) the gate holds to the reference:
+  // decode_paged_reference_rows(problem()), fixed at construction; empty: every row. At 8
+  // requests of 131072 tokens, hq=32, head_dim 128: 16 of 256 rows, 0.54 G multiply-adds of
+  // 8.6 G.
+  std::vector<int64_t> reference_rows() const override { return reference_rows_; }
+  // The float64 reference of copy `copy`'s current inputs for reference_rows() (every row when
+  // empty): o [rows, head_dim] and lse [rows], in their order, each row's bits those of
+  // reference_of(). Downloads only those rows of q and, of K and V, the pages of each (request,
+  // KV head) pair they read (decode_paged_kv_block_offsets), gathered on the device.
+  DecodePagedReference sampled_reference_of(int copy) const;
+  // sampled_reference_of(0).o: the gate checks o only (lse is the device tests').
+  std::vector<double> reference() const override { return sampled_reference_of(0).o; }
 
   // The fused merge's arrival counters, int32 [batch, hkv]: zero after every launch.
   const int32_t *counters() const { return counters_.as<const int32_t>(); }
@@ -120,6 +133,7 @@ private:
   DecodePagedProblem p_;
   DecodePagedTable table_;
   double scale_;
+  std::vector<int64_t> reference_rows_;
   DeviceBuffer indptr_, indices_, last_; // the page table, shared by every copy
   DeviceBuffer workspace_;               // partial states
   DeviceBuffer counters_;                // fused merge arrivals, int32 [batch, hkv], zeroed once
