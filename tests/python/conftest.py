@@ -1,6 +1,7 @@
 """Every test gets its own empty cache directory, set before the library reads it. The `peers`
 fixture imports the torch peer scripts' modules (bench/peers) for their host tests."""
 import importlib
+import importlib.util
 import os
 import pathlib
 import sys
@@ -53,3 +54,12 @@ def peers(monkeypatch):
                                 torch_stub=stub)
     for name in PEER_MODULES:
         sys.modules.pop(name, None)
+
+
+def load_script(name):
+    """scripts/NAME.py imported as a module, for the host tests of the repository's scripts."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "scripts" / (name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

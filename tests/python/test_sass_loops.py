@@ -1,10 +1,7 @@
 """scripts/sass_loops.py on a made-up nvdisasm listing: two kernels, the second with two loops."""
-import importlib.util
-import pathlib
-
 import pytest
+from conftest import load_script
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "sass_loops.py"
 
 LISTING = """\
 .text._Z5otherv:
@@ -30,10 +27,7 @@ LISTING = """\
 
 @pytest.fixture
 def sass_loops():
-    spec = importlib.util.spec_from_file_location("sass_loops", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sass_loops")
 
 
 def test_the_loop_with_the_most_hmma_of_the_named_kernel(sass_loops, tmp_path, capsys):

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Whether two tunes of the same matrix agree: their picks timed head to head in one run.
+
+For every key both tuning caches hold, with different picks, `hone bench` times A's pick (as the
+cached pick, the cache being A) against B's (as the extra tactic) on the bucket's shape,
+interleaved in one process. The picks agree when B's median over A's is within the switch margin
+of the noise floor: |ratio - 1| <= max(2 %, 3 x the larger spread of the two), the margin a tune
+uses to replace a default (docs/benchmarks.md). Equal picks agree without a run. Keys that
+`hone bench` cannot time (a chain cell) are listed as not compared.
+
+  scripts/compare_tunes.py A/tuning-cache.json B/tuning-cache.json --hone build/tools/hone/hone \
+      --md report.md --json report.json
+
+Exit status: 0 when every compared key agrees, 1 when one does not, 2 on bad input.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MIN_MARGIN = 0.02
+NOISE_MULTIPLE = 3.0
+
+
+def read_entries(path):
+    """{key: entry} of a tuning cache file; exits 2 naming the file when it is not one."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        entries = doc["entries"]
+        return {e["key"]: e for e in entries}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"compare_tunes: {path}: not a tuning cache ({e})", file=sys.stderr)
+        sys.exit(2)
+
+
+def split_key(key):
+    """(op without its version, bucket) of 'op@version|bucket|dtype|device'."""
+    parts = key.split("|")
+    if len(parts) < 4 or "@" not in parts[0]:
+        raise ValueError(f"malformed cache key '{key}'")
+    return parts[0].split("@")[0], parts[1]
+
+
+def margin(spread_a, spread_b):
+    return max(MIN_MARGIN, NOISE_MULTIPLE * max(spread_a, spread_b))
+
+
+def head_to_head(hone, cache_a, op, bucket, tactic_b, samples):
+    """(median A, spread A, median B, spread B) from one `hone bench` run, or a reason string."""
+    with tempfile.TemporaryDirectory(prefix="hone-compare-") as tmp:
+        out = os.path.join(tmp, "bench.json")
+        env = dict(os.environ, HONE_CACHE_DIR=os.path.dirname(os.path.abspath(cache_a)))
+        cmd = [hone, "bench", "--op", op, "--shape", bucket, "--tactic", tactic_b,
+               "--samples", str(samples), "--json", out]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if run.returncode != 0 or not os.path.exists(out):
+            lines = (run.stderr or run.stdout).strip().splitlines()
+            return lines[-1] if lines else f"hone bench exited {run.returncode}"
+        with open(out) as f:
+            subjects = json.load(f)["subjects"]
+    # A subject's label joins the roles it plays ("default+cached", "default+tactic").
+    cached = [s for s in subjects if "cached" in s["label"].split("+")]
+    extra = [s for s in subjects if "tactic" in s["label"].split("+")]
+    if not cached or not extra or any(s["status"] != "ok" for s in cached + extra):
+        return "bench did not time both picks: " + ", ".join(
+            f"{s['label']} {s['status']} {s.get('reason', '')}".strip() for s in subjects)
+    a, b = cached[0], extra[0]
+    return a["median_s"], a["spread"], b["median_s"], b["spread"]
+
+
+def compare(entries_a, entries_b, bench):
+    """Rows of the report; `bench(op, bucket, tactic_b)` runs one head-to-head."""
+    rows = []
+    for key in sorted(set(entries_a) & set(entries_b)):
+        a, b = entries_a[key], entries_b[key]
+        op, bucket = split_key(key)
+        row = {"key": key, "op": op, "bucket": bucket, "pick_a": a["tactic"],
+               "pick_b": b["tactic"]}
+        if a["tactic"] == b["tactic"]:
+            row.update(verdict="same pick")
+        else:
+            result = bench(op, bucket, b["tactic"])
+            if isinstance(result, str):
+                row.update(verdict="not compared", reason=result)
+            else:
+                ta, sa, tb, sb = result
+                ratio = tb / ta
+                m = margin(sa, sb)
+                row.update(median_a_s=ta, spread_a=sa, median_b_s=tb, spread_b=sb, ratio=ratio,
+                           margin=m, verdict="agree" if abs(ratio - 1) <= m else "differ")
+        rows.append(row)
+    return rows
+
+
+def markdown(rows, only_a, only_b):
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    lines = ["# Two tunes head to head", "",
+             f"{len(rows)} keys in both: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+             + f"; {only_a} only in A, {only_b} only in B. ratio = B's pick / A's pick, one "
+             f"`hone bench` run each; agree: |ratio - 1| <= max({MIN_MARGIN:.0%}, "
+             f"{NOISE_MULTIPLE:g} x spread).", "",
+             "| key | pick A | pick B | ratio | margin | verdict |",
+             "| --- | --- | --- | ---: | ---: | --- |"]
+    for r in rows:
+        if r["verdict"] == "same pick":
+            continue
+        ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
+        m = f"{r['margin']:.3f}" if "margin" in r else "-"
+        verdict = r["verdict"] + (f" ({r['reason']})" if "reason" in r else "")
+        key = r["key"].replace("|", "\\|")
+        lines.append(f"| {key} | {r['pick_a']} | {r['pick_b']} | {ratio} | {m} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cache_a")
+    parser.add_argument("cache_b")
+    parser.add_argument("--hone", default="hone", help="the hone binary")
+    parser.add_argument("--samples", type=int, default=9, help="samples per subject (9)")
+    parser.add_argument("--md", help="write the Markdown report here")
+    parser.add_argument("--json", help="write the rows as JSON here")
+    args = parser.parse_args(argv)
+    if args.samples < 5:
+        print(f"compare_tunes: --samples {args.samples} is below 5", file=sys.stderr)
+        return 2
+    if os.path.basename(args.cache_a) != "tuning-cache.json":
+        print(f"compare_tunes: {args.cache_a}: A must be a cache directory's tuning-cache.json "
+              "(hone bench reads its picks from HONE_CACHE_DIR)", file=sys.stderr)
+        return 2
+    a, b = read_entries(args.cache_a), read_entries(args.cache_b)
+    try:
+        rows = compare(a, b, lambda op, bucket, tactic: head_to_head(
+            args.hone, args.cache_a, op, bucket, tactic, args.samples))
+    except ValueError as e:
+        print(f"compare_tunes: {e}", file=sys.stderr)
+        return 2
+    report = markdown(rows, len(set(a) - set(b)), len(set(b) - set(a)))
+    sys.stdout.write(report)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(report)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+            f.write("\n")
+    return 1 if any(r["verdict"] == "differ" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

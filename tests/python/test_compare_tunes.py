@@ -1,0 +1,63 @@
+"""scripts/compare_tunes.py's comparison on made-up caches and a fake head-to-head run."""
+import json
+
+import pytest
+from conftest import load_script
+
+
+@pytest.fixture
+def ct():
+    return load_script("compare_tunes")
+
+
+def entry(key, tactic):
+    return {"key": key, "tactic": tactic, "median_s": 1e-5, "spread": 0.01}
+
+
+KEYS = [f"qmv.affine@1|rows={r},n=4096,k=4096,bits=4,group=64|bf16|NVIDIA H200" for r in (1, 2, 3, 4)]
+
+
+def test_verdicts_follow_the_switch_margin(ct):
+    a = {k: entry(k, "t:a") for k in KEYS}
+    b = {k: entry(k, "t:b") for k in KEYS}
+    b[KEYS[0]] = entry(KEYS[0], "t:a")  # the same pick: no run
+    timings = {"rows=2": (10.0, 0.005, 10.15, 0.004),  # 1.5 % < 2 %: agree
+               "rows=3": (10.0, 0.01, 10.5, 0.02),  # 5 % <= 3 x 2 %: agree
+               "rows=4": (10.0, 0.005, 10.5, 0.005)}  # 5 % > 2 %: differ
+    ran = []
+
+    def bench(op, bucket, tactic):
+        ran.append((op, bucket, tactic))
+        return timings[bucket.split(",")[0]]
+
+    rows = ct.compare(a, b, bench)
+    assert [r["verdict"] for r in rows] == ["same pick", "agree", "agree", "differ"]
+    assert ran == [("qmv.affine", f"rows={r},n=4096,k=4096,bits=4,group=64", "t:b") for r in (2, 3, 4)]
+    assert rows[3]["ratio"] == pytest.approx(1.05)
+    assert rows[2]["margin"] == pytest.approx(0.06)
+
+
+def test_a_pick_bench_cannot_time_is_listed_not_judged(ct):
+    a = {KEYS[0]: entry(KEYS[0], "t:a")}
+    b = {KEYS[0]: entry(KEYS[0], "t:b"), KEYS[1]: entry(KEYS[1], "t:b")}
+    rows = ct.compare(a, b, lambda *_: "unknown op")
+    assert rows == [dict(key=KEYS[0], op="qmv.affine", bucket=KEYS[0].split("|")[1], pick_a="t:a",
+                         pick_b="t:b", verdict="not compared", reason="unknown op")]
+    report = ct.markdown(rows, 0, 1)
+    assert "1 not compared; 0 only in A, 1 only in B" in report
+    assert "qmv.affine@1\\|rows=1" in report  # the key's bars do not split the table
+
+
+def test_bad_input_is_named(ct, tmp_path, capsys):
+    bad = tmp_path / "tuning-cache.json"
+    bad.write_text(json.dumps({"schema": 1}))
+    with pytest.raises(SystemExit) as stop:
+        ct.read_entries(str(bad))
+    assert stop.value.code == 2
+    assert str(bad) in capsys.readouterr().err
+    with pytest.raises(ValueError, match="malformed cache key 'qmv.affine'"):
+        ct.split_key("qmv.affine")
+    other = tmp_path / "a.json"
+    other.write_text(json.dumps({"entries": []}))
+    assert ct.main([str(other), str(bad)]) == 2
+    assert "tuning-cache.json" in capsys.readouterr().err
