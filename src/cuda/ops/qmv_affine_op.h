@@ -70,6 +70,8 @@ public:
   // into this build for neither bits (its launch would fail). workload_bytes(): One copy: q,
   // scales, biases and X; fixed: the output and its reference.
   HONE_CUDA_OP_INTERFACE;
+  // 2: the grouped configs (qmv.affine.grouped) joined the candidates.
+  int version() const override { return 2; }
 };
 
 // {rows, n, k, bits, group} of a validated shape.
