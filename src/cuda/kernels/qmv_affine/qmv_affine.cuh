@@ -183,7 +183,8 @@ __device__ __forceinline__ uint32_t int8_pair(uint32_t word, float scale, float 
 // each of the warp's MT tiles.
 template <int MT> struct WeightFragment {
   uint4 q[MT][2];
-  uint32_t scale[MT][2]; // bf16 bits in the low half
+  uint32_t scale[MT][2]; // bf16 bits in the low half (grouped path: the scales of the lane's two
+                         // columns' groups, low and high half)
   uint32_t bias[MT][2];
 };
 
@@ -520,12 +521,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 // k_slices) alone, never of rows, rows_per_cta or the tile, so grouped configs with equal
 // k_slices are bit-identical per row at every row count. K must be a multiple of 128.
 // NS spread n8 tiles per CTA; rows_per_cta (a parameter) <= NS x 8 / G.
-template <int MT> struct GroupedFragment {
-  uint4 q[MT][2];
-  uint32_t scale[MT][2]; // bf16 pair: the scales of the lane's two columns' groups
-  uint32_t bias[MT][2];
-};
-
 template <int NS, int MT, int J, int G, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const Params p) {
   using L = Layout<4>;
@@ -558,7 +553,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
       sp[mt][h] = p.scales + row * p.groups_per_row + col_group;
       bp[mt][h] = p.biases + row * p.groups_per_row + col_group;
     }
-  auto load = [&](int chunk, GroupedFragment<MT> &f) {
+  auto load = [&](int chunk, WeightFragment<MT> &f) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -581,7 +576,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
 
   // Weights, scales and biases do not depend on the previous kernel of a chain: the first
   // chunks are requested before the wait.
-  GroupedFragment<MT> fa[J];
+  WeightFragment<MT> fa[J];
 #pragma unroll
   for (int j = 0; j < J; ++j)
     if (c + j < c_end)
@@ -620,7 +615,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
 
   // Multiplies chunk `chunk` (weights `f`, activations in buffer B, loaded here where they are
   // not ahead), after requesting the next chunk's activations into the other buffer.
-  auto multiply = [&]<int B>(int chunk, const GroupedFragment<MT> &f) {
+  auto multiply = [&]<int B>(int chunk, const WeightFragment<MT> &f) {
     if constexpr (kXAhead)
       load_x(chunk + 1, x[1 - B]);
     else
@@ -647,7 +642,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
   };
   // J chunks from `f`, the activations of the first in buffer 0 (J even, or two blocks in turn:
   // the caller passes the buffer the block starts in).
-  auto block = [&]<int B0>(int first, const GroupedFragment<MT>(&f)[J]) {
+  auto block = [&]<int B0>(int first, const WeightFragment<MT>(&f)[J]) {
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       if ((B0 + j) % 2 == 0)
@@ -659,7 +654,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
 
   // fa holds chunks c .. c + J - 1 where c + J <= c_end; the activations of chunk c are in
   // buffer 0. Two blocks per iteration: fb is loaded while fa is multiplied and fa while fb is.
-  GroupedFragment<MT> fb[J];
+  WeightFragment<MT> fb[J];
   for (; c + 2 * J <= c_end; c += 2 * J) {
 #pragma unroll
     for (int j = 0; j < J; ++j)
@@ -679,7 +674,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
   // (every block so far started there and had an even length, or was the last).
   static_assert(J <= 2, "one chunk at most after the blocks");
   if (c < c_end) {
-    GroupedFragment<MT> f;
+    WeightFragment<MT> f;
     load(c, f);
     multiply.template operator()<0>(c, f);
   }
