@@ -9,7 +9,7 @@ uses to replace a default (docs/benchmarks.md). Equal picks agree without a run.
 `hone bench` cannot time (a chain cell) are listed as not compared.
 
   scripts/compare_tunes.py A/tuning-cache.json B/tuning-cache.json --hone build/tools/hone/hone \
-      --md report.md --json report.json
+      --md report.md --json report.json [--budget 300]
 
 Exit status: 0 when every compared key agrees, 1 when one does not, 2 on bad input.
 """
@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 MIN_MARGIN = 0.02
 NOISE_MULTIPLE = 3.0
@@ -72,16 +73,36 @@ def head_to_head(hone, cache_a, op, bucket, tactic_b, samples):
     return a["median_s"], a["spread"], b["median_s"], b["spread"]
 
 
-def compare(entries_a, entries_b, bench):
-    """Rows of the report; `bench(op, bucket, tactic_b)` runs one head-to-head."""
+def round_robin(keys):
+    """The keys one op at a time in turn (each op's in sorted order), so that a run stopped by
+    its budget has compared every op about as far."""
+    by_op = {}
+    for key in sorted(keys):
+        by_op.setdefault(split_key(key)[0], []).append(key)
+    queues = [by_op[op] for op in sorted(by_op)]
+    order = []
+    while any(queues):
+        for q in queues:
+            if q:
+                order.append(q.pop(0))
+    return order
+
+
+def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic):
+    """Rows of the report, in round-robin order over the ops; `bench(op, bucket, tactic_b)` runs
+    one head-to-head. Once `budget_s` seconds have passed, the keys left with different picks
+    are listed as not compared."""
     rows = []
-    for key in sorted(set(entries_a) & set(entries_b)):
+    start = clock()
+    for key in round_robin(set(entries_a) & set(entries_b)):
         a, b = entries_a[key], entries_b[key]
         op, bucket = split_key(key)
         row = {"key": key, "op": op, "bucket": bucket, "pick_a": a["tactic"],
                "pick_b": b["tactic"]}
         if a["tactic"] == b["tactic"]:
             row.update(verdict="same pick")
+        elif budget_s is not None and clock() - start >= budget_s:
+            row.update(verdict="not compared", reason=f"past the {budget_s:g} s budget")
         else:
             result = bench(op, bucket, b["tactic"])
             if isinstance(result, str):
@@ -126,7 +147,13 @@ def main(argv):
     parser.add_argument("--samples", type=int, default=9, help="samples per subject (9)")
     parser.add_argument("--md", help="write the Markdown report here")
     parser.add_argument("--json", help="write the rows as JSON here")
+    parser.add_argument("--budget", type=float,
+                        help="seconds of head-to-head runs; keys left are listed as not compared")
     args = parser.parse_args(argv)
+    if args.budget is not None and args.budget <= 0:
+        print(f"compare_tunes: --budget {args.budget:g} is not a positive number of seconds",
+              file=sys.stderr)
+        return 2
     if args.samples < 5:
         print(f"compare_tunes: --samples {args.samples} is below 5", file=sys.stderr)
         return 2
@@ -137,7 +164,7 @@ def main(argv):
     a, b = read_entries(args.cache_a), read_entries(args.cache_b)
     try:
         rows = compare(a, b, lambda op, bucket, tactic: head_to_head(
-            args.hone, args.cache_a, op, bucket, tactic, args.samples))
+            args.hone, args.cache_a, op, bucket, tactic, args.samples), args.budget)
     except ValueError as e:
         print(f"compare_tunes: {e}", file=sys.stderr)
         return 2

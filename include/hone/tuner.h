@@ -45,6 +45,7 @@ struct TuneResult {
   double noise_floor = 0; // spread of the A/A ratios of the default against itself
   double margin = 0;      // max(min_margin, noise_multiplier x noise_floor)
   double ratio = 1;       // pick's confirmed ratio to the default (1 when default kept)
+  double runoff_ratio = 0; // runner-up over the best finalist, paired directly (0: no runoff)
   double pick_s = 0;      // [seconds] per launch
   double default_s = 0;   // [seconds] per launch
   const Tactic &pick() const { return candidates[pick_index].tactic; }

@@ -124,29 +124,52 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   r.margin = std::max(options_.min_margin, options_.noise_multiplier * r.noise_floor);
 
   // 4. Confirmation: each finalist in its own two-way interleave against the default.
+  std::vector<PairStats> confirmed(candidates.size());
   size_t best = default_index;
-  double best_ratio = 1.0;
-  double best_default_s = r.default_s, best_s = r.default_s;
   for (size_t i : field) {
     const PairStats p = pair(sample, default_index, i, n, options_.interleave);
+    confirmed[i] = p;
     CandidateReport &c = r.candidates[i];
     c.finalist = true;
     c.ratio = p.ratio;
     c.ratio_spread = p.spread;
-    if (p.ratio < best_ratio) {
-      best_ratio = p.ratio;
+    if (p.ratio < (best == default_index ? 1.0 : confirmed[best].ratio))
       best = i;
-      best_s = p.b_s;
-      best_default_s = p.a_s;
-    }
   }
 
-  // 5. Switch only past the margin; ties go to the default.
-  if (best != default_index && best_ratio < 1.0 - r.margin) {
+  // 5. Runoff. Two finalists that both clear the margin, with ratios within the margin of each
+  // other, were each timed only against the default, so their order is the noise of two
+  // pairings. They are paired directly: the runner-up replaces the best only when faster by the
+  // margin; inside it the lower candidate index wins, so that a re-run tune gives the same pick
+  // for a tie instead of whichever the noise favoured.
+  size_t runner = default_index;
+  for (size_t i : field)
+    if (i != best &&
+        r.candidates[i].ratio < (runner == default_index ? 1.0 : confirmed[runner].ratio))
+      runner = i;
+  if (best != default_index && runner != default_index &&
+      confirmed[runner].ratio < 1.0 - r.margin &&
+      confirmed[runner].ratio - confirmed[best].ratio < r.margin) {
+    const PairStats p = pair(sample, best, runner, n, options_.interleave);
+    r.runoff_ratio = p.ratio;
+    const bool faster = p.ratio < 1.0 - r.margin;
+    const bool tied = !faster && p.ratio <= 1.0 + r.margin;
+    const bool runner_wins = faster || (tied && runner < best);
+    r.candidates[runner_wins ? best : runner].reason =
+        tied ? "runoff: within the margin of candidate " +
+                   std::to_string(runner_wins ? runner : best) + ", which comes first"
+             : "runoff: slower than candidate " + std::to_string(runner_wins ? runner : best) +
+                   ", paired directly";
+    if (runner_wins)
+      best = runner;
+  }
+
+  // 6. Switch only past the margin; ties go to the default.
+  if (best != default_index && confirmed[best].ratio < 1.0 - r.margin) {
     r.pick_index = best;
-    r.ratio = best_ratio;
-    r.pick_s = best_s;
-    r.default_s = best_default_s;
+    r.ratio = confirmed[best].ratio;
+    r.pick_s = confirmed[best].b_s;
+    r.default_s = confirmed[best].a_s;
     r.candidates[best].reason = "picked";
   } else if (best != default_index) {
     r.candidates[best].reason = "within margin " + std::to_string(r.margin) + " of the default";

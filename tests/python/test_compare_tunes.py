@@ -61,3 +61,23 @@ def test_bad_input_is_named(ct, tmp_path, capsys):
     other.write_text(json.dumps({"entries": []}))
     assert ct.main([str(other), str(bad)]) == 2
     assert "tuning-cache.json" in capsys.readouterr().err
+
+
+def test_the_budget_stops_runs_and_keeps_every_op_in_turn(ct):
+    other = [k.replace("qmv.affine@1", "gemv.bf16@1").replace(",bits=4,group=64", "") for k in KEYS]
+    a = {k: entry(k, "t:a") for k in KEYS + other}
+    b = {k: entry(k, "t:b") for k in KEYS + other}
+    now = [0.0]
+    ran = []
+
+    def bench(op, bucket, tactic):
+        ran.append(op)
+        now[0] += 10.0  # each head-to-head takes 10 s
+        return (10.0, 0.01, 10.0, 0.01)
+
+    rows = ct.compare(a, b, bench, budget_s=25.0, clock=lambda: now[0])
+    # Ops alternate, and the runs stop once 25 s have passed: three ran, five are listed.
+    assert ran == ["gemv.bf16", "qmv.affine", "gemv.bf16"]
+    assert [r["verdict"] for r in rows] == ["agree"] * 3 + ["not compared"] * 5
+    assert rows[3]["reason"] == "past the 25 s budget"
+    assert ct.main([str(KEYS[0]), "b", "--budget", "0"]) == 2

@@ -109,6 +109,51 @@ TEST(Tuner, TriageKeepsBestKAndReportsEveryCandidate) {
   EXPECT_EQ(r.pick_index, 2u);
 }
 
+// Two finalists 0.5 % apart, both well past the margin: each is confirmed against the default
+// alone, so which has the lower ratio is noise. The runoff pairs them directly and gives a tie
+// to the lower index, so every re-run (seed) picks the same one.
+TEST(Tuner, RunoffGivesATieBetweenFinalistsToTheLowerIndex) {
+  VirtualClock clock;
+  int runoffs = 0;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SyntheticKernels k{clock, {1.0, 0.905, 0.90}, 0.01};
+    k.rng.seed(seed);
+    TuneResult r = run(k, all_pass());
+    EXPECT_EQ(r.pick_index, 1u) << "seed " << seed;
+    EXPECT_NEAR(r.ratio, 0.905, 0.02);
+    runoffs += r.runoff_ratio > 0 ? 1 : 0;
+    EXPECT_NE(r.candidates[2].reason.find("runoff"), std::string::npos) << r.candidates[2].reason;
+  }
+  EXPECT_EQ(runoffs, 20);
+}
+
+// The runoff's direct pairing decides, not the two confirmations: candidate 2 is confirmed
+// just behind candidate 1 against the default (0.81 against 0.80) but is 4 % faster than 1 when
+// the two are paired (as when its times depend on what ran before it).
+TEST(Tuner, RunoffPicksTheRunnerUpWhenItIsFasterByTheMargin) {
+  size_t previous = 0;
+  SampleFn sample = [&](size_t i) {
+    double t = i == 0 ? 1.0 : i == 1 ? 0.80 : previous == 1 ? 0.768 : 0.81;
+    previous = i;
+    return t;
+  };
+  TuneResult r = Tuner(TunerOptions{}).select(tactics(3), 0, all_pass(), sample);
+  EXPECT_NEAR(r.runoff_ratio, 0.96, 1e-9);
+  EXPECT_EQ(r.pick_index, 2u);
+  EXPECT_NEAR(r.ratio, 0.81, 1e-9); // its confirmed ratio to the default
+  EXPECT_NE(r.candidates[1].reason.find("slower than candidate 2"), std::string::npos)
+      << r.candidates[1].reason;
+}
+
+// No runoff where the best finalist leads by more than the margin.
+TEST(Tuner, NoRunoffPastTheMargin) {
+  VirtualClock clock;
+  SyntheticKernels k{clock, {1.0, 0.95, 0.85}, 0.005};
+  TuneResult r = run(k, all_pass());
+  EXPECT_EQ(r.pick_index, 2u);
+  EXPECT_EQ(r.runoff_ratio, 0.0);
+}
+
 // A linear slow-down over time: sequential timing measures the default early and the faster
 // candidate late, and the drift hides a true 10% win; interleaving cancels it.
 TEST(Tuner, InterleavingCancelsLinearDrift) {

@@ -94,6 +94,7 @@ json outcome_json(const Outcome &o) {
                      {"footprint_bytes", r.rotation.footprint}};
     j["noise_floor"] = r.result.noise_floor;
     j["margin"] = r.result.margin;
+    j["runoff_ratio"] = r.result.runoff_ratio;
     json candidates = json::array();
     for (const CandidateReport &c : r.result.candidates)
       candidates.push_back(candidate_json(c));
