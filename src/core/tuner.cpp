@@ -123,45 +123,39 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   r.noise_floor = aa.spread;
   r.margin = std::max(options_.min_margin, options_.noise_multiplier * r.noise_floor);
 
-  // 4. Confirmation: each finalist in its own two-way interleave against the default.
+  // 4. Confirmation: each finalist in its own two-way interleave against the default, then the
+  // finalists in order of their ratios (ties keep the triage order).
   std::vector<PairStats> confirmed(candidates.size());
-  size_t best = default_index;
   for (size_t i : field) {
-    const PairStats p = pair(sample, default_index, i, n, options_.interleave);
-    confirmed[i] = p;
+    confirmed[i] = pair(sample, default_index, i, n, options_.interleave);
     CandidateReport &c = r.candidates[i];
     c.finalist = true;
-    c.ratio = p.ratio;
-    c.ratio_spread = p.spread;
-    if (p.ratio < (best == default_index ? 1.0 : confirmed[best].ratio))
-      best = i;
+    c.ratio = confirmed[i].ratio;
+    c.ratio_spread = confirmed[i].spread;
   }
+  std::stable_sort(field.begin(), field.end(),
+                   [&](size_t a, size_t b) { return confirmed[a].ratio < confirmed[b].ratio; });
+  size_t best = confirmed[field[0]].ratio < 1.0 ? field[0] : default_index;
 
   // 5. Runoff. Two finalists that both clear the margin, with ratios within the margin of each
   // other, were each timed only against the default, so their order is the noise of two
   // pairings. They are paired directly: the runner-up replaces the best only when faster by the
   // margin; inside it the lower candidate index wins, so that a re-run tune gives the same pick
   // for a tie instead of whichever the noise favoured.
-  size_t runner = default_index;
-  for (size_t i : field)
-    if (i != best &&
-        r.candidates[i].ratio < (runner == default_index ? 1.0 : confirmed[runner].ratio))
-      runner = i;
-  if (best != default_index && runner != default_index &&
-      confirmed[runner].ratio < 1.0 - r.margin &&
-      confirmed[runner].ratio - confirmed[best].ratio < r.margin) {
+  if (field.size() > 1 && confirmed[field[1]].ratio < 1.0 - r.margin &&
+      confirmed[field[1]].ratio - confirmed[field[0]].ratio < r.margin) {
+    const size_t runner = field[1];
     const PairStats p = pair(sample, best, runner, n, options_.interleave);
     r.runoff_ratio = p.ratio;
     const bool faster = p.ratio < 1.0 - r.margin;
     const bool tied = !faster && p.ratio <= 1.0 + r.margin;
-    const bool runner_wins = faster || (tied && runner < best);
-    r.candidates[runner_wins ? best : runner].reason =
-        tied ? "runoff: within the margin of candidate " +
-                   std::to_string(runner_wins ? runner : best) + ", which comes first"
-             : "runoff: slower than candidate " + std::to_string(runner_wins ? runner : best) +
-                   ", paired directly";
-    if (runner_wins)
-      best = runner;
+    const size_t winner = faster || (tied && runner < best) ? runner : best;
+    const size_t loser = winner == best ? runner : best;
+    r.candidates[loser].reason =
+        tied ? "runoff: within the margin of candidate " + std::to_string(winner) +
+                   ", which comes first"
+             : "runoff: slower than candidate " + std::to_string(winner) + ", paired directly";
+    best = winner;
   }
 
   // 6. Switch only past the margin; ties go to the default.
