@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Standalone timing harnesses, L2 prefetch off (pf0) and on (pf1).
+# Run 1's standalone timing harnesses, L2 prefetch off (pf0) and on (pf1). The prefetch was
+# never committed: apply l2_prefetch.patch (beside this file) to c331066 first, from the
+# repository root. HONE_QMV_L2_PREFETCH and HONE_GEMV_L2_PREFETCH exist only in that patch.
 set -e
-cd /work/main
 F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Itests/device"
 COMMON="src/cuda/kernels/common/split_k_launch.cpp src/cuda/kernels/common/config_tactic.cpp src/cuda/kernels/common/split_k_family.cpp src/cuda/kernels/common/kernel_types.cpp src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp"
 for pf in 1 0; do
