@@ -12,3 +12,12 @@ target_link_libraries(read_ceiling PRIVATE nlohmann_json::nlohmann_json)
 add_executable(decode_paged_bench ${CMAKE_CURRENT_LIST_DIR}/decode_paged_bench.cpp)
 target_link_libraries(decode_paged_bench PRIVATE hone CLI11::CLI11 nlohmann_json::nlohmann_json)
 target_include_directories(decode_paged_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# The loads-only ceiling of a decode step made of separate kernels: the step's launches as
+# loads-only reads of their bytes in one CUDA graph, plain, PDL, and PDL with weights requested
+# before the wait.
+add_executable(step_ceiling ${CMAKE_CURRENT_LIST_DIR}/step_ceiling.cu)
+target_include_directories(step_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/src
+                                                ${PROJECT_SOURCE_DIR}/tests/device)
+target_link_libraries(step_ceiling PRIVATE hone hone_model_spec CLI11::CLI11
+                                           nlohmann_json::nlohmann_json)
