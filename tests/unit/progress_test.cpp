@@ -28,6 +28,25 @@ TEST(Progress, TimeLeftIsTheMeanStepTimesTheStepsLeft) {
   EXPECT_EQ(progress_times(70, 10, 10), "1m10s elapsed");
 }
 
+TEST(Progress, TheCallersEstimateOfTheTimeLeftWinsOverTheMean) {
+  EXPECT_EQ(progress_times(10, 3, 23, 42.0), "10s elapsed, about 42s left");
+  EXPECT_EQ(progress_times(10, 3, 23, -1.0), "10s elapsed, about 0.0s left");
+  EXPECT_EQ(progress_times(10, 23, 23, 42.0), "10s elapsed");
+  ::testing::internal::CaptureStderr();
+  {
+    Progress progress(3, /*terminal=*/false);
+    progress.start("tuning a");
+    progress.finish(100.0);
+    progress.start("tuning b");
+    progress.finish();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::regex lines(
+      "\\[1/3\\] tuning a: [0-9.]+ [mun]?s; [0-9.]+s elapsed, about 1m40s left\n"
+      "\\[2/3\\] tuning b: [0-9.]+ [mun]?s; [0-9.]+s elapsed, about [0-9.]+s left\n");
+  EXPECT_TRUE(std::regex_match(err, lines)) << err;
+}
+
 TEST(Progress, OffATerminalEachStepPrintsOneLine) {
   ::testing::internal::CaptureStderr();
   {

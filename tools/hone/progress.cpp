@@ -1,5 +1,6 @@
 #include "hone/progress.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "hone/format.h"
@@ -12,13 +13,14 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 } // namespace
 
-std::string progress_times(double elapsed, size_t done, size_t total) {
+std::string progress_times(double elapsed, size_t done, size_t total, std::optional<double> left) {
   std::string text = format_duration(elapsed) + " elapsed";
   if (done > 0 && done < total)
-    text +=
-        ", about " +
-        format_duration(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) +
-        " left";
+    text += ", about " +
+            format_duration(left ? std::max(*left, 0.0)
+                                 : elapsed / static_cast<double>(done) *
+                                       static_cast<double>(total - done)) +
+            " left";
   return text;
 }
 
@@ -38,7 +40,9 @@ std::string Progress::counts() const {
   return text;
 }
 
-std::string Progress::times() const { return progress_times(seconds_since(t0_), done_, total_); }
+std::string Progress::times() const {
+  return progress_times(seconds_since(t0_), done_, total_, left_);
+}
 
 void Progress::start(std::string what) {
   what_ = std::move(what);
@@ -47,10 +51,11 @@ void Progress::start(std::string what) {
     std::cerr << "\r\033[K" << counts() << " " << what_ << " (" << times() << ")" << std::flush;
 }
 
-void Progress::finish() {
+void Progress::finish(std::optional<double> left) {
   const double step = seconds_since(step_t0_);
   const std::string line = counts() + " " + what_ + ": " + format_seconds(step);
   ++done_;
+  left_ = left;
   if (!terminal_)
     std::cerr << line << "; " << times() << '\n' << std::flush;
 }

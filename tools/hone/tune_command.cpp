@@ -488,7 +488,9 @@ int TuneCommand::run() {
       }
       o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
       budget.record(step, o.seconds);
-      progress.finish();
+      // The time left from the cost model (per op, scaled by what each op measured), not the mean
+      // step: the chain cells at the end take several times a bucket each.
+      progress.finish(budget.predicted());
     }
   }
   const double seconds = elapsed();
