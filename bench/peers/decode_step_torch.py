@@ -118,7 +118,9 @@ class Spec:
         self.hidden = positive("hidden_size")
         self.inter = positive("intermediate_size")
         self.hq = positive("num_attention_heads")
-        self.hkv = positive("num_key_value_heads") if "num_key_value_heads" in config else self.hq
+        # An absent and a null field are the same, as in hone's parser (src/model/model_spec.cpp).
+        self.hkv = (positive("num_key_value_heads")
+                    if config.get("num_key_value_heads") is not None else self.hq)
         self.head_dim = (positive("head_dim") if config.get("head_dim") is not None
                          else self.hidden // self.hq)
         self.vocab = positive("vocab_size")

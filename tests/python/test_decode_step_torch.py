@@ -1,5 +1,7 @@
 """bench/peers/decode_step_torch.py on the host: the .npy reader of --from, and the fields and
 table of its document."""
+import json
+import pathlib
 import re
 import types
 
@@ -77,3 +79,18 @@ def test_markdown_table(peers):
     assert lines[6] == ("| tiny | 2 | 8 | 12.3 | 162075 | 1.500 | 1200 | 0.300 | 0.012 | 40 | "
                         "math, gqa |")
     assert lines[7] == "| big | 64 | 32768 | skipped: needs 1 GB | | | | | | | |"
+
+
+def test_spec_reads_a_null_field_as_absent(peers):
+    """As hone's parser does: a null num_key_value_heads means as many KV heads as heads, a null
+    head_dim means hidden / heads."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    config = json.loads((root / "models" / "llama-3.1-8b.json").read_text())
+    spec = peers.step.Spec(dict(config), "llama.json", "llama")
+    assert (spec.hq, spec.hkv, spec.head_dim) == (32, 8, 128)
+    config.update(num_key_value_heads=None, head_dim=None)
+    spec = peers.step.Spec(config, "llama.json", "llama")
+    assert (spec.hq, spec.hkv, spec.head_dim) == (32, 32, 128)
+    config["num_key_value_heads"] = 0
+    with pytest.raises(ValueError, match="num_key_value_heads"):
+        peers.step.Spec(config, "llama.json", "llama")
