@@ -8,7 +8,7 @@ xz -d -T8 -c .carry/build.tar.xz | tar -xf -
 export BUILD=build; source scripts/device/env.sh
 H=build/tools/hone/hone
 R=$OUT/r; mkdir -p $R
-timeout 60 python3 scripts/compare_tunes.py .carry/cacheE5/tuning-cache.json .carry/cacheF5/tuning-cache.json --hone $H --samples 15 --md $R/compare5.md --json $R/compare5.json > $R/compare5.log 2>&1; echo "rc=$?" >> $R/compare5.log
+timeout 45 python3 scripts/compare_tunes.py .carry/cacheE5/tuning-cache.json .carry/cacheF5/tuning-cache.json --hone $H --samples 15 --md $R/compare5.md --json $R/compare5.json > $R/compare5.log 2>&1; echo "rc=$?" >> $R/compare5.log
 step() { # CACHE BATCH QUANT
   L=$(left); [ $L -lt 20 ] && return
   HONE_CACHE_DIR=$PWD/.carry/cache$1 timeout $(( L - 3 )) $H step --model models/llama-3.1-8b.json --batch $2 --context 4k --quant $3 --samples 7 --check-replays 1000 --no-breakdown --json $R/step$1_b$2_${3%%:*}.json >> $R/step$1.log 2>&1; echo "rc=$?" >> $R/step$1.log
