@@ -8,8 +8,13 @@ of the noise floor: |ratio - 1| <= max(2 %, 3 x the larger spread of the two), t
 uses to replace a default (docs/benchmarks.md). Equal picks agree without a run. Keys that
 `hone bench` cannot time (a chain cell) are listed as not compared.
 
+With --recheck-samples N, a key judged "differ" is timed once more in a fresh `hone bench` run
+of N samples, and that run's verdict stands (the first run's ratio is kept in the report as
+`first_ratio`): one noisy run does not make two tunes disagree, and a difference that is real
+shows twice.
+
   scripts/compare_tunes.py A/tuning-cache.json B/tuning-cache.json --hone build/tools/hone/hone \
-      --md report.md --json report.json [--budget 300]
+      --md report.md --json report.json [--budget 300] [--recheck-samples 15]
 
 Exit status: 0 when every compared key agrees, 1 when one does not, 2 on bad input.
 """
@@ -88,10 +93,20 @@ def round_robin(keys):
     return order
 
 
-def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic):
+def judge(row, result):
+    """Sets the row's timings, ratio, margin and verdict from one head-to-head result."""
+    ta, sa, tb, sb = result
+    ratio = tb / ta
+    m = margin(sa, sb)
+    row.update(median_a_s=ta, spread_a=sa, median_b_s=tb, spread_b=sb, ratio=ratio, margin=m,
+               verdict="agree" if abs(ratio - 1) <= m else "differ")
+
+
+def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic, recheck=None):
     """Rows of the report, in round-robin order over the ops; `bench(op, bucket, tactic_b)` runs
     one head-to-head. Once `budget_s` seconds have passed, the keys left with different picks
-    are listed as not compared."""
+    are listed as not compared. `recheck(op, bucket, tactic_b)`, when given, times a key judged
+    "differ" once more, and its verdict stands; a recheck that cannot run leaves the first."""
     rows = []
     start = clock()
     for key in round_robin(set(entries_a) & set(entries_b)):
@@ -108,11 +123,13 @@ def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic):
             if isinstance(result, str):
                 row.update(verdict="not compared", reason=result)
             else:
-                ta, sa, tb, sb = result
-                ratio = tb / ta
-                m = margin(sa, sb)
-                row.update(median_a_s=ta, spread_a=sa, median_b_s=tb, spread_b=sb, ratio=ratio,
-                           margin=m, verdict="agree" if abs(ratio - 1) <= m else "differ")
+                judge(row, result)
+                again = recheck(op, bucket, b["tactic"]) if (
+                    recheck is not None and row["verdict"] == "differ") else None
+                if again is not None and not isinstance(again, str):
+                    first = row["ratio"]
+                    judge(row, again)
+                    row["first_ratio"] = first
         rows.append(row)
     return rows
 
@@ -128,10 +145,15 @@ def markdown(rows, only_a, only_b):
              f"{NOISE_MULTIPLE:g} x spread).", "",
              "| key | pick A | pick B | ratio | margin | verdict |",
              "| --- | --- | --- | ---: | ---: | --- |"]
+    if any("first_ratio" in r for r in rows):
+        lines[2] += (" A key that differed was timed again; the ratio and verdict are the second "
+                     "run's, the first run's ratio in brackets.")
     for r in rows:
         if r["verdict"] == "same pick":
             continue
         ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
+        if "first_ratio" in r:
+            ratio += f" ({r['first_ratio']:.3f})"
         m = f"{r['margin']:.3f}" if "margin" in r else "-"
         verdict = r["verdict"] + (f" ({r['reason']})" if "reason" in r else "")
         key = r["key"].replace("|", "\\|")
@@ -149,7 +171,14 @@ def main(argv):
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--budget", type=float,
                         help="seconds of head-to-head runs; keys left are listed as not compared")
+    parser.add_argument("--recheck-samples", type=int, default=0,
+                        help="time a key that differs once more with this many samples; its "
+                             "verdict stands (0: no recheck)")
     args = parser.parse_args(argv)
+    if args.recheck_samples != 0 and args.recheck_samples < 5:
+        print(f"compare_tunes: --recheck-samples {args.recheck_samples} is below 5 (0: no "
+              "recheck)", file=sys.stderr)
+        return 2
     if args.budget is not None and args.budget <= 0:
         print(f"compare_tunes: --budget {args.budget:g} is not a positive number of seconds",
               file=sys.stderr)
@@ -163,8 +192,12 @@ def main(argv):
         return 2
     a, b = read_entries(args.cache_a), read_entries(args.cache_b)
     try:
+        recheck = (lambda op, bucket, tactic: head_to_head(
+            args.hone, args.cache_a, op, bucket, tactic, args.recheck_samples)
+                   ) if args.recheck_samples else None
         rows = compare(a, b, lambda op, bucket, tactic: head_to_head(
-            args.hone, args.cache_a, op, bucket, tactic, args.samples), args.budget)
+            args.hone, args.cache_a, op, bucket, tactic, args.samples), args.budget,
+            recheck=recheck)
     except ValueError as e:
         print(f"compare_tunes: {e}", file=sys.stderr)
         return 2

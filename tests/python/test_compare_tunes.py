@@ -81,3 +81,32 @@ def test_the_budget_stops_runs_and_keeps_every_op_in_turn(ct):
     assert [r["verdict"] for r in rows] == ["agree"] * 3 + ["not compared"] * 5
     assert rows[3]["reason"] == "past the 25 s budget"
     assert ct.main([str(KEYS[0]), "b", "--budget", "0"]) == 2
+
+
+def test_a_recheck_decides_a_key_that_differed(ct):
+    a = {k: entry(k, "t:a") for k in KEYS[1:]}
+    b = {k: entry(k, "t:b") for k in KEYS[1:]}
+    first = {"rows=2": (10.0, 0.005, 10.5, 0.005),   # 5 %: differ, then agrees when rechecked
+             "rows=3": (10.0, 0.005, 10.5, 0.005),   # 5 %: differ, and again
+             "rows=4": (10.0, 0.005, 10.1, 0.005)}   # 1 %: agree, never rechecked
+    second = {"rows=2": (10.0, 0.004, 10.05, 0.004), "rows=3": (10.0, 0.004, 10.4, 0.004)}
+    rechecked = []
+
+    def recheck(op, bucket, tactic):
+        rechecked.append(bucket.split(",")[0])
+        return second[bucket.split(",")[0]]
+
+    rows = ct.compare(a, b, lambda op, bucket, tactic: first[bucket.split(",")[0]],
+                      recheck=recheck)
+    assert rechecked == ["rows=2", "rows=3"]
+    assert [r["verdict"] for r in rows] == ["agree", "differ", "agree"]
+    assert rows[0]["ratio"] == pytest.approx(1.005) and rows[0]["first_ratio"] == pytest.approx(1.05)
+    assert rows[1]["ratio"] == pytest.approx(1.04) and "first_ratio" not in rows[2]
+    report = ct.markdown(rows, 0, 0)
+    assert "1.005 (1.050)" in report and "timed again" in report
+    # A recheck that cannot run leaves the first verdict.
+    rows = ct.compare(a, b, lambda op, bucket, tactic: first[bucket.split(",")[0]],
+                      recheck=lambda *_: "bench failed")
+    assert [r["verdict"] for r in rows] == ["differ", "differ", "agree"]
+    assert all("first_ratio" not in r for r in rows)
+    assert ct.main([KEYS[0], "b", "--recheck-samples", "3"]) == 2
