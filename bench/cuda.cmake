@@ -19,5 +19,5 @@ target_include_directories(decode_paged_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
 add_executable(step_ceiling ${CMAKE_CURRENT_LIST_DIR}/step_ceiling.cu)
 target_include_directories(step_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/src
                                                 ${PROJECT_SOURCE_DIR}/tests/device)
-target_link_libraries(step_ceiling PRIVATE hone hone_model_spec CLI11::CLI11
-                                           nlohmann_json::nlohmann_json)
+# hone_cli: hone step's --quant / --context parsers, and (CUDA builds) hone_model's byte accounting.
+target_link_libraries(step_ceiling PRIVATE hone_cli CLI11::CLI11 nlohmann_json::nlohmann_json)

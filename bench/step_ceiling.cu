@@ -19,8 +19,9 @@
 // ops left out (the linears and the attention's K and V alone: what fusing every small op into
 // a neighbour would leave).
 //
-// Bytes and fractions are those of `hone step` (DecodeStep::weight_bytes + kv_bytes over the
-// backend's read-bandwidth probe, measured in this process).
+// Bytes and fractions are those of `hone step` (model::step_weight_bytes + step_kv_bytes, what
+// DecodeStep::weight_bytes and kv_bytes report, over the backend's read-bandwidth probe,
+// measured in this process); --quant and --context are read by hone step's parsers.
 //
 //   step_ceiling --model models/llama-3.1-8b.json --quant bf16,int4:g64 --batch 1 --context 4k
 //       [--samples 9] [--json out.json]
@@ -39,7 +40,9 @@
 #include "cuda/backend/read_bandwidth_probe.h"
 #include "cuda/kernels/common/pdl.cuh"
 #include "hone/error.h"
+#include "hone/step_command.h"
 #include "kernel_harness.cuh"
+#include "model/decode_step.h"
 #include "model/model_spec.h"
 
 namespace hone::cuda::step_ceiling {
@@ -123,54 +126,35 @@ struct Link {
   bool independent;
 };
 
-size_t linear_bytes(int64_t n, int64_t k, int bits, int group) {
-  if (bits == 16)
-    return size_t(n) * size_t(k) * 2;
-  return size_t(n) * size_t(k) * size_t(bits) / 8 + 2 * size_t(n) * size_t(k / group) * 2;
-}
-
-// The step's launches in order, with the bytes each reads (DecodeStep's accounting for the
-// weights and the KV; the small ops' activations besides).
-std::vector<Link> step_links(const hone::model::ModelSpec &m, int bits, int group, int64_t batch,
-                             int64_t context) {
-  const size_t act = size_t(batch) * size_t(m.hidden) * 2;
-  const size_t qkv_act = size_t(batch) * size_t(m.qkv_width()) * 2;
+// The step's launches in order, with the bytes each reads: DecodeStep's accounting
+// (model::linear_read_bytes, step_kv_bytes) for the weights and the K and V, the small ops'
+// activations besides.
+std::vector<Link> step_links(const model::ModelSpec &m, const model::StepOptions &o) {
+  const size_t act = size_t(o.batch) * size_t(m.hidden) * 2;
+  const size_t qkv_act = size_t(o.batch) * size_t(m.qkv_width()) * 2;
   const size_t norm = 2 * act + size_t(m.hidden) * 2; // x, residual, weight
-  const size_t kv = size_t(batch) * size_t(context + 1) * 2 * size_t(m.hkv * m.head_dim) * 2;
-  const size_t partials = size_t(batch) * size_t(m.hq * m.head_dim) * 4 * 8; // a few chunks
+  const size_t kv = model::step_kv_bytes(m, o) / size_t(m.layers);
+  const size_t partials = size_t(o.batch) * size_t(m.hq * m.head_dim) * 4 * 8; // a few chunks
+  const auto linear = [&](int64_t n, int64_t k) { return model::linear_read_bytes(n, k, o); };
   std::vector<Link> links;
   for (int64_t layer = 0; layer < m.layers; ++layer) {
     links.push_back({"rmsnorm", norm, false});
-    links.push_back({"qkv", linear_bytes(m.qkv_width(), m.hidden, bits, group), true});
+    links.push_back({"qkv", linear(m.qkv_width(), m.hidden), true});
     if (m.qkv_bias)
       links.push_back({"qkv_bias", qkv_act + size_t(m.qkv_width()) * 2, false});
     links.push_back({"rope", qkv_act, false});
-    links.push_back({"kv_append", size_t(batch) * 2 * size_t(m.hkv * m.head_dim) * 2, false});
+    links.push_back({"kv_append", size_t(o.batch) * 2 * size_t(m.hkv * m.head_dim) * 2, false});
     links.push_back({"attention", kv, true});
     links.push_back({"merge", partials, false});
-    links.push_back({"o", linear_bytes(m.hidden, m.hq * m.head_dim, bits, group), true});
+    links.push_back({"o", linear(m.hidden, m.hq * m.head_dim), true});
     links.push_back({"rmsnorm", norm, false});
-    links.push_back({"gate_up", linear_bytes(2 * m.inter, m.hidden, bits, group), true});
-    links.push_back({"silu_mul", size_t(batch) * size_t(2 * m.inter) * 2, false});
-    links.push_back({"down", linear_bytes(m.hidden, m.inter, bits, group), true});
+    links.push_back({"gate_up", linear(2 * m.inter, m.hidden), true});
+    links.push_back({"silu_mul", size_t(o.batch) * size_t(2 * m.inter) * 2, false});
+    links.push_back({"down", linear(m.hidden, m.inter), true});
   }
   links.push_back({"rmsnorm", norm, false});
-  links.push_back({"lm_head", linear_bytes(m.vocab, m.hidden, bits, group), true});
+  links.push_back({"lm_head", linear(m.vocab, m.hidden), true});
   return links;
-}
-
-// hone step's bytes: every weight (linears, norms, bias, lm_head) plus the KV.
-size_t step_bytes(const hone::model::ModelSpec &m, int bits, int group, int64_t batch,
-                  int64_t context) {
-  const size_t per_layer = linear_bytes(m.qkv_width(), m.hidden, bits, group) +
-                           linear_bytes(m.hidden, m.hq * m.head_dim, bits, group) +
-                           linear_bytes(2 * m.inter, m.hidden, bits, group) +
-                           linear_bytes(m.hidden, m.inter, bits, group) + 2 * size_t(m.hidden) * 2 +
-                           (m.qkv_bias ? size_t(m.qkv_width()) * 2 : 0);
-  const size_t kv =
-      size_t(m.layers) * size_t(batch) * size_t(context + 1) * 2 * size_t(m.hkv * m.head_dim) * 2;
-  return size_t(m.layers) * per_layer + linear_bytes(m.vocab, m.hidden, bits, group) +
-         size_t(m.hidden) * 2 + kv;
 }
 
 struct Variant {
@@ -182,29 +166,6 @@ struct Variant {
            (large_only ? ",large links only" : "");
   }
 };
-
-void parse_quant(const std::string &text, int &bits, int &group) {
-  if (text == "bf16") {
-    bits = 16;
-    group = 0;
-    return;
-  }
-  int b = 0, g = 0;
-  if (std::sscanf(text.c_str(), "int%d:g%d", &b, &g) != 2 || (b != 4 && b != 8) ||
-      (g != 32 && g != 64 && g != 128))
-    HONE_INVALID_ARGUMENT("--quant '" + text + "' is not bf16 or int<4|8>:g<32|64|128>");
-  bits = b;
-  group = g;
-}
-
-int64_t parse_tokens(const std::string &text) {
-  char *end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  const long long scale = (*end == 'k' || *end == 'K') ? 1024 : 1;
-  if (end == text.c_str() || v < 0 || (*end && scale == 1) || (scale > 1 && end[1]))
-    HONE_INVALID_ARGUMENT("--context '" + text + "' is not a token count (e.g. 4096 or 4k)");
-  return v * scale;
-}
 
 int run(int argc, char **argv) {
   CLI::App app{"Loads-only ceiling of a decode step made of separate kernels"};
@@ -224,14 +185,19 @@ int run(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--json", json_path, "Also write the results as JSON");
   CLI11_PARSE(app, argc, argv);
-  const int64_t context = parse_tokens(context_text);
-  // Every argument is judged before the device is touched.
-  std::vector<hone::model::ModelSpec> specs;
+  // Every argument is judged before the device is touched, by the parsers of `hone step`.
+  const int64_t context = cli::parse_tokens(context_text, "--context");
+  std::vector<model::ModelSpec> specs;
   for (const std::string &model_path : models)
-    specs.push_back(hone::model::load_model_spec(model_path));
+    specs.push_back(model::load_model_spec(model_path));
+  std::vector<model::StepOptions> steps; // one per --quant
   for (const std::string &quant : quants) {
-    int bits = 16, group = 0;
-    parse_quant(quant, bits, group);
+    const auto [bits, group] = cli::parse_quant(quant);
+    model::StepOptions so = cli::quant_step_options(bits, group, model::StepOptions{}.page_size,
+                                                    model::StepOptions{}.seed);
+    so.batch = batch;
+    so.context = context;
+    steps.push_back(so);
   }
 
   cudaStream_t s{};
@@ -258,12 +224,12 @@ int run(int argc, char **argv) {
     for (const int ctas : {4, 2})
       for (const Mode mode : {Mode::plain, Mode::pdl, Mode::preload})
         variants.push_back({mode, ctas, large_only});
-  for (const hone::model::ModelSpec &m : specs) {
-    for (const std::string &quant : quants) {
-      int bits = 16, group = 0;
-      parse_quant(quant, bits, group);
-      const std::vector<Link> links = step_links(m, bits, group, batch, context);
-      const size_t bytes = step_bytes(m, bits, group, batch, context);
+  for (const model::ModelSpec &m : specs) {
+    for (size_t q = 0; q < quants.size(); ++q) {
+      const std::string &quant = quants[q];
+      const std::vector<Link> links = step_links(m, steps[q]);
+      const size_t bytes =
+          model::step_weight_bytes(m, steps[q]) + model::step_kv_bytes(m, steps[q]);
       size_t allocated = 0;
       std::vector<std::unique_ptr<DeviceMem>> buffers;
       for (const Link &l : links) {

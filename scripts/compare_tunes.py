@@ -192,12 +192,12 @@ def main(argv):
         return 2
     a, b = read_entries(args.cache_a), read_entries(args.cache_b)
     try:
-        recheck = (lambda op, bucket, tactic: head_to_head(
-            args.hone, args.cache_a, op, bucket, tactic, args.recheck_samples)
-                   ) if args.recheck_samples else None
-        rows = compare(a, b, lambda op, bucket, tactic: head_to_head(
-            args.hone, args.cache_a, op, bucket, tactic, args.samples), args.budget,
-            recheck=recheck)
+        def bench(samples):
+            return lambda op, bucket, tactic: head_to_head(args.hone, args.cache_a, op, bucket,
+                                                           tactic, samples)
+
+        rows = compare(a, b, bench(args.samples), args.budget,
+                       recheck=bench(args.recheck_samples) if args.recheck_samples else None)
     except ValueError as e:
         print(f"compare_tunes: {e}", file=sys.stderr)
         return 2

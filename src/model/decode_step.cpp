@@ -96,23 +96,6 @@ void validate(const ModelSpec &m, const StepOptions &o) {
                           " is not one of 16, 32, 64");
 }
 
-size_t linear_bytes(int64_t n, int64_t k, const StepOptions &o) {
-  if (o.bits == 16)
-    return size_t(n) * size_t(k) * kBf16;
-  return size_t(n) * size_t(k) * size_t(o.bits) / 8 + 2 * size_t(n) * size_t(k / o.group) * kBf16;
-}
-
-// Every weight a step reads: each layer's linears, norms and q/k/v bias, the final norm and the
-// lm_head.
-size_t step_weight_bytes(const ModelSpec &m, const StepOptions &o) {
-  const size_t per_layer =
-      linear_bytes(m.qkv_width(), m.hidden, o) + linear_bytes(m.hidden, m.hq * m.head_dim, o) +
-      linear_bytes(2 * m.inter, m.hidden, o) + linear_bytes(m.hidden, m.inter, o) +
-      2 * size_t(m.hidden) * kBf16 + (m.qkv_bias ? size_t(m.qkv_width()) * kBf16 : 0);
-  return size_t(m.layers) * per_layer + linear_bytes(m.vocab, m.hidden, o) +
-         size_t(m.hidden) * kBf16;
-}
-
 int64_t pages_per_request(const StepOptions &o) {
   return (o.context + new_tokens(o) + o.page_size - 1) / o.page_size;
 }
@@ -124,6 +107,27 @@ template <class T> std::vector<T> to_host(const void *device, size_t count) {
 }
 
 } // namespace
+
+size_t linear_read_bytes(int64_t n, int64_t k, const StepOptions &o) {
+  if (o.bits == 16)
+    return size_t(n) * size_t(k) * kBf16;
+  return size_t(n) * size_t(k) * size_t(o.bits) / 8 + 2 * size_t(n) * size_t(k / o.group) * kBf16;
+}
+
+size_t step_weight_bytes(const ModelSpec &m, const StepOptions &o) {
+  const size_t per_layer = linear_read_bytes(m.qkv_width(), m.hidden, o) +
+                           linear_read_bytes(m.hidden, m.hq * m.head_dim, o) +
+                           linear_read_bytes(2 * m.inter, m.hidden, o) +
+                           linear_read_bytes(m.hidden, m.inter, o) + 2 * size_t(m.hidden) * kBf16 +
+                           (m.qkv_bias ? size_t(m.qkv_width()) * kBf16 : 0);
+  return size_t(m.layers) * per_layer + linear_read_bytes(m.vocab, m.hidden, o) +
+         size_t(m.hidden) * kBf16;
+}
+
+size_t step_kv_bytes(const ModelSpec &m, const StepOptions &o) {
+  return size_t(m.layers) * size_t(o.batch) * size_t(o.context + new_tokens(o)) * 2 *
+         size_t(m.hkv * m.head_dim) * kBf16;
+}
 
 struct Linear {
   int64_t n = 0, k = 0;
@@ -652,12 +656,7 @@ void export_decode_step(const DecodeStep &step, const std::filesystem::path &dir
   write_step_export(dir, src);
 }
 
-size_t DecodeStep::kv_bytes() const {
-  const ModelSpec &m = s_->spec;
-  const StepOptions &o = s_->opt;
-  return size_t(m.layers) * size_t(o.batch) * size_t(o.context + new_tokens(o)) * 2 *
-         size_t(m.hkv * m.head_dim) * kBf16;
-}
+size_t DecodeStep::kv_bytes() const { return step_kv_bytes(s_->spec, s_->opt); }
 
 int64_t DecodeStep::rows() const { return step_rows(s_->opt); }
 

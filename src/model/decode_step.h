@@ -144,6 +144,14 @@ HostStep download(const DecodeStep &step);
 // decode steps: a prefill step throws Error(invalid_argument).
 void export_decode_step(const DecodeStep &step, const std::filesystem::path &dir);
 
+// What a step of these options reads, as DecodeStep::weight_bytes() and kv_bytes() report it:
+// one linear's weights ([n, k] bf16, or its packed words, scales and biases); every weight of the
+// step (each layer's linears, norms and q/k/v bias, the final norm and the lm_head); every K and
+// V byte of the requests after the step (context + new tokens), each counted once.
+size_t linear_read_bytes(int64_t n, int64_t k, const StepOptions &options);
+size_t step_weight_bytes(const ModelSpec &spec, const StepOptions &options);
+size_t step_kv_bytes(const ModelSpec &spec, const StepOptions &options);
+
 // Bytes a DecodeStep of these options would allocate (weights, cache, activations), for a
 // check before allocating.
 size_t decode_step_bytes(const ModelSpec &spec, const StepOptions &options);
