@@ -148,7 +148,10 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
   for (int bits : {4, 8})
     for (const QmmAffineConfig &c : qmm_affine_configs(bits)) {
       const Tactic t = c.to_tactic();
-      EXPECT_EQ(t.kernel, c.path == 0 ? "qmm.affine.wgmma" : "qmm.affine.dequant");
+      EXPECT_EQ(t.kernel, c.path == 0   ? "qmm.affine.wgmma"
+                          : c.path == 1 ? "qmm.affine.dequant"
+                                        : "qmm.affine.mma");
+      EXPECT_TRUE(c.path != 2 || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
       EXPECT_EQ(t.str().find("stream_k") != std::string::npos, c.stream_k != 0) << t.str();
       EXPECT_TRUE(c.pingpong == 0 || (c.split_k == 1 && c.stream_k == 0)) << t.str();
@@ -292,6 +295,36 @@ TEST_F(QmmAffineOpTest, EveryCompiledTacticMatchesTheReference) {
   // Group 32 runs on the dequant path only; both paths at group 64 and int8.
   EXPECT_GT(check_every_config({f4.n, f4.k, 4, 32}, 100), 0);
   EXPECT_GT(check_every_config({f8.n, f8.k, 8, 32}, 7), 0);
+}
+
+// The mma path at leftovers in every dimension: n = 1000 (not a multiple of any tile N: the last
+// CTA's rows past n are zero-filled and not stored), k = 1152 (18 K blocks, so split_k 4
+// gives slices of unequal length; 1280 at group 128, where k / group must be even), activation
+// rows that fill no tile, every group.
+TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
+  int mma_configs = 0;
+  for (const QmmAffineConfig &c : qmm_affine_configs(4))
+    mma_configs += c.path == 2;
+  ASSERT_GT(mma_configs, 0) << "no mma configs compiled";
+  for (int group : {32, 64, 128}) {
+    const Format f{1000, group == 128 ? 1280 : 1152, 4, group};
+    for (int m : reduced_shapes() ? std::vector<int>{37} : std::vector<int>{1, 9, 37, 70}) {
+      std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
+      int ran = 0;
+      for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
+        if (c.path != 2)
+          continue;
+        const Tactic t = c.to_tactic();
+        std::string reason;
+        ASSERT_EQ(w->can_run(t, &reason), Status::ok) << t.str() << ": " << reason;
+        const CheckResult r = w->check(t, Numerics::tolerance);
+        EXPECT_TRUE(r.pass()) << describe(f) << " m=" << m << " " << t.str() << ": "
+                              << to_string(r.status) << ": " << r.reason;
+        ++ran;
+      }
+      EXPECT_EQ(ran, mma_configs);
+    }
+  }
 }
 
 // The default of every model shape, bits and group, at M = 1, 33, 512 (and 2048 at int4 g128).

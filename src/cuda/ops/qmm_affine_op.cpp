@@ -34,11 +34,27 @@ bool is_compiled(const QmmAffineConfig &config, int bits) {
 }
 
 // True when a tuner could pick `c` for `p` (see QmmAffineOp::candidates).
+// The mma path: activation tiles of at most 64 rows, so it is offered up to kMmaMaxRows rows,
+// and only the one or two tiles nearest the rows (the smallest that holds them, capped at 64,
+// and half of it): a bigger tile idles its tensor work, a smaller one re-reads the weights.
+constexpr int kMmaPath = 2;
+constexpr int kMmaMaxRows = 256;
+
 bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
-  int smallest_tile_m = c.tile_m;
+  int smallest_tile_m = c.tile_m, largest_tile_m = c.tile_m;
   for (const QmmAffineConfig &o : qmm_affine_configs(p.bits))
-    smallest_tile_m = std::min(smallest_tile_m, o.tile_m);
+    if ((o.path == kMmaPath) == (c.path == kMmaPath)) {
+      smallest_tile_m = std::min(smallest_tile_m, o.tile_m);
+      largest_tile_m = std::max(largest_tile_m, o.tile_m);
+    }
   const int m_pow2 = static_cast<int>(std::bit_ceil(static_cast<unsigned>(p.rows)));
+  if (c.path == kMmaPath) {
+    if (p.rows > kMmaMaxRows)
+      return false;
+    const int fit = std::clamp(m_pow2, smallest_tile_m, largest_tile_m);
+    if (c.tile_m != fit && 2 * c.tile_m != fit)
+      return false;
+  }
   if (c.tile_m > std::max(smallest_tile_m, 2 * m_pow2))
     return false;
   const int tiles = ((p.rows + c.tile_m - 1) / c.tile_m) * ((p.n + c.tile_n - 1) / c.tile_n);

@@ -18,6 +18,13 @@
 //   split_k    K slices per tile (cooperative): partials through the workspace, added in fixed
 //              order by the last slice's CTA
 //   stream_k   (optional, default 0) 1: stream-K over the K tiles of all output tiles
+// The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`, int4):
+//   tile_m     activation rows per CTA: 16, 32 or 64
+//   tile_n     weight rows per CTA: 16 or 32 per warp
+//   stages     cp.async ring depth (64-deep K blocks of weights and activations)
+//   warps      warps per CTA
+//   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
+// Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 
 #include <algorithm>
@@ -28,6 +35,7 @@
 
 #include "cuda/kernels/qmm_affine/group_params_transpose.h"
 #include "cuda/kernels/qmm_affine/qmm_affine_kernel.h"
+#include "cuda/kernels/qmm_affine/qmm_affine_mma.h"
 #include "cuda/ops/affine_dequantize.h"
 
 namespace hone::cuda {
@@ -45,6 +53,19 @@ constexpr std::array<std::pair<int, int>, 4> kCooperativeSplits{{{1, 0}, {2, 0},
 constexpr size_t kRegionAlign = 256; // bytes: each workspace region starts TMA-aligned
 constexpr int kDenseBits = 16;       // QmmAffineKernel::bits of the dense (dequant) kernels
 constexpr int kChunkRowAlign = 256;  // dequant chunks start on a multiple of every tile N
+constexpr int kMmaPath = 2;
+// Run-time splits offered for every mma kernel (cluster sizes).
+constexpr std::array<int, 3> kMmaSplits{1, 2, 4};
+
+const QmmMmaKernel *find_mma_kernel(const QmmAffineConfig &c, int bits) {
+  if (c.path != kMmaPath || bits != 4 || c.tile_k != kQmmMmaBlockK || c.cluster_m != 1 ||
+      c.cluster_n != 1 || c.pingpong != 0)
+    return nullptr;
+  for (const QmmMmaKernel &k : qmm_mma_kernels())
+    if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.stages == c.stages && k.warps == c.warps)
+      return &k;
+  return nullptr;
+}
 
 const std::vector<const QmmAffineKernel *> &kernels() {
   static const std::vector<const QmmAffineKernel *> all = {
@@ -58,7 +79,7 @@ const std::vector<const QmmAffineKernel *> &kernels() {
 // The kernel of `c` for weights of `bits`: a mixed-input kernel of those bits (wgmma), or a
 // dense kernel (dequant), which serves every bits.
 const QmmAffineKernel *find_kernel(const QmmAffineConfig &c, int bits) {
-  if (bits != 4 && bits != 8)
+  if ((bits != 4 && bits != 8) || c.path == kMmaPath)
     return nullptr;
   const int kernel_bits = c.path == 1 ? kDenseBits : c.path == 0 ? bits : -1;
   for (const QmmAffineKernel *k : kernels())
@@ -92,6 +113,19 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
       out.push_back(c);
     }
   }
+  if (bits == 4 && !out.empty())
+    for (const QmmMmaKernel &k : qmm_mma_kernels())
+      for (int split : kMmaSplits) {
+        QmmAffineConfig c;
+        c.path = kMmaPath;
+        c.tile_m = k.tile_m;
+        c.tile_n = k.tile_n;
+        c.tile_k = kQmmMmaBlockK;
+        c.stages = k.stages;
+        c.warps = k.warps;
+        c.split_k = split;
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -212,6 +246,13 @@ std::string qmm_affine_tile_list(int bits) {
     if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
       tiles.push_back(std::move(t));
   }
+  if (bits == 4 && !tiles.empty())
+    for (const QmmMmaKernel &k : qmm_mma_kernels()) {
+      std::string t = std::to_string(k.tile_m) + "x" + std::to_string(k.tile_n) + "x" +
+                      std::to_string(kQmmMmaBlockK) + " (mma)";
+      if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
+        tiles.push_back(std::move(t));
+    }
   if (tiles.empty())
     return "none";
   std::string out;
@@ -221,6 +262,8 @@ std::string qmm_affine_tile_list(int bits) {
 }
 
 KernelResources qmm_affine_resources(const QmmAffineConfig &config, int bits) {
+  if (const QmmMmaKernel *m = find_mma_kernel(config, bits))
+    return qmm_mma_resources(*m);
   KernelResources res;
   if (const QmmAffineKernel *k = find_kernel(config, bits))
     if (k->resources(&res) != 0)
@@ -229,12 +272,16 @@ KernelResources qmm_affine_resources(const QmmAffineConfig &config, int bits) {
 }
 
 int qmm_affine_stages(const QmmAffineConfig &config, int bits) {
+  if (const QmmMmaKernel *m = find_mma_kernel(config, bits))
+    return m->stages;
   const QmmAffineKernel *k = find_kernel(config, bits);
   return k ? k->stages : 0;
 }
 
 size_t qmm_affine_workspace_bytes(const QmmAffineConfig &config, int m, int n, int k, int bits,
                                   int group) {
+  if (find_mma_kernel(config, bits))
+    return 0; // the split's partials live in the cluster's shared memory
   const QmmAffineKernel *kernel = find_kernel(config, bits);
   if (!kernel || m < 1 || n < 1 || k < group || group < 1 || k % group != 0)
     return 0;
@@ -253,6 +300,22 @@ size_t qmm_affine_workspace_bytes(const QmmAffineConfig &config, int m, int n, i
 
 LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArgs &args,
                                void *stream) {
+  if (const QmmMmaKernel *m = find_mma_kernel(config, args.bits)) {
+    if (config.stream_k != 0)
+      return LaunchStatus::invalid_value();
+    QmmMmaArgs ma;
+    ma.x = args.x;
+    ma.q = args.q;
+    ma.scales = args.scales;
+    ma.biases = args.biases;
+    ma.y = args.y;
+    ma.m = args.m;
+    ma.n = args.n;
+    ma.k = args.k;
+    ma.group = args.group;
+    ma.split_k = config.split_k;
+    return qmm_mma_launch(*m, ma, stream);
+  }
   const QmmAffineKernel *kernel = find_kernel(config, args.bits);
   if (!kernel || args.m < 1 || args.n < 8 || args.n % 8 != 0 || args.k < args.group ||
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||

@@ -15,6 +15,10 @@
 //            64 or 128, dividing the group, so groups 64 and 128;
 //   dequant  the weights are dequantised to bf16 scratch (at most 64 MiB at a time, a chunk of
 //            weight rows), then a dense bf16 GEMM runs on each chunk; every group, 32 included.
+// and one hand-written path for the small activation tiles of decode-to-prefill (int4):
+//   mma      mma.sync with a cp.async ring of weights and activations, per-weight
+//            dequantisation in registers, split-K across the CTAs of a cluster
+//            (qmm_affine_mma.{h,cuh}); needs no CUTLASS.
 //
 //   QmmAffineConfig c = qmm_affine_default(m, n, k, bits, group);
 //   args.workspace = workspace_for(stream, qmm_affine_workspace_bytes(c, m, n, k, group));
@@ -33,10 +37,12 @@ namespace hone::cuda {
 
 // One compiled kernel configuration of qmm.affine. Its Tactic form is
 // `qmm.affine.<path>:tile_m=..,tile_n=..,tile_k=..,cluster_m=..,cluster_n=..,pingpong=..,
-// split_k=..` plus `stream_k=1` where set, <path> wgmma or dequant. Path, tile, cluster and
-// schedule pick the compiled kernel; split_k and stream_k are run-time arguments of it.
+// split_k=..` plus `stream_k=1` where set, <path> wgmma or dequant; the mma path spells
+// `qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..` (tile_k 64, no cluster
+// field: its split_k CTAs form the cluster). Path, tile, cluster, schedule (stages and warps
+// on the mma path) pick the compiled kernel; split_k and stream_k are run-time arguments of it.
 struct QmmAffineConfig {
-  int path = 0;      // 0: wgmma (mixed input), 1: dequant (bf16 scratch, dense GEMM)
+  int path = 0;      // 0: wgmma (mixed input), 1: dequant (bf16 scratch, dense GEMM), 2: mma
   int tile_m = 128;  // activation rows (M of Y) per output tile: the wgmma N
   int tile_n = 128;  // weight rows (N of Y) per output tile: 64 per consumer warpgroup
   int tile_k = 64;   // K per pipeline stage; must divide the group
@@ -47,6 +53,8 @@ struct QmmAffineConfig {
   int split_k = 1;   // K slices of one tile, reduced in fixed order through the workspace
                      // (cooperative only)
   int stream_k = 0;  // 1: stream-K decomposition (cooperative only; split_k = 1)
+  int stages = 0;    // mma path: cp.async ring depth (0 on the CUTLASS paths)
+  int warps = 0;     // mma path: warps per CTA, tile_n / warps weight rows each
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmm.affine config.
   static QmmAffineConfig from_tactic(const Tactic &tactic);

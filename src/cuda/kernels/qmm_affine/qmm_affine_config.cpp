@@ -2,19 +2,23 @@
 // table, the config list built on it, resources and launch are in qmm_affine.cpp.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
+#include "cuda/kernels/qmm_affine/qmm_affine_mma.h"
 #include "hone/error.h"
 
 namespace hone::cuda {
 
 namespace {
 
-constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant"};
+constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
+constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "stages", "warps", "split_k"};
+constexpr int kMmaPath = 2;
 constexpr const char *kStreamKField = "stream_k";
 
 // The default splits K only while the data-parallel grid fills less than half of a wave of an
@@ -40,6 +44,9 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 } // namespace
 
 Tactic QmmAffineConfig::to_tactic() const {
+  if (path == kMmaPath)
+    return config_tactic(kPathKernels[kMmaPath], kMmaFieldNames,
+                         {{tile_m, tile_n, stages, warps, split_k}}, kStreamKField, stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
                        {{tile_m, tile_n, tile_k, cluster_m, cluster_n, pingpong, split_k}},
                        kStreamKField, stream_k);
@@ -51,9 +58,20 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = 0;
   else if (tactic.kernel == kPathKernels[1])
     c.path = 1;
-  else
+  else if (tactic.kernel == kPathKernels[kMmaPath]) {
+    const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
+    c.path = kMmaPath;
+    c.tile_m = v[0];
+    c.tile_n = v[1];
+    c.tile_k = kQmmMmaBlockK;
+    c.stages = v[2];
+    c.warps = v[3];
+    c.split_k = v[4];
+    return c;
+  } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
-                          kPathKernels[0] + " or " + kPathKernels[1] + ")");
+                          kPathKernels[0] + ", " + kPathKernels[1] + " or " +
+                          kPathKernels[kMmaPath] + ")");
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];
@@ -67,7 +85,8 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
 
 bool QmmAffineConfig::same_kernel(const QmmAffineConfig &o) const {
   return path == o.path && tile_m == o.tile_m && tile_n == o.tile_n && tile_k == o.tile_k &&
-         cluster_m == o.cluster_m && cluster_n == o.cluster_n && pingpong == o.pingpong;
+         cluster_m == o.cluster_m && cluster_n == o.cluster_n && pingpong == o.pingpong &&
+         stages == o.stages && warps == o.warps;
 }
 
 QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {
@@ -81,8 +100,8 @@ QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {
   const QmmAffineConfig *best = nullptr;
   double best_score = 0;
   for (const QmmAffineConfig &c : all) {
-    if (c.split_k != 1 || c.stream_k != 0 || c.cluster_m != 1 || c.cluster_n != 1 ||
-        (c.path == 0 && group % c.tile_k != 0))
+    if (c.path == kMmaPath || c.split_k != 1 || c.stream_k != 0 || c.cluster_m != 1 ||
+        c.cluster_n != 1 || (c.path == 0 && group % c.tile_k != 0))
       continue;
     // Lower is better: the path first, then tile M distance, then the schedule, then tile K
     // nearest 64, then tile N nearest 128.
@@ -94,6 +113,8 @@ QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {
   }
   if (!best) // no compiled tile K divides the group: can_implement names the problem
     return all.front();
+  // NOTE: the mma path is never the default (a tuning candidate); with no CUTLASS kernel in the
+  // build the loop above finds nothing and the first mma config stands in.
   QmmAffineConfig c = *best;
   if (c.pingpong == 0) {
     const int tiles = ceil_div(m, c.tile_m) * ceil_div(n, c.tile_n);
@@ -133,6 +154,29 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
   if (!is_compiled(config, bits))
     return fail(reason, "not a compiled qmm.affine config for bits=" + std::to_string(bits) +
                             " (compiled tiles MxNxK: " + qmm_affine_tile_list(bits) + ")");
+  if (config.path == kMmaPath) {
+    if (bits != 4)
+      return fail(reason, "the mma path takes bits=4 only, got bits=" + std::to_string(bits));
+    if (k % kQmmMmaBlockK != 0)
+      return fail(reason, "k=" + std::to_string(k) + " is not a multiple of the mma path's " +
+                              std::to_string(kQmmMmaBlockK) + "-deep K blocks");
+    if (config.stream_k)
+      return fail(reason, "the mma path has no stream-K");
+    if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / kQmmMmaBlockK)
+      return fail(reason, "split_k=" + std::to_string(config.split_k) +
+                              " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +
+                              " CTAs per cluster, at most " + std::to_string(k / kQmmMmaBlockK) +
+                              " K blocks)");
+    if ((k / group) % 2 != 0)
+      return fail(reason, "k / group = " + std::to_string(k / group) +
+                              " is odd: the mma path copies each row's group parameters in "
+                              "aligned pairs");
+    if (static_cast<int64_t>(n) * (k / group) >= (int64_t{1} << 31))
+      return fail(reason,
+                  "n x k / group = " + std::to_string(static_cast<int64_t>(n) * (k / group)) +
+                      " group parameters exceed the mma path's 32-bit offsets");
+    return true;
+  }
   if (config.path == 0 && group % config.tile_k != 0)
     return fail(reason, "tile_k=" + std::to_string(config.tile_k) +
                             " does not divide group=" + std::to_string(group) +

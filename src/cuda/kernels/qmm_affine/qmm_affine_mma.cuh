@@ -1,0 +1,350 @@
+// qmm.affine's mma path (device code): Y[m, n] = X[m, k] . dequant(W)[n, k]^T for the small
+// activation tiles of decode-to-prefill (m up to a few hundred), on mma.sync tensor cores, from
+// the affine layout as it is (int4 words along K, bf16 scales and biases [n, k / group]).
+//
+// The transposed problem, as on the wgmma path: weight rows on the mma's M (16 per m16 tile),
+// activation rows on its N (8 per n8 tile). A CTA owns TM = 8 NT activation rows and
+// BN = 16 MT WARPS weight rows (warp w: rows 16 MT w ..) over one K slice (split_k CTAs of a
+// thread-block cluster take the slices and add their partials in slice order through
+// distributed shared memory). Per 64-deep K block, all threads copy the block's weight words
+// (BN rows x 32 bytes) and activations (TM rows x 128 bytes) into a STAGES-deep cp.async ring;
+// the activations are read once per CTA from global memory, the weights once per call.
+//
+// Fragments, per 16-deep K step s of a block, lane (g, t):
+//   B (activations): ldmatrix.x4 of the swizzled activation tile gives two n8 tiles.
+//   A (weights): mma slot (row, k 2t, 2t + 1) is nibble pair t (byte t) of word 2s of that
+//   row, slot (row, k 2t + 8, 2t + 9) pair t of word 2s + 1 -- the natural K order, so B needs
+//   no permutation. The four lanes of a quad read the same 16 bytes (a shared-memory
+//   broadcast) and each takes its byte: prmt(word, word >> 4) puts the two nibbles into the
+//   low bits of the two bf16 halves, lop3 with 0x4300 makes the exact bf16 128 + q, and two
+//   bf16x2 fmas give q * scale + bias rounded once to bf16 per weight (qmv.affine's per-weight
+//   form).
+// Scales and biases travel in the same ring: per block and weight row, one aligned 4-byte
+// window (two bf16) of each array that holds the block's group(s) (k / group must be even).
+// NOTE: held in registers across blocks instead (an earlier version), the parameter loads of
+// far-ahead blocks cost about one memory latency per block.
+#pragma once
+
+#include <cstdint>
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include "cuda/kernels/common/pdl.cuh"
+#include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/split_k_reduce.cuh"
+
+namespace hone::cuda::qmm_mma_detail {
+
+using namespace hone::cuda::kernel_detail;
+
+inline constexpr int kBlockK = 64;           // K per pipeline stage
+inline constexpr int kWeightPitch = 48;      // bytes per weight row in a stage: 32 + 16 (banks)
+inline constexpr int kActivationPitch = 128; // bytes per activation row: 64 bf16, swizzled
+
+struct Params {
+  const uint16_t *x = nullptr;      // bf16 [m, k]
+  const uint32_t *q = nullptr;      // [n, k / 8]
+  const uint16_t *scales = nullptr; // bf16 [n, k / group]
+  const uint16_t *biases = nullptr; // bf16 [n, k / group]
+  uint16_t *y = nullptr;            // bf16 [m, n]
+  int m = 0, n = 0, k = 0, group = 64;
+  int group_shift = 6; // log2(group): 5, 6 or 7
+  int split_k = 1;     // K slices = CTAs of one cluster along grid.y
+};
+
+template <int NT, int MT, int WARPS, int STAGES> struct Layout {
+  static constexpr int kTm = NT * 8;
+  static constexpr int kBn = MT * 16 * WARPS;
+  static constexpr int kThreads = WARPS * 32;
+  static constexpr int kWeightStage = kBn * kWeightPitch;
+  static constexpr int kActivationStage = kTm * kActivationPitch;
+  static constexpr int kParamStage = kBn * 8; // per row: 2 scales, then 2 biases (bf16)
+  static constexpr int kStage = kWeightStage + kActivationStage + kParamStage;
+  static constexpr int kPipeline = STAGES * kStage;
+  static constexpr int kPartials = kTm * kBn * 4; // fp32 [TM][BN], reuses the ring
+  static constexpr int kShared = kPipeline > kPartials ? kPipeline : kPartials;
+};
+
+// 16-byte cp.async reading `bytes` (16, or 0: zero-filled, nothing read).
+__device__ __forceinline__ void copy16(uint32_t dst, const void *src, int bytes, bool weight) {
+  if (weight)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                            uint32_t &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+// bf16x2 (q_lo * s + b, q_hi * s + b) of the nibble pair `selector` picks from `word`.
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, uint32_t selector,
+                                                 __nv_bfloat162 scale, __nv_bfloat162 bias) {
+  uint32_t z, v;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(z) : "r"(word), "r"(word >> 4), "r"(selector));
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(z), "r"(0x000f000fu), "r"(0x43004300u));
+  const __nv_bfloat162 offset = __floats2bfloat162_rn(-128.0f, -128.0f);
+  __nv_bfloat162 w = __hadd2(*reinterpret_cast<__nv_bfloat162 *>(&v), offset); // exact q
+  w = __hfma2(w, scale, bias);
+  return *reinterpret_cast<uint32_t *>(&w);
+}
+
+// 4-byte cp.async (through L1: the parameter rows are re-read by every block of a group).
+__device__ __forceinline__ void copy4(uint32_t dst, const void *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ uint2 lds64(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+
+// The first of the two group-parameter slots a stage holds per row for K block kb: the even
+// group index at or below the block's first group (the 4-byte window stays aligned because
+// k / group is even), and which of the two slots half `half` of the block reads.
+__device__ __forceinline__ int param_window(int kb, int group_shift) {
+  return ((kb * kBlockK) >> group_shift) & ~1;
+}
+__device__ __forceinline__ int param_slot(int kb, int group_shift, int half) {
+  return group_shift == 5 ? half : ((kb * kBlockK) >> group_shift) & 1;
+}
+
+// One 64-deep K block of the warp's MT m16 tiles x NT n8 tiles from ring stage `stage`
+// (weights, then activations at kWeightStage), with that block's parameters `v`.
+template <int NT, int MT, int kWeightStage, int kActivationStage>
+__device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shift, int warp, int g,
+                                          int lane, uint32_t selector, float (&acc)[MT][NT][4]) {
+  const uint32_t x_stage = stage + kWeightStage;
+  const uint32_t p_stage = x_stage + kActivationStage;
+  // (scale pair, bias pair) of rows g and g + 8 of each m16 tile.
+  uint2 pv[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      pv[mt][h] = lds64(p_stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * 8);
+  // ldmatrix row address of this lane inside an activation stage: matrix j = lane / 8 is (n8
+  // tile 2 i + j / 2, K half j % 2) of a pair of n8 tiles; row r = lane % 8.
+  const int lm_row = ((lane >> 4) << 3) + (lane & 7); // + 16 i
+  const int lm_half = (lane >> 3) & 1;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) { // words 4 half .. 4 half + 3: K steps 2 half, +1
+    uint4 words[MT][2];
+    __nv_bfloat162 sc[MT][2], bi[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        words[mt][h] =
+            lds128(stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * kWeightPitch + half * 16);
+      // prmt splats the chosen bf16 of a pair into both halves.
+      const uint32_t pick = param_slot(kb, group_shift, half) ? 0x3232u : 0x1010u;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint32_t sv, bv;
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(pv[mt][h].x), "r"(pick));
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(pv[mt][h].y), "r"(pick));
+        sc[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
+        bi[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
+      }
+    }
+#pragma unroll
+    for (int ss = 0; ss < 2; ++ss) {
+      const int step = 2 * half + ss;
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const uint32_t w0g = ss ? words[mt][0].z : words[mt][0].x;
+        const uint32_t w1g = ss ? words[mt][0].w : words[mt][0].y;
+        const uint32_t w0h = ss ? words[mt][1].z : words[mt][1].x;
+        const uint32_t w1h = ss ? words[mt][1].w : words[mt][1].y;
+        a[mt][0] = dequant_pair(w0g, selector, sc[mt][0], bi[mt][0]);
+        a[mt][1] = dequant_pair(w0h, selector, sc[mt][1], bi[mt][1]);
+        a[mt][2] = dequant_pair(w1g, selector, sc[mt][0], bi[mt][0]);
+        a[mt][3] = dequant_pair(w1h, selector, sc[mt][1], bi[mt][1]);
+      }
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        const int r = np * 16 + lm_row;
+        const int chunk = 2 * step + lm_half;
+        uint32_t b0, b1, b2, b3;
+        ldmatrix_x4(x_stage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4), b0, b1, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_m16n8k16(acc[mt][2 * np], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
+          mma_m16n8k16(acc[mt][2 * np + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b2, b3);
+        }
+      }
+    }
+  }
+}
+
+template <int NT, int MT, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
+    qmm_affine_mma_kernel(const Params p) {
+  using L = Layout<NT, MT, WARPS, STAGES>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int n0 = static_cast<int>(blockIdx.x) * L::kBn;
+  const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
+  const int slice = static_cast<int>(blockIdx.y);
+  const int blocks = p.k / kBlockK;
+  const int kb0 = slice * blocks / p.split_k;
+  const int kb1 = (slice + 1) * blocks / p.split_k;
+  const int nblocks = kb1 - kb0;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int words_per_row = p.k / 8;
+
+  // What this thread copies per K block, fixed for the whole call: MT 16-byte pieces of weight
+  // words and MT 4-byte windows of group parameters (each BN x 2 pieces), and kXCopies 16-byte
+  // pieces of activations (TM x 8). Per block only the K offset moves.
+  constexpr int kXCopies = (L::kTm * 8 + L::kThreads - 1) / L::kThreads;
+  const int kg = p.k >> p.group_shift;
+  const uint32_t *w_src[MT];
+  const uint16_t *p_src[MT];
+  uint32_t w_dst[MT], p_dst[MT];
+  int w_bytes[MT];
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int c = tid + j * L::kThreads; // < kBn * 2
+    const int r = c >> 1, half = c & 1;
+    const int row = n0 + r;
+    w_bytes[j] = row < p.n ? 16 : 0;
+    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + half * 4;
+    w_dst[j] = r * kWeightPitch + half * 16;
+    p_src[j] = (half ? p.biases : p.scales) + static_cast<size_t>(min(row, p.n - 1)) * kg;
+    p_dst[j] = L::kWeightStage + L::kActivationStage + r * 8 + half * 4;
+  }
+  const uint16_t *x_src[kXCopies];
+  uint32_t x_dst[kXCopies];
+  int x_bytes[kXCopies];
+#pragma unroll
+  for (int j = 0; j < kXCopies; ++j) {
+    const int c = tid + j * L::kThreads;
+    const int r = c >> 3, chunk = c & 7;
+    const int row = m0 + r;
+    // Threads past the tile's pieces (c >= TM x 8) copy nothing: x_bytes < 0.
+    x_bytes[j] = c >= L::kTm * 8 ? -1 : row < p.m ? 16 : 0;
+    x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + chunk * 8;
+    x_dst[j] = L::kWeightStage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4);
+  }
+  auto copy_weights = [&](int kb, int stage) {
+    const uint32_t base = smem_base + stage * L::kStage;
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      copy16(base + w_dst[j], w_src[j] + kb * (kBlockK / 8), w_bytes[j], true);
+      copy4(base + p_dst[j], p_src[j] + param_window(kb, p.group_shift));
+    }
+  };
+  auto copy_activations = [&](int kb, int stage) {
+    const uint32_t base = smem_base + stage * L::kStage;
+#pragma unroll
+    for (int j = 0; j < kXCopies; ++j)
+      if (x_bytes[j] >= 0)
+        copy16(base + x_dst[j], x_src[j] + kb * kBlockK, x_bytes[j], false);
+  };
+
+  // The weights and group parameters of the first STAGES - 1 blocks before the wait for the
+  // previous kernel.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s)
+    if (s < nblocks)
+      copy_weights(kb0 + s, s);
+  pdl_wait();
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nblocks)
+      copy_activations(kb0 + s, s);
+    copy_async_commit();
+  }
+
+  float acc[MT][NT][4];
+  zero_accumulators<MT, NT>(acc);
+
+  const uint32_t selector = static_cast<uint32_t>(t) | (static_cast<uint32_t>(4 + t) << 8);
+  // Unrolled by STAGES, so that the ring stage (and the parameter ring's slot) of block i is
+  // the compile-time j.
+  for (int i0 = 0; i0 < nblocks; i0 += STAGES) {
+#pragma unroll
+    for (int j = 0; j < STAGES; ++j) {
+      const int i = i0 + j;
+      if (i >= nblocks)
+        break;
+      copy_async_wait<STAGES - 2>();
+      __syncthreads();
+      // Refill the stage freed at the previous block.
+      const int refill = (j + STAGES - 1) % STAGES; // a constant once unrolled
+      if (i + STAGES - 1 < nblocks) {
+        copy_weights(kb0 + i + STAGES - 1, refill);
+        copy_activations(kb0 + i + STAGES - 1, refill);
+      }
+      copy_async_commit();
+      mma_block<NT, MT, L::kWeightStage, L::kActivationStage>(
+          smem_base + j * L::kStage, kb0 + i, p.group_shift, warp, g, lane, selector, acc);
+    }
+  }
+  copy_async_wait<0>();
+  __syncthreads(); // the ring is free: it becomes the partials
+  pdl_launch_dependents();
+
+  // Partials fp32 [TM][BN] (token-major, so the stores below are contiguous along n).
+  float *partials = reinterpret_cast<float *>(smem);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int col = warp * MT * 16 + mt * 16 + g + 8 * (i >> 1);
+        const int tok = nt * 8 + 2 * t + (i & 1);
+        partials[tok * L::kBn + col] = acc[mt][nt][i];
+      }
+  namespace cg = cooperative_groups;
+  if (p.split_k > 1)
+    cg::this_cluster().sync();
+  else
+    __syncthreads();
+  // Rank r adds, in slice order, every split_k-th pair of outputs and stores bf16 pairs.
+  constexpr int kPairs = L::kTm * L::kBn / 2;
+  for (int o = slice * L::kThreads + tid; o < kPairs; o += p.split_k * L::kThreads) {
+    const int tok = (2 * o) / L::kBn;
+    const int col = (2 * o) % L::kBn;
+    const int row = m0 + tok, n = n0 + col;
+    if (row >= p.m || n >= p.n)
+      continue;
+    float2 sum = make_float2(0.0f, 0.0f);
+    for (int s = 0; s < p.split_k; ++s) {
+      const float *base = partials;
+      if (p.split_k > 1)
+        base = cg::this_cluster().map_shared_rank(partials, s);
+      const float2 v = *reinterpret_cast<const float2 *>(base + tok * L::kBn + col);
+      sum.x += v.x;
+      sum.y += v.y;
+    }
+    // n is even and n + 1 < p.n: p.n is a multiple of 8.
+    const __nv_bfloat162 out = __floats2bfloat162_rn(sum.x, sum.y);
+    *reinterpret_cast<__nv_bfloat162 *>(p.y + static_cast<size_t>(row) * p.n + n) = out;
+  }
+  if (p.split_k > 1)
+    cg::this_cluster().sync(); // keeps every CTA's partials alive until the cluster read them
+}
+
+} // namespace hone::cuda::qmm_mma_detail
