@@ -18,12 +18,10 @@
 //   split_k    K slices per tile (cooperative): partials through the workspace, added in fixed
 //              order by the last slice's CTA
 //   stream_k   (optional, default 0) 1: stream-K over the K tiles of all output tiles
-// The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..`,
-// int4):
+// The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`, int4):
 //   tile_m     activation rows per CTA: 16, 32 or 64
 //   tile_n     weight rows per CTA: 16 or 32 per warp
-//   tile_k     K per ring stage: 64 or 128 (k a multiple of it)
-//   stages     cp.async ring depth (K blocks of weights, activations and group parameters)
+//   stages     cp.async ring depth (64-deep K blocks of weights and activations)
 //   warps      warps per CTA
 //   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
@@ -60,12 +58,11 @@ constexpr int kMmaPath = 2;
 constexpr std::array<int, 3> kMmaSplits{1, 2, 4};
 
 const QmmMmaKernel *find_mma_kernel(const QmmAffineConfig &c, int bits) {
-  if (c.path != kMmaPath || bits != 4 || c.cluster_m != 1 ||
+  if (c.path != kMmaPath || bits != 4 || c.tile_k != kQmmMmaBlockK || c.cluster_m != 1 ||
       c.cluster_n != 1 || c.pingpong != 0)
     return nullptr;
   for (const QmmMmaKernel &k : qmm_mma_kernels())
-    if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.tile_k == c.tile_k &&
-        k.stages == c.stages && k.warps == c.warps)
+    if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.stages == c.stages && k.warps == c.warps)
       return &k;
   return nullptr;
 }
@@ -123,7 +120,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.path = kMmaPath;
         c.tile_m = k.tile_m;
         c.tile_n = k.tile_n;
-        c.tile_k = k.tile_k;
+        c.tile_k = kQmmMmaBlockK;
         c.stages = k.stages;
         c.warps = k.warps;
         c.split_k = split;
@@ -252,7 +249,7 @@ std::string qmm_affine_tile_list(int bits) {
   if (bits == 4 && !tiles.empty())
     for (const QmmMmaKernel &k : qmm_mma_kernels()) {
       std::string t = std::to_string(k.tile_m) + "x" + std::to_string(k.tile_n) + "x" +
-                      std::to_string(k.tile_k) + " (mma)";
+                      std::to_string(kQmmMmaBlockK) + " (mma)";
       if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
         tiles.push_back(std::move(t));
     }

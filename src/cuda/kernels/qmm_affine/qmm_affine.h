@@ -38,8 +38,8 @@ namespace hone::cuda {
 // One compiled kernel configuration of qmm.affine. Its Tactic form is
 // `qmm.affine.<path>:tile_m=..,tile_n=..,tile_k=..,cluster_m=..,cluster_n=..,pingpong=..,
 // split_k=..` plus `stream_k=1` where set, <path> wgmma or dequant; the mma path spells
-// `qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..` (tile_k 64 or
-// 128; no cluster field: its split_k CTAs form the cluster). Path, tile, cluster, schedule (stages and warps
+// `qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..` (tile_k 64, no cluster
+// field: its split_k CTAs form the cluster). Path, tile, cluster, schedule (stages and warps
 // on the mma path) pick the compiled kernel; split_k and stream_k are run-time arguments of it.
 struct QmmAffineConfig {
   int path = 0;      // 0: wgmma (mixed input), 1: dequant (bf16 scratch, dense GEMM), 2: mma

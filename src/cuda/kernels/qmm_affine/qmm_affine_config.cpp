@@ -17,8 +17,7 @@ namespace {
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
-constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "tile_k",
-                                          "stages", "warps",  "split_k"};
+constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "stages", "warps", "split_k"};
 constexpr int kMmaPath = 2;
 constexpr const char *kStreamKField = "stream_k";
 
@@ -47,7 +46,7 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 Tactic QmmAffineConfig::to_tactic() const {
   if (path == kMmaPath)
     return config_tactic(kPathKernels[kMmaPath], kMmaFieldNames,
-                         {{tile_m, tile_n, tile_k, stages, warps, split_k}}, kStreamKField, stream_k);
+                         {{tile_m, tile_n, stages, warps, split_k}}, kStreamKField, stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
                        {{tile_m, tile_n, tile_k, cluster_m, cluster_n, pingpong, split_k}},
                        kStreamKField, stream_k);
@@ -64,10 +63,10 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = kMmaPath;
     c.tile_m = v[0];
     c.tile_n = v[1];
-    c.tile_k = v[2];
-    c.stages = v[3];
-    c.warps = v[4];
-    c.split_k = v[5];
+    c.tile_k = kQmmMmaBlockK;
+    c.stages = v[2];
+    c.warps = v[3];
+    c.split_k = v[4];
     return c;
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
@@ -158,15 +157,15 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
   if (config.path == kMmaPath) {
     if (bits != 4)
       return fail(reason, "the mma path takes bits=4 only, got bits=" + std::to_string(bits));
-    if (k % config.tile_k != 0)
+    if (k % kQmmMmaBlockK != 0)
       return fail(reason, "k=" + std::to_string(k) + " is not a multiple of the mma path's " +
-                              std::to_string(config.tile_k) + "-deep K blocks");
+                              std::to_string(kQmmMmaBlockK) + "-deep K blocks");
     if (config.stream_k)
       return fail(reason, "the mma path has no stream-K");
-    if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / config.tile_k)
+    if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / kQmmMmaBlockK)
       return fail(reason, "split_k=" + std::to_string(config.split_k) +
                               " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +
-                              " CTAs per cluster, at most " + std::to_string(k / config.tile_k) +
+                              " CTAs per cluster, at most " + std::to_string(k / kQmmMmaBlockK) +
                               " K blocks)");
     if ((k / group) % 2 != 0)
       return fail(reason, "k / group = " + std::to_string(k / group) +

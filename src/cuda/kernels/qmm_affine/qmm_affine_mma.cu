@@ -21,41 +21,30 @@ struct Entry {
   int shared_bytes;
 };
 
-template <int NT, int MT, int WARPS, int STAGES, int BK> constexpr Entry entry() {
-  using L = qmm_mma_detail::Layout<NT, MT, WARPS, STAGES, BK>;
-  return {{L::kTm, L::kBn, BK, WARPS, STAGES},
-          &qmm_mma_detail::qmm_affine_mma_kernel<NT, MT, WARPS, STAGES, BK>,
+template <int NT, int MT, int WARPS, int STAGES> constexpr Entry entry() {
+  using L = qmm_mma_detail::Layout<NT, MT, WARPS, STAGES>;
+  return {{L::kTm, L::kBn, WARPS, STAGES},
+          &qmm_mma_detail::qmm_affine_mma_kernel<NT, MT, WARPS, STAGES>,
           L::kThreads,
           L::kShared};
 }
 
-// <NT (activation rows / 8), MT (m16 tiles per warp), WARPS, STAGES, BK>: activation tiles 16,
-// 32 and 64; 64 or 128 weight rows per CTA at 4 warps, 128 or 256 at 8; a 3- or 5-deep ring of
-// 64- or 128-deep K blocks.
-// NOTE: none spills (-Xptxas -v, sm_90a, nvcc 13.0): 80-168 registers. Left out because they
-// spill: two m16 tiles per warp at 64 activation rows (64 fp32 accumulators), and at 128-deep
-// blocks <2, 2, 8, 5>, <4, 2, 4, 5>, <4, 2, 8, 3|5>, <8, 1, 8, 5> (20-168 bytes).
+// <NT (activation rows / 8), MT (m16 tiles per warp), WARPS, STAGES>: activation tiles 16, 32
+// and 64; 64 or 128 weight rows per CTA at 4 warps, 128 or 256 at 8; a 3- or 5-deep ring.
+// NOTE: none spills (-Xptxas -v, sm_90a): 72-138 registers. Two m16 tiles per warp at 64
+// activation rows (64 fp32 accumulators) spilled 40-160 bytes and are left out.
 const Entry kEntries[] = {
-    // 64-deep K blocks
-    entry<2, 1, 4, 3, 64>(), entry<2, 1, 4, 5, 64>(), entry<2, 2, 4, 3, 64>(),
-    entry<2, 2, 4, 5, 64>(), entry<2, 1, 8, 3, 64>(), entry<2, 1, 8, 5, 64>(),
-    entry<2, 2, 8, 3, 64>(), entry<2, 2, 8, 5, 64>(), entry<4, 1, 4, 3, 64>(),
-    entry<4, 1, 4, 5, 64>(), entry<4, 2, 4, 3, 64>(), entry<4, 2, 4, 5, 64>(),
-    entry<4, 1, 8, 3, 64>(), entry<4, 1, 8, 5, 64>(), entry<4, 2, 8, 3, 64>(),
-    entry<4, 2, 8, 5, 64>(), entry<8, 1, 4, 3, 64>(), entry<8, 1, 4, 5, 64>(),
-    entry<8, 1, 8, 3, 64>(), entry<8, 1, 8, 5, 64>(),
-    // 128-deep K blocks: half the barriers per K; the set that does not spill
-    entry<2, 1, 4, 3, 128>(), entry<2, 1, 4, 5, 128>(), entry<2, 2, 4, 3, 128>(),
-    entry<2, 2, 4, 5, 128>(), entry<2, 1, 8, 3, 128>(), entry<2, 1, 8, 5, 128>(),
-    entry<2, 2, 8, 3, 128>(), entry<4, 1, 4, 3, 128>(), entry<4, 1, 4, 5, 128>(),
-    entry<4, 2, 4, 3, 128>(), entry<4, 1, 8, 3, 128>(), entry<4, 1, 8, 5, 128>(),
-    entry<8, 1, 4, 3, 128>(), entry<8, 1, 4, 5, 128>(), entry<8, 1, 8, 3, 128>(),
+    entry<2, 1, 4, 3>(), entry<2, 1, 4, 5>(), entry<2, 2, 4, 3>(), entry<2, 2, 4, 5>(),
+    entry<2, 1, 8, 3>(), entry<2, 1, 8, 5>(), entry<2, 2, 8, 3>(), entry<2, 2, 8, 5>(),
+    entry<4, 1, 4, 3>(), entry<4, 1, 4, 5>(), entry<4, 2, 4, 3>(), entry<4, 2, 4, 5>(),
+    entry<4, 1, 8, 3>(), entry<4, 1, 8, 5>(), entry<4, 2, 8, 3>(), entry<4, 2, 8, 5>(),
+    entry<8, 1, 4, 3>(), entry<8, 1, 4, 5>(), entry<8, 1, 8, 3>(), entry<8, 1, 8, 5>(),
 };
 
 const Entry *find(const QmmMmaKernel &k) {
   for (const Entry &e : kEntries)
-    if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n &&
-        e.kernel.tile_k == k.tile_k && e.kernel.warps == k.warps && e.kernel.stages == k.stages)
+    if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n && e.kernel.warps == k.warps &&
+        e.kernel.stages == k.stages)
       return &e;
   return nullptr;
 }
@@ -83,10 +72,10 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
 
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, void *stream) {
   const Entry *e = find(kernel);
-  if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < kernel.tile_k || a.k % kernel.tile_k != 0 ||
+  if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < kQmmMmaBlockK || a.k % kQmmMmaBlockK != 0 ||
       (a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0 ||
       (a.k / a.group) % 2 != 0 || a.split_k < 1 || a.split_k > kQmmMmaMaxSplit ||
-      a.split_k > a.k / kernel.tile_k || !a.x || !a.q || !a.scales || !a.biases || !a.y)
+      a.split_k > a.k / kQmmMmaBlockK || !a.x || !a.q || !a.scales || !a.biases || !a.y)
     return LaunchStatus::invalid_value();
   const auto fn = reinterpret_cast<const void *>(e->fn);
   if (static_cast<size_t>(e->shared_bytes) > shared_memory_opt_in(fn))

@@ -38,7 +38,9 @@ namespace hone::cuda::qmm_mma_detail {
 
 using namespace hone::cuda::kernel_detail;
 
-
+inline constexpr int kBlockK = 64;           // K per pipeline stage
+inline constexpr int kWeightPitch = 48;      // bytes per weight row in a stage: 32 + 16 (banks)
+inline constexpr int kActivationPitch = 128; // bytes per activation row: 64 bf16, swizzled
 
 struct Params {
   const uint16_t *x = nullptr;      // bf16 [m, k]
@@ -51,23 +53,13 @@ struct Params {
   int split_k = 1;     // K slices = CTAs of one cluster along grid.y
 };
 
-// Shared-memory layout of one ring stage (BK-deep K block): the weight words (per row BK / 2
-// bytes + 16, so that the 8 rows a quad-broadcast LDS.128 reads fall in distinct banks), the
-// activations (per row BK bf16, 16-byte pieces XOR-swizzled by the row), and per weight row
-// BK / 64 4-byte windows of scales and of biases.
-template <int NT, int MT, int WARPS, int STAGES, int BK> struct Layout {
-  static_assert(BK == 64 || BK == 128, "K blocks of 64 or 128");
-  static constexpr int kNt = NT, kMt = MT;
+template <int NT, int MT, int WARPS, int STAGES> struct Layout {
   static constexpr int kTm = NT * 8;
   static constexpr int kBn = MT * 16 * WARPS;
   static constexpr int kThreads = WARPS * 32;
-  static constexpr int kWeightPitch = BK / 2 + 16;
-  static constexpr int kActivationPitch = BK * 2;
-  static constexpr int kWindows = BK / 64; // parameter windows per row and array
-  static constexpr int kParamPitch = kWindows * 8;
   static constexpr int kWeightStage = kBn * kWeightPitch;
   static constexpr int kActivationStage = kTm * kActivationPitch;
-  static constexpr int kParamStage = kBn * kParamPitch;
+  static constexpr int kParamStage = kBn * 8; // per row: 2 scales, then 2 biases (bf16)
   static constexpr int kStage = kWeightStage + kActivationStage + kParamStage;
   static constexpr int kPipeline = STAGES * kStage;
   static constexpr int kPartials = kTm * kBn * 4; // fp32 [TM][BN], reuses the ring
@@ -123,60 +115,51 @@ __device__ __forceinline__ uint2 lds64(uint32_t addr) {
   return v;
 }
 
-// The first group a stage holds per row for the K block starting at k0: the even group index
-// at or below the block's first group (the 4-byte windows stay aligned because k / group is
-// even). A stage holds the windows of groups (first, first + 1) and, at BK = 128, (first + 2,
-// first + 3).
-__device__ __forceinline__ int param_first(int k0, int group_shift) {
-  return (k0 >> group_shift) & ~1;
+// The first of the two group-parameter slots a stage holds per row for K block kb: the even
+// group index at or below the block's first group (the 4-byte window stays aligned because
+// k / group is even), and which of the two slots half `half` of the block reads.
+__device__ __forceinline__ int param_window(int kb, int group_shift) {
+  return ((kb * kBlockK) >> group_shift) & ~1;
+}
+__device__ __forceinline__ int param_slot(int kb, int group_shift, int half) {
+  return group_shift == 5 ? half : ((kb * kBlockK) >> group_shift) & 1;
 }
 
-// One BK-deep K block (starting at k0) of the warp's MT m16 tiles x NT n8 tiles from ring stage
-// `stage`.
-template <class L>
-__device__ __forceinline__ void mma_block(uint32_t stage, int k0, int group_shift, int warp, int g,
-                                          int lane, uint32_t selector,
-                                          float (&acc)[L::kMt][L::kNt][4]) {
-  constexpr int MT = L::kMt, NT = L::kNt;
-  const uint32_t x_stage = stage + L::kWeightStage;
-  const uint32_t p_stage = x_stage + L::kActivationStage;
-  // (scale pair, bias pair) of each window, rows g and g + 8 of each m16 tile.
-  uint2 pv[MT][2][L::kWindows];
+// One 64-deep K block of the warp's MT m16 tiles x NT n8 tiles from ring stage `stage`
+// (weights, then activations at kWeightStage), with that block's parameters `v`.
+template <int NT, int MT, int kWeightStage, int kActivationStage>
+__device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shift, int warp, int g,
+                                          int lane, uint32_t selector, float (&acc)[MT][NT][4]) {
+  const uint32_t x_stage = stage + kWeightStage;
+  const uint32_t p_stage = x_stage + kActivationStage;
+  // (scale pair, bias pair) of rows g and g + 8 of each m16 tile.
+  uint2 pv[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int w = 0; w < L::kWindows; ++w)
-        pv[mt][h][w] =
-            lds64(p_stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * L::kParamPitch + w * 8);
-  const int first = param_first(k0, group_shift);
+      pv[mt][h] = lds64(p_stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * 8);
   // ldmatrix row address of this lane inside an activation stage: matrix j = lane / 8 is (n8
   // tile 2 i + j / 2, K half j % 2) of a pair of n8 tiles; row r = lane % 8.
   const int lm_row = ((lane >> 4) << 3) + (lane & 7); // + 16 i
   const int lm_half = (lane >> 3) & 1;
 #pragma unroll
-  for (int half = 0; half < 2 * L::kWindows; ++half) { // words 4 half ..: K steps 2 half, +1
+  for (int half = 0; half < 2; ++half) { // words 4 half .. 4 half + 3: K steps 2 half, +1
     uint4 words[MT][2];
     __nv_bfloat162 sc[MT][2], bi[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        words[mt][h] = lds128(stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * L::kWeightPitch +
-                              half * 16);
-      // The slot of this 32-deep piece's group among the stage's windows; prmt splats the
-      // chosen bf16 of its window into both halves.
-      const int slot = ((k0 + 32 * half) >> group_shift) - first;
-      const uint32_t pick = (slot & 1) ? 0x3232u : 0x1010u;
+        words[mt][h] =
+            lds128(stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * kWeightPitch + half * 16);
+      // prmt splats the chosen bf16 of a pair into both halves.
+      const uint32_t pick = param_slot(kb, group_shift, half) ? 0x3232u : 0x1010u;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        uint2 v = pv[mt][h][0];
-        if (L::kWindows > 1 && slot >= 2)
-          v = pv[mt][h][L::kWindows - 1];
         uint32_t sv, bv;
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(v.x), "r"(pick));
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(v.y), "r"(pick));
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(pv[mt][h].x), "r"(pick));
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(pv[mt][h].y), "r"(pick));
         sc[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
         bi[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
       }
@@ -201,7 +184,7 @@ __device__ __forceinline__ void mma_block(uint32_t stage, int k0, int group_shif
         const int r = np * 16 + lm_row;
         const int chunk = 2 * step + lm_half;
         uint32_t b0, b1, b2, b3;
-        ldmatrix_x4(x_stage + r * L::kActivationPitch + ((chunk ^ (r & 7)) << 4), b0, b1, b2, b3);
+        ldmatrix_x4(x_stage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma_m16n8k16(acc[mt][2 * np], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
@@ -212,10 +195,10 @@ __device__ __forceinline__ void mma_block(uint32_t stage, int k0, int group_shif
   }
 }
 
-template <int NT, int MT, int WARPS, int STAGES, int BK>
+template <int NT, int MT, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
     qmm_affine_mma_kernel(const Params p) {
-  using L = Layout<NT, MT, WARPS, STAGES, BK>;
+  using L = Layout<NT, MT, WARPS, STAGES>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
@@ -223,45 +206,32 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
   const int n0 = static_cast<int>(blockIdx.x) * L::kBn;
   const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
   const int slice = static_cast<int>(blockIdx.y);
-  const int blocks = p.k / BK;
+  const int blocks = p.k / kBlockK;
   const int kb0 = slice * blocks / p.split_k;
   const int kb1 = (slice + 1) * blocks / p.split_k;
   const int nblocks = kb1 - kb0;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const int words_per_row = p.k / 8;
 
-  // What this thread copies per K block, fixed for the whole call: kWCopies 16-byte pieces of
-  // weight words (BN x BK / 32), kPCopies 4-byte windows of group parameters (BN x 2 arrays x
-  // kWindows; the second window only at group 32) and kXCopies 16-byte pieces of activations
-  // (TM x BK / 8). Per block only the K offset moves.
-  constexpr int kWPieces = BK / 32, kXPieces = BK / 8;
-  constexpr int kWCopies = L::kBn * kWPieces / L::kThreads;
-  constexpr int kPCopies = L::kBn * 2 * L::kWindows / L::kThreads;
-  constexpr int kXCopies = (L::kTm * kXPieces + L::kThreads - 1) / L::kThreads;
+  // What this thread copies per K block, fixed for the whole call: MT 16-byte pieces of weight
+  // words and MT 4-byte windows of group parameters (each BN x 2 pieces), and kXCopies 16-byte
+  // pieces of activations (TM x 8). Per block only the K offset moves.
+  constexpr int kXCopies = (L::kTm * 8 + L::kThreads - 1) / L::kThreads;
   const int kg = p.k >> p.group_shift;
-  const uint32_t *w_src[kWCopies];
-  uint32_t w_dst[kWCopies];
-  int w_bytes[kWCopies];
+  const uint32_t *w_src[MT];
+  const uint16_t *p_src[MT];
+  uint32_t w_dst[MT], p_dst[MT];
+  int w_bytes[MT];
 #pragma unroll
-  for (int j = 0; j < kWCopies; ++j) {
-    const int c = tid + j * L::kThreads; // < kBn * kWPieces
-    const int r = c / kWPieces, piece = c % kWPieces;
+  for (int j = 0; j < MT; ++j) {
+    const int c = tid + j * L::kThreads; // < kBn * 2
+    const int r = c >> 1, half = c & 1;
     const int row = n0 + r;
     w_bytes[j] = row < p.n ? 16 : 0;
-    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + piece * 4;
-    w_dst[j] = r * L::kWeightPitch + piece * 16;
-  }
-  const uint16_t *p_src[kPCopies];
-  uint32_t p_dst[kPCopies];
-  bool p_copy[kPCopies];
-#pragma unroll
-  for (int j = 0; j < kPCopies; ++j) {
-    const int c = tid + j * L::kThreads; // < kBn * 2 * kWindows
-    const int r = c / (2 * L::kWindows), array = c & 1, window = (c >> 1) % L::kWindows;
-    const int row = min(n0 + r, p.n - 1);
-    p_src[j] = (array ? p.biases : p.scales) + static_cast<size_t>(row) * kg + 2 * window;
-    p_dst[j] = L::kWeightStage + L::kActivationStage + r * L::kParamPitch + window * 8 + array * 4;
-    p_copy[j] = window == 0 || p.group_shift == 5; // a BK = 128 block spans 4 groups of 32
+    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + half * 4;
+    w_dst[j] = r * kWeightPitch + half * 16;
+    p_src[j] = (half ? p.biases : p.scales) + static_cast<size_t>(min(row, p.n - 1)) * kg;
+    p_dst[j] = L::kWeightStage + L::kActivationStage + r * 8 + half * 4;
   }
   const uint16_t *x_src[kXCopies];
   uint32_t x_dst[kXCopies];
@@ -269,30 +239,27 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
 #pragma unroll
   for (int j = 0; j < kXCopies; ++j) {
     const int c = tid + j * L::kThreads;
-    const int r = c / kXPieces, chunk = c % kXPieces;
+    const int r = c >> 3, chunk = c & 7;
     const int row = m0 + r;
-    // Threads past the tile's pieces (c >= TM x BK / 8) copy nothing: x_bytes < 0.
-    x_bytes[j] = c >= L::kTm * kXPieces ? -1 : row < p.m ? 16 : 0;
+    // Threads past the tile's pieces (c >= TM x 8) copy nothing: x_bytes < 0.
+    x_bytes[j] = c >= L::kTm * 8 ? -1 : row < p.m ? 16 : 0;
     x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + chunk * 8;
-    x_dst[j] = L::kWeightStage + r * L::kActivationPitch + ((chunk ^ (r & 7)) << 4);
+    x_dst[j] = L::kWeightStage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4);
   }
   auto copy_weights = [&](int kb, int stage) {
     const uint32_t base = smem_base + stage * L::kStage;
 #pragma unroll
-    for (int j = 0; j < kWCopies; ++j)
-      copy16(base + w_dst[j], w_src[j] + kb * (BK / 8), w_bytes[j], true);
-    const int first = param_first(kb * BK, p.group_shift);
-#pragma unroll
-    for (int j = 0; j < kPCopies; ++j)
-      if (p_copy[j])
-        copy4(base + p_dst[j], p_src[j] + first);
+    for (int j = 0; j < MT; ++j) {
+      copy16(base + w_dst[j], w_src[j] + kb * (kBlockK / 8), w_bytes[j], true);
+      copy4(base + p_dst[j], p_src[j] + param_window(kb, p.group_shift));
+    }
   };
   auto copy_activations = [&](int kb, int stage) {
     const uint32_t base = smem_base + stage * L::kStage;
 #pragma unroll
     for (int j = 0; j < kXCopies; ++j)
       if (x_bytes[j] >= 0)
-        copy16(base + x_dst[j], x_src[j] + kb * BK, x_bytes[j], false);
+        copy16(base + x_dst[j], x_src[j] + kb * kBlockK, x_bytes[j], false);
   };
 
   // The weights and group parameters of the first STAGES - 1 blocks before the wait for the
@@ -330,8 +297,8 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
         copy_activations(kb0 + i + STAGES - 1, refill);
       }
       copy_async_commit();
-      mma_block<L>(smem_base + j * L::kStage, (kb0 + i) * BK, p.group_shift, warp, g, lane,
-                   selector, acc);
+      mma_block<NT, MT, L::kWeightStage, L::kActivationStage>(
+          smem_base + j * L::kStage, kb0 + i, p.group_shift, warp, g, lane, selector, acc);
     }
   }
   copy_async_wait<0>();

@@ -1,6 +1,6 @@
 // qmm.affine's mma path (mma.sync, no CUTLASS): the compiled kernels and their launch, for the
 // activation tiles of decode-to-prefill. qmm_affine.cpp lists them as configs of path 2
-// (`qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..`). No CUDA header needed
+// (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`). No CUDA header needed
 // by includers. Device code and the fragment layout: qmm_affine_mma.cuh.
 #pragma once
 
@@ -12,15 +12,15 @@
 
 namespace hone::cuda {
 
-// One compiled mma kernel: tile_m activation rows x tile_n weight rows per CTA, `warps` warps
-// (each tile_n / warps weight rows), a `stages`-deep cp.async ring of tile_k-deep K blocks
-// (64 or 128; k must be a multiple of it).
+// One compiled mma kernel: TM activation rows x BN weight rows per CTA, `warps` warps (each
+// BN / warps weight rows), a `stages`-deep cp.async ring of 64-deep K blocks.
 struct QmmMmaKernel {
-  int tile_m, tile_n, tile_k, warps, stages;
+  int tile_m, tile_n, warps, stages;
 };
 
 // Every compiled mma kernel (int4 only), in table order.
 const std::vector<QmmMmaKernel> &qmm_mma_kernels();
+inline constexpr int kQmmMmaBlockK = 64;  // K per stage: k must be a multiple of it
 inline constexpr int kQmmMmaMaxSplit = 8; // split_k CTAs form one cluster (portable size)
 
 struct QmmMmaArgs {
@@ -37,8 +37,7 @@ struct QmmMmaArgs {
 // Registers, spills and shared memory of a kernel; empty when it is not compiled.
 KernelResources qmm_mma_resources(const QmmMmaKernel &kernel);
 // Enqueues the kernel; invalid_value when `kernel` is not compiled or refuses the arguments
-// (m, n % 8, k % tile_k, the group, k / group even, split_k in 1..8 and at most the K
-// blocks).
+// (m, n % 8, k % 64, the group, split_k in 1..8 and at most the K blocks).
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
 
 } // namespace hone::cuda
