@@ -177,6 +177,39 @@ TEST_F(QmmAffineHostTest, CompileRefusesATacticNotCompiledNamingTheTiles) {
   }
 }
 
+// The mma path: its spelling parses, and the shapes it cannot take are refused with the value.
+TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
+  const QmmAffineConfig c = QmmAffineConfig::from_tactic(
+      Tactic::parse("qmm.affine.mma:tile_m=16,tile_n=64,stages=3,warps=4,split_k=2"));
+  EXPECT_EQ(c.path, 2);
+  EXPECT_EQ(c.tile_m, 16);
+  EXPECT_EQ(c.tile_n, 64);
+  EXPECT_EQ(c.tile_k, 64);
+  EXPECT_EQ(c.stages, 3);
+  EXPECT_EQ(c.warps, 4);
+  EXPECT_EQ(c.split_k, 2);
+  EXPECT_THROW(QmmAffineConfig::from_tactic(
+                   Tactic::parse("qmm.affine.mma:tile_m=16,tile_n=64,stages=3,split_k=2")),
+               Error);
+  std::string why;
+  EXPECT_TRUE(qmm_affine_can_implement(c, 16, 4096, 4096, 4, 64, &why)) << why;
+  const auto refused = [&](int m, int n, int k, int bits, int group, const std::string &text) {
+    std::string reason;
+    EXPECT_FALSE(qmm_affine_can_implement(c, m, n, k, bits, group, &reason))
+        << "m=" << m << " n=" << n << " k=" << k << " bits=" << bits << " group=" << group;
+    EXPECT_NE(reason.find(text), std::string::npos) << reason;
+  };
+  refused(16, 4096, 4096, 8, 64, "bits=8");          // int4 only: not among the int8 configs
+  refused(16, 4096, 1152, 4, 128, "k / group = 9");  // parameter windows need k / group even
+  refused(16, 4096, 1056, 4, 32, "k=1056");          // 64-deep K blocks
+  QmmAffineConfig wide = c;
+  wide.split_k = 4;
+  EXPECT_TRUE(qmm_affine_can_implement(wide, 16, 4096, 256, 4, 64, &why)) << why;
+  std::string reason;
+  EXPECT_FALSE(qmm_affine_can_implement(wide, 16, 4096, 192, 4, 64, &reason)); // 3 K blocks
+  EXPECT_NE(reason.find("split_k=4"), std::string::npos) << reason;
+}
+
 TEST_F(QmmAffineHostTest, CandidatesAreCompiledAdmissibleAndUniqueWithTheDefaultFirst) {
   const TunableOp &op = qmm_op();
   for (int bits : {4, 8})
