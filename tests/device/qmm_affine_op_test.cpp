@@ -199,9 +199,9 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
         << "m=" << m << " n=" << n << " k=" << k << " bits=" << bits << " group=" << group;
     EXPECT_NE(reason.find(text), std::string::npos) << reason;
   };
-  refused(16, 4096, 4096, 8, 64, "bits=8");          // int4 only: not among the int8 configs
-  refused(16, 4096, 1152, 4, 128, "k / group = 9");  // parameter windows need k / group even
-  refused(16, 4096, 1056, 4, 32, "k=1056");          // 64-deep K blocks
+  refused(16, 4096, 4096, 8, 64, "bits=8");         // int4 only: not among the int8 configs
+  refused(16, 4096, 1152, 4, 128, "k / group = 9"); // parameter windows need k / group even
+  refused(16, 4096, 1056, 4, 32, "k=1056");         // 64-deep K blocks
   QmmAffineConfig wide = c;
   wide.split_k = 4;
   EXPECT_TRUE(qmm_affine_can_implement(wide, 16, 4096, 256, 4, 64, &why)) << why;
