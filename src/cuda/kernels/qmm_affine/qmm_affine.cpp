@@ -21,7 +21,7 @@
 // The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`, int4):
 //   tile_m     activation rows per CTA: 16, 32 or 64
 //   tile_n     weight rows per CTA: 16 or 32 per warp
-//   stages     cp.async ring depth (64-deep K blocks of weights and activations)
+//   stages     cp.async ring depth (64-deep K blocks of weights, activations, group parameters)
 //   warps      warps per CTA
 //   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).

@@ -1,5 +1,5 @@
 // qmm.affine's mma path (device code): Y[m, n] = X[m, k] . dequant(W)[n, k]^T for the small
-// activation tiles of decode-to-prefill (m up to a few hundred), on mma.sync tensor cores, from
+// activation tiles of decode-to-prefill (offered at 9-64 rows), on mma.sync tensor cores, from
 // the affine layout as it is (int4 words along K, bf16 scales and biases [n, k / group]).
 //
 // The transposed problem, as on the wgmma path: weight rows on the mma's M (16 per m16 tile),
@@ -21,8 +21,11 @@
 //   form).
 // Scales and biases travel in the same ring: per block and weight row, one aligned 4-byte
 // window (two bf16) of each array that holds the block's group(s) (k / group must be even).
-// NOTE: held in registers across blocks instead (an earlier version), the parameter loads of
-// far-ahead blocks cost about one memory latency per block.
+// Summation order: per output, each K slice adds its 64-deep blocks in K order in fp32 (mma),
+// then the slices are added in slice order, so the result depends on (k, split_k) only.
+// NOTE: every thread's copy addresses are computed once; per-block address arithmetic and a
+// division by the run-time group cost more issue slots than the math in an earlier version
+// (docs/notes/qmm_affine.md, "The mma path").
 #pragma once
 
 #include <cstdint>
