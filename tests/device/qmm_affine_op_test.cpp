@@ -210,6 +210,30 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
   EXPECT_NE(reason.find("split_k=4"), std::string::npos) << reason;
 }
 
+// The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
+// rows and at most 128 weight rows per CTA (qmm_affine_op.cpp says why).
+TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile) {
+  const TunableOp &op = qmm_op();
+  const Format f{4096, 4096, 4, 64};
+  for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 512}) {
+    const Shape b = op.buckets().map(shape_of(m, f)).value();
+    const int fit = b[0] <= 16 ? 16 : b[0] <= 32 ? 32 : 64;
+    int mma = 0;
+    for (const Tactic &t : op.candidates(b)) {
+      const QmmAffineConfig c = QmmAffineConfig::from_tactic(t);
+      if (c.path != 2)
+        continue;
+      ++mma;
+      EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
+      EXPECT_LE(c.tile_n, 128) << "m=" << m << " " << t.str();
+    }
+    if (b[0] >= 9 && b[0] <= 64)
+      EXPECT_GT(mma, 0) << "m=" << m;
+    else
+      EXPECT_EQ(mma, 0) << "m=" << m;
+  }
+}
+
 TEST_F(QmmAffineHostTest, CandidatesAreCompiledAdmissibleAndUniqueWithTheDefaultFirst) {
   const TunableOp &op = qmm_op();
   for (int bits : {4, 8})
