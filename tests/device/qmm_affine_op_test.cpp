@@ -151,7 +151,7 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
       EXPECT_EQ(t.kernel, c.path == 0   ? "qmm.affine.wgmma"
                           : c.path == 1 ? "qmm.affine.dequant"
                                         : "qmm.affine.mma");
-      EXPECT_TRUE(c.path != 2 || bits == 4) << t.str();
+      EXPECT_TRUE(c.path != kQmmMmaPath || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
       EXPECT_EQ(t.str().find("stream_k") != std::string::npos, c.stream_k != 0) << t.str();
       EXPECT_TRUE(c.pingpong == 0 || (c.split_k == 1 && c.stream_k == 0)) << t.str();
@@ -221,7 +221,7 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
     int mma = 0;
     for (const Tactic &t : op.candidates(b)) {
       const QmmAffineConfig c = QmmAffineConfig::from_tactic(t);
-      if (c.path != 2)
+      if (c.path != kQmmMmaPath)
         continue;
       ++mma;
       EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
@@ -361,7 +361,7 @@ TEST_F(QmmAffineOpTest, EveryCompiledTacticMatchesTheReference) {
 TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
   int mma_configs = 0;
   for (const QmmAffineConfig &c : qmm_affine_configs(4))
-    mma_configs += c.path == 2;
+    mma_configs += c.path == kQmmMmaPath;
   ASSERT_GT(mma_configs, 0) << "no mma configs compiled";
   for (int group : {32, 64, 128}) {
     const Format f{1000, group == 128 ? 1280 : 1152, 4, group};
@@ -369,7 +369,7 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
       std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
       int ran = 0;
       for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
-        if (c.path != 2)
+        if (c.path != kQmmMmaPath)
           continue;
         const Tactic t = c.to_tactic();
         std::string reason;

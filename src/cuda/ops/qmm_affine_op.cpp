@@ -39,7 +39,6 @@ bool is_compiled(const QmmAffineConfig &config, int bits) {
 // rows it takes twice their time; at 1-8 rows qmv.affine is faster than either), at the
 // activation tile that holds the rows (16, 32, 64: the tile below re-reads the weights, the one
 // above idles its tensor work), and with at most 128 weight rows per CTA (256 never won).
-constexpr int kMmaPath = 2;
 constexpr int kMmaMinRows = 9;
 constexpr int kMmaMaxRows = 64;
 constexpr int kMmaMaxTileN = 128;
@@ -47,12 +46,12 @@ constexpr int kMmaMaxTileN = 128;
 bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
   int smallest_tile_m = c.tile_m, largest_tile_m = c.tile_m;
   for (const QmmAffineConfig &o : qmm_affine_configs(p.bits))
-    if ((o.path == kMmaPath) == (c.path == kMmaPath)) {
+    if ((o.path == kQmmMmaPath) == (c.path == kQmmMmaPath)) {
       smallest_tile_m = std::min(smallest_tile_m, o.tile_m);
       largest_tile_m = std::max(largest_tile_m, o.tile_m);
     }
   const int m_pow2 = static_cast<int>(std::bit_ceil(static_cast<unsigned>(p.rows)));
-  if (c.path == kMmaPath &&
+  if (c.path == kQmmMmaPath &&
       (p.rows < kMmaMinRows || p.rows > kMmaMaxRows || c.tile_n > kMmaMaxTileN ||
        c.tile_m != std::clamp(m_pow2, smallest_tile_m, largest_tile_m)))
     return false;

@@ -53,12 +53,11 @@ constexpr std::array<std::pair<int, int>, 4> kCooperativeSplits{{{1, 0}, {2, 0},
 constexpr size_t kRegionAlign = 256; // bytes: each workspace region starts TMA-aligned
 constexpr int kDenseBits = 16;       // QmmAffineKernel::bits of the dense (dequant) kernels
 constexpr int kChunkRowAlign = 256;  // dequant chunks start on a multiple of every tile N
-constexpr int kMmaPath = 2;
 // Run-time splits offered for every mma kernel (cluster sizes).
 constexpr std::array<int, 3> kMmaSplits{1, 2, 4};
 
 const QmmMmaKernel *find_mma_kernel(const QmmAffineConfig &c, int bits) {
-  if (c.path != kMmaPath || bits != 4 || c.tile_k != kQmmMmaBlockK || c.cluster_m != 1 ||
+  if (c.path != kQmmMmaPath || bits != 4 || c.tile_k != kQmmMmaBlockK || c.cluster_m != 1 ||
       c.cluster_n != 1 || c.pingpong != 0)
     return nullptr;
   for (const QmmMmaKernel &k : qmm_mma_kernels())
@@ -79,7 +78,7 @@ const std::vector<const QmmAffineKernel *> &kernels() {
 // The kernel of `c` for weights of `bits`: a mixed-input kernel of those bits (wgmma), or a
 // dense kernel (dequant), which serves every bits.
 const QmmAffineKernel *find_kernel(const QmmAffineConfig &c, int bits) {
-  if ((bits != 4 && bits != 8) || c.path == kMmaPath)
+  if ((bits != 4 && bits != 8) || c.path == kQmmMmaPath)
     return nullptr;
   const int kernel_bits = c.path == 1 ? kDenseBits : c.path == 0 ? bits : -1;
   for (const QmmAffineKernel *k : kernels())
@@ -117,7 +116,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
     for (const QmmMmaKernel &k : qmm_mma_kernels())
       for (int split : kMmaSplits) {
         QmmAffineConfig c;
-        c.path = kMmaPath;
+        c.path = kQmmMmaPath;
         c.tile_m = k.tile_m;
         c.tile_n = k.tile_n;
         c.tile_k = kQmmMmaBlockK;
@@ -237,22 +236,14 @@ const std::vector<QmmAffineConfig> &qmm_affine_configs(int bits) {
 }
 
 std::string qmm_affine_tile_list(int bits) {
+  constexpr const char *kPathSuffix[] = {"", " (dequant)", " (mma)"};
   std::vector<std::string> tiles;
-  for (const QmmAffineKernel *k : kernels()) {
-    if (k->bits != bits && k->bits != kDenseBits)
-      continue;
-    std::string t = std::to_string(k->tile_m) + "x" + std::to_string(k->tile_n) + "x" +
-                    std::to_string(k->tile_k) + (k->bits == kDenseBits ? " (dequant)" : "");
+  for (const QmmAffineConfig &c : qmm_affine_configs(bits)) {
+    std::string t = std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
+                    std::to_string(c.tile_k) + kPathSuffix[c.path];
     if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
       tiles.push_back(std::move(t));
   }
-  if (bits == 4 && !tiles.empty())
-    for (const QmmMmaKernel &k : qmm_mma_kernels()) {
-      std::string t = std::to_string(k.tile_m) + "x" + std::to_string(k.tile_n) + "x" +
-                      std::to_string(kQmmMmaBlockK) + " (mma)";
-      if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
-        tiles.push_back(std::move(t));
-    }
   if (tiles.empty())
     return "none";
   std::string out;

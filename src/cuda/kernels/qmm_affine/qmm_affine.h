@@ -41,6 +41,9 @@ namespace hone::cuda {
 // `qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..` (tile_k 64, no cluster
 // field: its split_k CTAs form the cluster). Path, tile, cluster, schedule (stages and warps
 // on the mma path) pick the compiled kernel; split_k and stream_k are run-time arguments of it.
+// QmmAffineConfig::path of the mma path (0: wgmma, 1: dequant).
+inline constexpr int kQmmMmaPath = 2;
+
 struct QmmAffineConfig {
   int path = 0;      // 0: wgmma (mixed input), 1: dequant (bf16 scratch, dense GEMM), 2: mma
   int tile_m = 128;  // activation rows (M of Y) per output tile: the wgmma N

@@ -18,7 +18,6 @@ constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant"
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
 constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "stages", "warps", "split_k"};
-constexpr int kMmaPath = 2;
 constexpr const char *kStreamKField = "stream_k";
 
 // The default splits K only while the data-parallel grid fills less than half of a wave of an
@@ -44,8 +43,8 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 } // namespace
 
 Tactic QmmAffineConfig::to_tactic() const {
-  if (path == kMmaPath)
-    return config_tactic(kPathKernels[kMmaPath], kMmaFieldNames,
+  if (path == kQmmMmaPath)
+    return config_tactic(kPathKernels[kQmmMmaPath], kMmaFieldNames,
                          {{tile_m, tile_n, stages, warps, split_k}}, kStreamKField, stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
                        {{tile_m, tile_n, tile_k, cluster_m, cluster_n, pingpong, split_k}},
@@ -58,9 +57,9 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = 0;
   else if (tactic.kernel == kPathKernels[1])
     c.path = 1;
-  else if (tactic.kernel == kPathKernels[kMmaPath]) {
+  else if (tactic.kernel == kPathKernels[kQmmMmaPath]) {
     const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
-    c.path = kMmaPath;
+    c.path = kQmmMmaPath;
     c.tile_m = v[0];
     c.tile_n = v[1];
     c.tile_k = kQmmMmaBlockK;
@@ -71,7 +70,7 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
                           kPathKernels[0] + ", " + kPathKernels[1] + " or " +
-                          kPathKernels[kMmaPath] + ")");
+                          kPathKernels[kQmmMmaPath] + ")");
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];
@@ -100,7 +99,7 @@ QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {
   const QmmAffineConfig *best = nullptr;
   double best_score = 0;
   for (const QmmAffineConfig &c : all) {
-    if (c.path == kMmaPath || c.split_k != 1 || c.stream_k != 0 || c.cluster_m != 1 ||
+    if (c.path == kQmmMmaPath || c.split_k != 1 || c.stream_k != 0 || c.cluster_m != 1 ||
         c.cluster_n != 1 || (c.path == 0 && group % c.tile_k != 0))
       continue;
     // Lower is better: the path first, then tile M distance, then the schedule, then tile K
@@ -154,7 +153,7 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
   if (!is_compiled(config, bits))
     return fail(reason, "not a compiled qmm.affine config for bits=" + std::to_string(bits) +
                             " (compiled tiles MxNxK: " + qmm_affine_tile_list(bits) + ")");
-  if (config.path == kMmaPath) {
+  if (config.path == kQmmMmaPath) {
     if (bits != 4)
       return fail(reason, "the mma path takes bits=4 only, got bits=" + std::to_string(bits));
     if (k % kQmmMmaBlockK != 0)

@@ -30,7 +30,6 @@
 
 #include <cstdint>
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include "cuda/kernels/common/pdl.cuh"
@@ -65,7 +64,7 @@ template <int NT, int MT, int WARPS, int STAGES> struct Layout {
   static constexpr int kParamStage = kBn * 8; // per row: 2 scales, then 2 biases (bf16)
   static constexpr int kStage = kWeightStage + kActivationStage + kParamStage;
   static constexpr int kPipeline = STAGES * kStage;
-  static constexpr int kPartials = kTm * kBn * 4; // fp32 [TM][BN], reuses the ring
+  static constexpr int kPartials = kTm * kBn * 4; // fp32 partials of the epilogue, in the ring
   static constexpr int kShared = kPipeline > kPartials ? kPipeline : kPartials;
 };
 
@@ -308,46 +307,14 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
   __syncthreads(); // the ring is free: it becomes the partials
   pdl_launch_dependents();
 
-  // Partials fp32 [TM][BN] (token-major, so the stores below are contiguous along n).
-  float *partials = reinterpret_cast<float *>(smem);
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int col = warp * MT * 16 + mt * 16 + g + 8 * (i >> 1);
-        const int tok = nt * 8 + 2 * t + (i & 1);
-        partials[tok * L::kBn + col] = acc[mt][nt][i];
-      }
-  namespace cg = cooperative_groups;
-  if (p.split_k > 1)
-    cg::this_cluster().sync();
-  else
-    __syncthreads();
-  // Rank r adds, in slice order, every split_k-th pair of outputs and stores bf16 pairs.
-  constexpr int kPairs = L::kTm * L::kBn / 2;
-  for (int o = slice * L::kThreads + tid; o < kPairs; o += p.split_k * L::kThreads) {
-    const int tok = (2 * o) / L::kBn;
-    const int col = (2 * o) % L::kBn;
-    const int row = m0 + tok, n = n0 + col;
-    if (row >= p.m || n >= p.n)
-      continue;
-    float2 sum = make_float2(0.0f, 0.0f);
-    for (int s = 0; s < p.split_k; ++s) {
-      const float *base = partials;
-      if (p.split_k > 1)
-        base = cg::this_cluster().map_shared_rank(partials, s);
-      const float2 v = *reinterpret_cast<const float2 *>(base + tok * L::kBn + col);
-      sum.x += v.x;
-      sum.y += v.y;
-    }
-    // n is even and n + 1 < p.n: p.n is a multiple of 8.
-    const __nv_bfloat162 out = __floats2bfloat162_rn(sum.x, sum.y);
-    *reinterpret_cast<__nv_bfloat162 *>(p.y + static_cast<size_t>(row) * p.n + n) = out;
-  }
-  if (p.split_k > 1)
-    cg::this_cluster().sync(); // keeps every CTA's partials alive until the cluster read them
+  // The GEMV family's epilogue: the m16n8 accumulators tile by tile into the (now free) ring,
+  // then the split_k partials of each output added in slice order across the cluster.
+  struct {
+    int rows, n, warps_n, warps_k, split_k;
+    uint16_t *y;
+  } const out{p.m, p.n, WARPS, 1, p.split_k, p.y};
+  store_mma_partials_and_reduce<MT, NT>(out, reinterpret_cast<float4 *>(smem), acc, warp, lane, n0,
+                                        m0);
 }
 
 } // namespace hone::cuda::qmm_mma_detail
