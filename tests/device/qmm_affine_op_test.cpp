@@ -180,7 +180,7 @@ TEST_F(QmmAffineHostTest, CompileRefusesATacticNotCompiledNamingTheTiles) {
 // The mma path: its spelling parses, and the shapes it cannot take are refused with the value.
 TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
   const QmmAffineConfig c = QmmAffineConfig::from_tactic(
-      Tactic::parse("qmm.affine.mma:tile_m=16,tile_n=64,stages=3,warps=4,split_k=2"));
+      Tactic::parse("qmm.affine.mma:tile_m=16,tile_n=64,tile_k=64,stages=3,warps=4,split_k=2"));
   EXPECT_EQ(c.path, 2);
   EXPECT_EQ(c.tile_m, 16);
   EXPECT_EQ(c.tile_n, 64);
@@ -193,21 +193,29 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
                Error);
   std::string why;
   EXPECT_TRUE(qmm_affine_can_implement(c, 16, 4096, 4096, 4, 64, &why)) << why;
-  const auto refused = [&](int m, int n, int k, int bits, int group, const std::string &text) {
+  const auto refused = [&](const QmmAffineConfig &config, int m, int n, int k, int bits, int group,
+                           const std::string &text) {
     std::string reason;
-    EXPECT_FALSE(qmm_affine_can_implement(c, m, n, k, bits, group, &reason))
-        << "m=" << m << " n=" << n << " k=" << k << " bits=" << bits << " group=" << group;
+    EXPECT_FALSE(qmm_affine_can_implement(config, m, n, k, bits, group, &reason))
+        << config.to_tactic().str() << " m=" << m << " n=" << n << " k=" << k << " bits=" << bits
+        << " group=" << group;
     EXPECT_NE(reason.find(text), std::string::npos) << reason;
   };
-  refused(16, 4096, 4096, 8, 64, "bits=8");         // int4 only: not among the int8 configs
-  refused(16, 4096, 1152, 4, 128, "k / group = 9"); // parameter windows need k / group even
-  refused(16, 4096, 1056, 4, 32, "k=1056");         // 64-deep K blocks
+  refused(c, 16, 4096, 4096, 8, 64, "bits=8");         // int4 only: not among the int8 configs
+  refused(c, 16, 4096, 1152, 4, 128, "k / group = 9"); // parameter windows need k / group even
+  refused(c, 16, 4096, 1056, 4, 32, "k=1056");         // 64-deep K blocks
   QmmAffineConfig wide = c;
   wide.split_k = 4;
   EXPECT_TRUE(qmm_affine_can_implement(wide, 16, 4096, 256, 4, 64, &why)) << why;
   std::string reason;
   EXPECT_FALSE(qmm_affine_can_implement(wide, 16, 4096, 192, 4, 64, &reason)); // 3 K blocks
   EXPECT_NE(reason.find("split_k=4"), std::string::npos) << reason;
+  // A 256-deep block: k a multiple of 256, and as many blocks as slices.
+  const QmmAffineConfig deep = QmmAffineConfig::from_tactic(
+      Tactic::parse("qmm.affine.mma:tile_m=16,tile_n=64,tile_k=256,stages=3,warps=16,split_k=4"));
+  EXPECT_TRUE(qmm_affine_can_implement(deep, 16, 4096, 1024, 4, 128, &why)) << why;
+  refused(deep, 16, 4096, 1152, 4, 64, "tile_k=256");
+  refused(deep, 16, 4096, 768, 4, 64, "split_k=4");
 }
 
 // The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
@@ -359,28 +367,39 @@ TEST_F(QmmAffineOpTest, EveryCompiledTacticMatchesTheReference) {
 // gives slices of unequal length; 1280 at group 128, where k / group must be even), activation
 // rows that fill no tile, every group.
 TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
-  int mma_configs = 0;
+  std::vector<QmmAffineConfig> mma;
   for (const QmmAffineConfig &c : qmm_affine_configs(4))
-    mma_configs += c.path == kQmmMmaPath;
-  ASSERT_GT(mma_configs, 0) << "no mma configs compiled";
+    if (c.path == kQmmMmaPath)
+      mma.push_back(c);
+  ASSERT_FALSE(mma.empty()) << "no mma configs compiled";
   for (int group : {32, 64, 128}) {
-    const Format f{1000, group == 128 ? 1280 : 1152, 4, group};
-    for (int m : reduced_shapes() ? std::vector<int>{37} : std::vector<int>{1, 9, 37, 70}) {
-      std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
-      int ran = 0;
-      for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
-        if (c.path != kQmmMmaPath)
-          continue;
-        const Tactic t = c.to_tactic();
-        std::string reason;
-        ASSERT_EQ(w->can_run(t, &reason), Status::ok) << t.str() << ": " << reason;
-        const CheckResult r = w->check(t, Numerics::tolerance);
-        EXPECT_TRUE(r.pass()) << describe(f) << " m=" << m << " " << t.str() << ": "
-                              << to_string(r.status) << ": " << r.reason;
-        ++ran;
+    // n not a multiple of any tile; K slices of unequal length; parameter windows of 16, 8 and
+    // 4 bytes (k / group = 36, 40 at group 32; 18, 20 at 64; 10, 14 at 128).
+    const std::vector<int> ks =
+        group == 128 ? std::vector<int>{1280, 1792} : std::vector<int>{1152, 1280};
+    std::vector<int> ran(mma.size(), 0);
+    for (int k : ks) {
+      const Format f{1000, k, 4, group};
+      for (int m : reduced_shapes() ? std::vector<int>{37} : std::vector<int>{1, 9, 37, 70}) {
+        std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
+        for (size_t i = 0; i < mma.size(); ++i) {
+          const Tactic t = mma[i].to_tactic();
+          std::string reason;
+          if (w->can_run(t, &reason) != Status::ok) {
+            // Only a K block deeper than 64 that does not divide k may refuse.
+            EXPECT_NE(k % mma[i].tile_k, 0) << t.str() << ": " << reason;
+            EXPECT_NE(reason.find("tile_k="), std::string::npos) << reason;
+            continue;
+          }
+          const CheckResult r = w->check(t, Numerics::tolerance);
+          EXPECT_TRUE(r.pass()) << describe(f) << " m=" << m << " " << t.str() << ": "
+                                << to_string(r.status) << ": " << r.reason;
+          ++ran[i];
+        }
       }
-      EXPECT_EQ(ran, mma_configs);
     }
+    for (size_t i = 0; i < mma.size(); ++i)
+      EXPECT_GT(ran[i], 0) << "group " << group << ": " << mma[i].to_tactic().str() << " never ran";
   }
 }
 

@@ -18,11 +18,13 @@
 //   split_k    K slices per tile (cooperative): partials through the workspace, added in fixed
 //              order by the last slice's CTA
 //   stream_k   (optional, default 0) 1: stream-K over the K tiles of all output tiles
-// The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`, int4):
+// The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..`,
+// int4):
 //   tile_m     activation rows per CTA: 16, 32 or 64
-//   tile_n     weight rows per CTA: 16 or 32 per warp
-//   stages     cp.async ring depth (64-deep K blocks of weights, activations, group parameters)
-//   warps      warps per CTA
+//   tile_n     weight rows per CTA: 16 or 32 per warp along the rows
+//   tile_k     K per block: 64, 128 or 256, one 64-deep quarter per warp along K
+//   stages     cp.async ring depth (K blocks of weights, activations, group parameters)
+//   warps      warps per CTA (tile_k / 64 along K, the rest along the weight rows)
 //   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
@@ -57,11 +59,11 @@ constexpr int kChunkRowAlign = 256;  // dequant chunks start on a multiple of ev
 constexpr std::array<int, 3> kMmaSplits{1, 2, 4};
 
 const QmmMmaKernel *find_mma_kernel(const QmmAffineConfig &c, int bits) {
-  if (c.path != kQmmMmaPath || bits != 4 || c.tile_k != kQmmMmaBlockK || c.cluster_m != 1 ||
-      c.cluster_n != 1 || c.pingpong != 0)
+  if (c.path != kQmmMmaPath || bits != 4 || c.cluster_m != 1 || c.cluster_n != 1 || c.pingpong != 0)
     return nullptr;
   for (const QmmMmaKernel &k : qmm_mma_kernels())
-    if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.stages == c.stages && k.warps == c.warps)
+    if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.tile_k == c.tile_k &&
+        k.stages == c.stages && k.warps == c.warps)
       return &k;
   return nullptr;
 }
@@ -119,7 +121,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.path = kQmmMmaPath;
         c.tile_m = k.tile_m;
         c.tile_n = k.tile_n;
-        c.tile_k = kQmmMmaBlockK;
+        c.tile_k = k.tile_k;
         c.stages = k.stages;
         c.warps = k.warps;
         c.split_k = split;

@@ -38,7 +38,7 @@ namespace hone::cuda {
 // One compiled kernel configuration of qmm.affine. Its Tactic form is
 // `qmm.affine.<path>:tile_m=..,tile_n=..,tile_k=..,cluster_m=..,cluster_n=..,pingpong=..,
 // split_k=..` plus `stream_k=1` where set, <path> wgmma or dequant; the mma path spells
-// `qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..` (tile_k 64, no cluster
+// `qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..` (no cluster
 // field: its split_k CTAs form the cluster). Path, tile, cluster, schedule (stages and warps
 // on the mma path) pick the compiled kernel; split_k and stream_k are run-time arguments of it.
 // QmmAffineConfig::path of the mma path (0: wgmma, 1: dequant).
@@ -48,7 +48,7 @@ struct QmmAffineConfig {
   int path = 0;      // 0: wgmma (mixed input), 1: dequant (bf16 scratch, dense GEMM), 2: mma
   int tile_m = 128;  // activation rows (M of Y) per output tile: the wgmma N
   int tile_n = 128;  // weight rows (N of Y) per output tile: 64 per consumer warpgroup
-  int tile_k = 64;   // K per pipeline stage; must divide the group
+  int tile_k = 64;   // K per pipeline stage; must divide the group (wgmma path)
   int cluster_m = 1; // CTAs of one cluster along M: they share (TMA multicast) the weight tile
   int cluster_n = 1; // CTAs of one cluster along N: they share the activation tile
   int pingpong = 0;  // 0: cooperative (two consumer warpgroups split one tile); 1: ping-pong
@@ -57,7 +57,7 @@ struct QmmAffineConfig {
                      // (cooperative only)
   int stream_k = 0;  // 1: stream-K decomposition (cooperative only; split_k = 1)
   int stages = 0;    // mma path: cp.async ring depth (0 on the CUTLASS paths)
-  int warps = 0;     // mma path: warps per CTA, tile_n / warps weight rows each
+  int warps = 0;     // mma path: warps per CTA, tile_k / 64 of them along K
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmm.affine config.
   static QmmAffineConfig from_tactic(const Tactic &tactic);

@@ -17,7 +17,8 @@ namespace {
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
-constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "stages", "warps", "split_k"};
+constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "tile_k",
+                                          "stages", "warps",  "split_k"};
 constexpr const char *kStreamKField = "stream_k";
 
 // The default splits K only while the data-parallel grid fills less than half of a wave of an
@@ -45,7 +46,8 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 Tactic QmmAffineConfig::to_tactic() const {
   if (path == kQmmMmaPath)
     return config_tactic(kPathKernels[kQmmMmaPath], kMmaFieldNames,
-                         {{tile_m, tile_n, stages, warps, split_k}}, kStreamKField, stream_k);
+                         {{tile_m, tile_n, tile_k, stages, warps, split_k}}, kStreamKField,
+                         stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
                        {{tile_m, tile_n, tile_k, cluster_m, cluster_n, pingpong, split_k}},
                        kStreamKField, stream_k);
@@ -62,10 +64,10 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = kQmmMmaPath;
     c.tile_m = v[0];
     c.tile_n = v[1];
-    c.tile_k = kQmmMmaBlockK;
-    c.stages = v[2];
-    c.warps = v[3];
-    c.split_k = v[4];
+    c.tile_k = v[2];
+    c.stages = v[3];
+    c.warps = v[4];
+    c.split_k = v[5];
     return c;
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
@@ -156,20 +158,28 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
   if (config.path == kQmmMmaPath) {
     if (bits != 4)
       return fail(reason, "the mma path takes bits=4 only, got bits=" + std::to_string(bits));
-    if (k % kQmmMmaBlockK != 0)
-      return fail(reason, "k=" + std::to_string(k) + " is not a multiple of the mma path's " +
-                              std::to_string(kQmmMmaBlockK) + "-deep K blocks");
+    const int tile_k = config.tile_k;
+    if (k % tile_k != 0)
+      return fail(reason, "k=" + std::to_string(k) + " is not a multiple of tile_k=" +
+                              std::to_string(tile_k) + " (the mma path's K block)");
     if (config.stream_k)
       return fail(reason, "the mma path has no stream-K");
-    if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / kQmmMmaBlockK)
+    if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / tile_k)
       return fail(reason, "split_k=" + std::to_string(config.split_k) +
                               " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +
-                              " CTAs per cluster, at most " + std::to_string(k / kQmmMmaBlockK) +
+                              " CTAs per cluster, at most " + std::to_string(k / tile_k) +
                               " K blocks)");
     if ((k / group) % 2 != 0)
       return fail(reason, "k / group = " + std::to_string(k / group) +
                               " is odd: the mma path copies each row's group parameters in "
                               "aligned pairs");
+    if (!qmm_mma_params_fit(tile_k, k, group))
+      return fail(reason,
+                  "tile_k=" + std::to_string(tile_k) + " spans " + std::to_string(tile_k / group) +
+                      " groups of " + std::to_string(group) + ", more than the " +
+                      std::to_string(qmm_mma_param_bytes(k, group) / 2) +
+                      "-group parameter window that k / group = " + std::to_string(k / group) +
+                      " allows");
     if (static_cast<int64_t>(n) * (k / group) >= (int64_t{1} << 31))
       return fail(reason,
                   "n x k / group = " + std::to_string(static_cast<int64_t>(n) * (k / group)) +

@@ -21,30 +21,70 @@ struct Entry {
   int shared_bytes;
 };
 
-template <int NT, int MT, int WARPS, int STAGES> constexpr Entry entry() {
-  using L = qmm_mma_detail::Layout<NT, MT, WARPS, STAGES>;
-  return {{L::kTm, L::kBn, WARPS, STAGES},
-          &qmm_mma_detail::qmm_affine_mma_kernel<NT, MT, WARPS, STAGES>,
+template <int NT, int MT, int WN, int WK, int STAGES, int MIN_BLOCKS> constexpr Entry entry() {
+  using L = qmm_mma_detail::Layout<NT, MT, WN, WK, STAGES>;
+  return {{L::kTm, L::kBn, L::kBk, L::kWarps, STAGES},
+          &qmm_mma_detail::qmm_affine_mma_kernel<NT, MT, WN, WK, STAGES, MIN_BLOCKS>,
           L::kThreads,
           L::kShared};
 }
 
-// <NT (activation rows / 8), MT (m16 tiles per warp), WARPS, STAGES>: activation tiles 16, 32
-// and 64; 64 or 128 weight rows per CTA at 4 warps, 128 or 256 at 8; a 3- or 5-deep ring.
-// NOTE: none spills (-Xptxas -v, sm_90a): 72-138 registers. Two m16 tiles per warp at 64
-// activation rows (64 fp32 accumulators) spilled 40-160 bytes and are left out.
+// <NT (activation rows / 8), MT (m16 tiles per warp), WN (warps along the weight rows), WK
+// (warps along K: 64 WK deep blocks), STAGES, MIN_BLOCKS (CTAs per SM the registers are
+// budgeted for)>, by activation tile:
+//   WK 1: 64 or 128 weight rows per CTA at 4 warps, 128 or 256 at 8; a 3- or 5-deep ring.
+//   WK 2 and 4: 128- and 256-deep blocks, 32-128 weight rows, 8 or 16 warps.
+// The activation tile is re-read from L2 by every CTA along the weight rows: (n / tile_n) x
+// 2 m k bytes, 4 m / tile_n times the int4 weights, hence 128 weight rows at 64 activation rows.
+// MIN_BLOCKS is the largest that compiles without spills (-Xptxas -v, sm_90a): 64 registers
+// for the 16-row tiles of one m16 tile per warp (2 or 4 CTAs of 16 or 8 warps per SM), 80-96
+// at 32 rows. Two m16 tiles per warp at 64 activation rows (64 fp32 accumulators) spilled
+// 40-160 bytes and are left out.
 const Entry kEntries[] = {
-    entry<2, 1, 4, 3>(), entry<2, 1, 4, 5>(), entry<2, 2, 4, 3>(), entry<2, 2, 4, 5>(),
-    entry<2, 1, 8, 3>(), entry<2, 1, 8, 5>(), entry<2, 2, 8, 3>(), entry<2, 2, 8, 5>(),
-    entry<4, 1, 4, 3>(), entry<4, 1, 4, 5>(), entry<4, 2, 4, 3>(), entry<4, 2, 4, 5>(),
-    entry<4, 1, 8, 3>(), entry<4, 1, 8, 5>(), entry<4, 2, 8, 3>(), entry<4, 2, 8, 5>(),
-    entry<8, 1, 4, 3>(), entry<8, 1, 4, 5>(), entry<8, 1, 8, 3>(), entry<8, 1, 8, 5>(),
+    // 16 activation rows
+    entry<2, 1, 4, 1, 3, 6>(),
+    entry<2, 1, 4, 1, 5, 6>(),
+    entry<2, 2, 4, 1, 3, 6>(),
+    entry<2, 2, 4, 1, 5, 3>(),
+    entry<2, 1, 8, 1, 3, 4>(),
+    entry<2, 1, 8, 1, 5, 2>(),
+    entry<2, 2, 8, 1, 3, 2>(),
+    entry<2, 2, 8, 1, 5, 2>(),
+    entry<2, 1, 4, 2, 4, 2>(),
+    entry<2, 2, 4, 2, 4, 2>(),
+    entry<2, 1, 4, 4, 3, 2>(),
+    entry<2, 2, 2, 4, 3, 2>(),
+    entry<2, 1, 2, 4, 4, 4>(),
+    // 32
+    entry<4, 1, 4, 1, 3, 5>(),
+    entry<4, 1, 4, 1, 5, 5>(),
+    entry<4, 2, 4, 1, 3, 3>(),
+    entry<4, 2, 4, 1, 5, 3>(),
+    entry<4, 1, 8, 1, 3, 2>(),
+    entry<4, 1, 8, 1, 5, 2>(),
+    entry<4, 2, 8, 1, 3, 2>(),
+    entry<4, 2, 8, 1, 5, 2>(),
+    entry<4, 1, 4, 2, 4, 3>(),
+    entry<4, 2, 4, 2, 3, 2>(),
+    entry<4, 1, 4, 4, 3, 1>(),
+    entry<4, 2, 2, 4, 3, 2>(),
+    entry<4, 1, 8, 2, 3, 1>(),
+    // 64
+    entry<8, 1, 4, 1, 3, 3>(),
+    entry<8, 1, 4, 1, 5, 3>(),
+    entry<8, 1, 8, 1, 3, 2>(),
+    entry<8, 1, 8, 1, 5, 2>(),
+    entry<8, 1, 4, 2, 3, 2>(),
+    entry<8, 1, 4, 4, 3, 1>(),
+    entry<8, 1, 2, 4, 3, 2>(),
+    entry<8, 1, 8, 2, 3, 1>(),
+    entry<8, 1, 8, 2, 4, 1>(),
 };
 
 const Entry *find(const QmmMmaKernel &k) {
   for (const Entry &e : kEntries)
-    if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n && e.kernel.warps == k.warps &&
-        e.kernel.stages == k.stages)
+    if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n && e.kernel.tile_k == k.tile_k &&
+        e.kernel.warps == k.warps && e.kernel.stages == k.stages)
       return &e;
   return nullptr;
 }
@@ -72,10 +112,11 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
 
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, void *stream) {
   const Entry *e = find(kernel);
-  if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < kQmmMmaBlockK || a.k % kQmmMmaBlockK != 0 ||
+  const int tile_k = kernel.tile_k;
+  if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < tile_k || a.k % tile_k != 0 ||
       (a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0 ||
-      (a.k / a.group) % 2 != 0 || a.split_k < 1 || a.split_k > kQmmMmaMaxSplit ||
-      a.split_k > a.k / kQmmMmaBlockK || !a.x || !a.q || !a.scales || !a.biases || !a.y)
+      !qmm_mma_params_fit(tile_k, a.k, a.group) || a.split_k < 1 || a.split_k > kQmmMmaMaxSplit ||
+      a.split_k > a.k / tile_k || !a.x || !a.q || !a.scales || !a.biases || !a.y)
     return LaunchStatus::invalid_value();
   const auto fn = reinterpret_cast<const void *>(e->fn);
   if (static_cast<size_t>(e->shared_bytes) > shared_memory_opt_in(fn))
@@ -91,6 +132,7 @@ LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, voi
   p.k = a.k;
   p.group = a.group;
   p.group_shift = a.group == 32 ? 5 : a.group == 64 ? 6 : 7;
+  p.param_bytes = qmm_mma_param_bytes(a.k, a.group);
   p.split_k = a.split_k;
 
   // The grid of the split-K GEMV family: weight tiles along x, the split_k CTAs of a tile (one

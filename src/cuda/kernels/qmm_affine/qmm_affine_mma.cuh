@@ -4,11 +4,15 @@
 //
 // The transposed problem, as on the wgmma path: weight rows on the mma's M (16 per m16 tile),
 // activation rows on its N (8 per n8 tile). A CTA owns TM = 8 NT activation rows and
-// BN = 16 MT WARPS weight rows (warp w: rows 16 MT w ..) over one K slice (split_k CTAs of a
-// thread-block cluster take the slices and add their partials in slice order through
-// distributed shared memory). Per 64-deep K block, all threads copy the block's weight words
-// (BN rows x 32 bytes) and activations (TM rows x 128 bytes) into a STAGES-deep cp.async ring;
-// the activations are read once per CTA from global memory, the weights once per call.
+// BN = 16 MT WN weight rows over one K slice (split_k CTAs of a thread-block cluster take the
+// slices and add their partials in slice order through distributed shared memory). Its
+// WN x WK warps split the rows WN ways and each BK = 64 WK deep K block WK ways: warp
+// (wn, wk) takes rows 16 MT wn .. and K 64 wk .. 64 wk + 63 of every block, and the WK
+// partials are added in the epilogue. Per block, all threads copy the block's weight words
+// (BN rows x BK / 2 bytes) and activations (TM rows x 2 BK bytes) into a STAGES-deep cp.async
+// ring; the activations are read once per CTA from global memory, the weights once per call.
+// Deeper blocks make each row's copy one longer run (128 bytes at BK 256: one L1 wavefront
+// per row and block instead of four) and give each barrier WK times the mma work.
 //
 // Fragments, per 16-deep K step s of a block, lane (g, t):
 //   B (activations): ldmatrix.x4 of the swizzled activation tile gives two n8 tiles.
@@ -19,8 +23,10 @@
 //   low bits of the two bf16 halves, lop3 with 0x4300 makes the exact bf16 128 + q, and two
 //   bf16x2 fmas give q * scale + bias rounded once to bf16 per weight (qmv.affine's per-weight
 //   form).
-// Scales and biases travel in the same ring: per block and weight row, one aligned 4-byte
-// window (two bf16) of each array that holds the block's group(s) (k / group must be even).
+// Scales and biases travel in the same ring: per block and weight row, one aligned window of
+// each array that holds the block's group(s): 16 bytes (8 groups) where k / group is a
+// multiple of 8, else 8 or 4 bytes (k / group even); the host refuses a block whose groups
+// do not fit the window.
 // Summation order: per output, each K slice adds its 64-deep blocks in K order in fp32 (mma),
 // then the slices are added in slice order, so the result depends on (k, split_k) only.
 // NOTE: every thread's copy addresses are computed once; per-block address arithmetic and a
@@ -40,9 +46,8 @@ namespace hone::cuda::qmm_mma_detail {
 
 using namespace hone::cuda::kernel_detail;
 
-inline constexpr int kBlockK = 64;           // K per pipeline stage
-inline constexpr int kWeightPitch = 48;      // bytes per weight row in a stage: 32 + 16 (banks)
-inline constexpr int kActivationPitch = 128; // bytes per activation row: 64 bf16, swizzled
+inline constexpr int kWarpK = 64;       // K per warp per block (four 16-deep mma steps)
+inline constexpr int kParamWindow = 16; // bytes per row and array reserved for the parameters
 
 struct Params {
   const uint16_t *x = nullptr;      // bf16 [m, k]
@@ -51,20 +56,29 @@ struct Params {
   const uint16_t *biases = nullptr; // bf16 [n, k / group]
   uint16_t *y = nullptr;            // bf16 [m, n]
   int m = 0, n = 0, k = 0, group = 64;
-  int group_shift = 6; // log2(group): 5, 6 or 7
-  int split_k = 1;     // K slices = CTAs of one cluster along grid.y
+  int group_shift = 6;  // log2(group): 5, 6 or 7
+  int param_bytes = 16; // parameter window per row and block: 16, 8 or 4 bytes
+  int split_k = 1;      // K slices = CTAs of one cluster along grid.y
 };
 
-template <int NT, int MT, int WARPS, int STAGES> struct Layout {
+template <int NT, int MT, int WN, int WK, int STAGES> struct Layout {
   static constexpr int kTm = NT * 8;
-  static constexpr int kBn = MT * 16 * WARPS;
-  static constexpr int kThreads = WARPS * 32;
+  static constexpr int kBn = MT * 16 * WN;
+  static constexpr int kBk = kWarpK * WK;
+  static constexpr int kWarps = WN * WK;
+  static constexpr int kThreads = kWarps * 32;
+  // Weight rows padded by 16 bytes (48, 80, 144), so that the 8 rows of a quad-broadcast
+  // LDS.128 fall in distinct banks; activation rows of 2 BK bytes, 16-byte pieces swizzled.
+  static constexpr int kWeightPitch = kBk / 2 + 16;
+  static constexpr int kActivationPitch = kBk * 2;
   static constexpr int kWeightStage = kBn * kWeightPitch;
   static constexpr int kActivationStage = kTm * kActivationPitch;
-  static constexpr int kParamStage = kBn * 8; // per row: 2 scales, then 2 biases (bf16)
+  // The scale windows of the BN rows (16 bytes each), then the bias windows.
+  static constexpr int kParamStage = kBn * 2 * kParamWindow;
   static constexpr int kStage = kWeightStage + kActivationStage + kParamStage;
   static constexpr int kPipeline = STAGES * kStage;
-  static constexpr int kPartials = kTm * kBn * 4; // fp32 partials of the epilogue, in the ring
+  // fp32 partials of the epilogue (every warp's accumulators), in the ring.
+  static constexpr int kPartials = kWarps * MT * NT * 128 * 4;
   static constexpr int kShared = kPipeline > kPartials ? kPipeline : kPartials;
 };
 
@@ -106,41 +120,53 @@ __device__ __forceinline__ uint32_t dequant_pair(uint32_t word, uint32_t selecto
   return *reinterpret_cast<uint32_t *>(&w);
 }
 
-// 4-byte cp.async (through L1: the parameter rows are re-read by every block of a group).
-__device__ __forceinline__ void copy4(uint32_t dst, const void *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+// cp.async of one row's parameter window, `bytes` 16, 8 or 4 (uniform over the call), through
+// L1: a window is re-read by every block of its groups.
+__device__ __forceinline__ void copy_params(uint32_t dst, const void *src, int bytes) {
+  if (bytes == 16)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  else if (bytes == 8)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 
-__device__ __forceinline__ uint2 lds64(uint32_t addr) {
-  uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
   return v;
 }
 
-// The first of the two group-parameter slots a stage holds per row for K block kb: the even
-// group index at or below the block's first group (the 4-byte window stays aligned because
-// k / group is even), and which of the two slots half `half` of the block reads.
-__device__ __forceinline__ int param_window(int kb, int group_shift) {
-  return ((kb * kBlockK) >> group_shift) & ~1;
-}
-__device__ __forceinline__ int param_slot(int kb, int group_shift, int half) {
-  return group_shift == 5 ? half : ((kb * kBlockK) >> group_shift) & 1;
+// The first group of the parameter window a stage holds for the BK-deep K block kb: the
+// block's first group rounded down to the window (param_bytes / 2 groups, aligned in the row
+// because k / group is a multiple of it).
+__device__ __forceinline__ int param_window(int kb, int bk, int group_shift, int param_bytes) {
+  return ((kb * bk) >> group_shift) & ~(param_bytes / 2 - 1);
 }
 
-// One 64-deep K block of the warp's MT m16 tiles x NT n8 tiles from ring stage `stage`
-// (weights, then activations at kWeightStage), with that block's parameters `v`.
-template <int NT, int MT, int kWeightStage, int kActivationStage>
-__device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shift, int warp, int g,
-                                          int lane, uint32_t selector, float (&acc)[MT][NT][4]) {
-  const uint32_t x_stage = stage + kWeightStage;
-  const uint32_t p_stage = x_stage + kActivationStage;
-  // (scale pair, bias pair) of rows g and g + 8 of each m16 tile.
-  uint2 pv[MT][2];
+// The warp's 64-deep quarter (K 64 wk ..) of one K block from ring stage `stage`: its MT m16
+// tiles x NT n8 tiles. `slot` is the parameter slot (group - window start) of the quarter's
+// first 32 K; at group 32 the second 32 K read slot + 1 (same aligned pair).
+template <class L, int NT, int MT>
+__device__ __forceinline__ void mma_block(uint32_t stage, int slot, bool group32, int row0, int wk,
+                                          int g, int lane, uint32_t selector,
+                                          float (&acc)[MT][NT][4]) {
+  const uint32_t x_stage = stage + L::kWeightStage;
+  const uint32_t p_stage = x_stage + L::kActivationStage;
+  // Scale and bias words (an aligned bf16 pair holding the slot) of rows g and g + 8 of each
+  // m16 tile, and which bf16 of the pair each half of the quarter takes.
+  const uint32_t pair = static_cast<uint32_t>(slot & ~1) * 2;
+  uint32_t sw[MT][2], bw[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      pv[mt][h] = lds64(p_stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * 8);
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t row = static_cast<uint32_t>(row0 + mt * 16 + g + 8 * h);
+      sw[mt][h] = lds32(p_stage + row * kParamWindow + pair);
+      bw[mt][h] = lds32(p_stage + L::kBn * kParamWindow + row * kParamWindow + pair);
+    }
+  const uint32_t pick0 = (slot & 1) ? 0x3232u : 0x1010u;
+  const uint32_t pick1 = group32 ? 0x3232u : pick0;
   // ldmatrix row address of this lane inside an activation stage: matrix j = lane / 8 is (n8
   // tile 2 i + j / 2, K half j % 2) of a pair of n8 tiles; row r = lane % 8.
   const int lm_row = ((lane >> 4) << 3) + (lane & 7); // + 16 i
@@ -149,19 +175,19 @@ __device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shif
   for (int half = 0; half < 2; ++half) { // words 4 half .. 4 half + 3: K steps 2 half, +1
     uint4 words[MT][2];
     __nv_bfloat162 sc[MT][2], bi[MT][2];
+    const uint32_t pick = half ? pick1 : pick0;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        words[mt][h] =
-            lds128(stage + (warp * MT * 16 + mt * 16 + g + 8 * h) * kWeightPitch + half * 16);
-      // prmt splats the chosen bf16 of a pair into both halves.
-      const uint32_t pick = param_slot(kb, group_shift, half) ? 0x3232u : 0x1010u;
+        words[mt][h] = lds128(stage + (row0 + mt * 16 + g + 8 * h) * L::kWeightPitch +
+                              wk * (kWarpK / 2) + half * 16);
+        // prmt splats the chosen bf16 of a pair into both halves.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         uint32_t sv, bv;
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(pv[mt][h].x), "r"(pick));
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(pv[mt][h].y), "r"(pick));
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(sw[mt][h]), "r"(pick));
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(bw[mt][h]), "r"(pick));
         sc[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
         bi[mt][h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
       }
@@ -184,9 +210,9 @@ __device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shif
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         const int r = np * 16 + lm_row;
-        const int chunk = 2 * step + lm_half;
+        const int chunk = wk * (kWarpK / 8) + 2 * step + lm_half;
         uint32_t b0, b1, b2, b3;
-        ldmatrix_x4(x_stage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4), b0, b1, b2, b3);
+        ldmatrix_x4(x_stage + r * L::kActivationPitch + ((chunk ^ (r & 7)) << 4), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma_m16n8k16(acc[mt][2 * np], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
@@ -197,18 +223,19 @@ __device__ __forceinline__ void mma_block(uint32_t stage, int kb, int group_shif
   }
 }
 
-template <int NT, int MT, int WARPS, int STAGES>
-__global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
-    qmm_affine_mma_kernel(const Params p) {
-  using L = Layout<NT, MT, WARPS, STAGES>;
+// MIN_BLOCKS: the CTAs per SM the register budget is set for (__launch_bounds__).
+template <int NT, int MT, int WN, int WK, int STAGES, int MIN_BLOCKS>
+__global__ void __launch_bounds__(WN *WK * 32, MIN_BLOCKS) qmm_affine_mma_kernel(const Params p) {
+  using L = Layout<NT, MT, WN, WK, STAGES>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
+  const int wn = warp % WN, wk = warp / WN;
   const int g = lane >> 2, t = lane & 3;
   const int n0 = static_cast<int>(blockIdx.x) * L::kBn;
   const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
   const int slice = static_cast<int>(blockIdx.y);
-  const int blocks = p.k / kBlockK;
+  const int blocks = p.k / L::kBk;
   const int kb0 = slice * blocks / p.split_k;
   const int kb1 = (slice + 1) * blocks / p.split_k;
   const int nblocks = kb1 - kb0;
@@ -216,24 +243,37 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
   const int words_per_row = p.k / 8;
 
   // What this thread copies per K block, fixed for the whole call: MT 16-byte pieces of weight
-  // words and MT 4-byte windows of group parameters (each BN x 2 pieces), and kXCopies 16-byte
-  // pieces of activations (TM x 8). Per block only the K offset moves.
-  constexpr int kXCopies = (L::kTm * 8 + L::kThreads - 1) / L::kThreads;
+  // words (BN x BK / 32 pieces), kPCopies parameter windows (BN x 2) and kXCopies 16-byte
+  // pieces of activations (TM x BK / 8). Per block only the K offset moves.
+  constexpr int kPiecesPerRow = L::kBk / 32;
+  constexpr int kXPiecesPerRow = L::kBk / 8;
+  constexpr int kPCopies = (2 * L::kBn + L::kThreads - 1) / L::kThreads;
+  constexpr int kXCopies = (L::kTm * kXPiecesPerRow + L::kThreads - 1) / L::kThreads;
+  static_assert(L::kBn * kPiecesPerRow == MT * L::kThreads, "one weight piece per m16 tile");
   const int kg = p.k >> p.group_shift;
   const uint32_t *w_src[MT];
-  const uint16_t *p_src[MT];
-  uint32_t w_dst[MT], p_dst[MT];
+  uint32_t w_dst[MT];
   int w_bytes[MT];
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
-    const int c = tid + j * L::kThreads; // < kBn * 2
-    const int r = c >> 1, half = c & 1;
+    const int c = tid + j * L::kThreads;
+    const int r = c / kPiecesPerRow, piece = c % kPiecesPerRow;
     const int row = n0 + r;
     w_bytes[j] = row < p.n ? 16 : 0;
-    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + half * 4;
-    w_dst[j] = r * kWeightPitch + half * 16;
-    p_src[j] = (half ? p.biases : p.scales) + static_cast<size_t>(min(row, p.n - 1)) * kg;
-    p_dst[j] = L::kWeightStage + L::kActivationStage + r * 8 + half * 4;
+    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + piece * 4;
+    w_dst[j] = r * L::kWeightPitch + piece * 16;
+  }
+  const uint16_t *p_src[kPCopies];
+  uint32_t p_dst[kPCopies];
+  bool p_copy[kPCopies];
+#pragma unroll
+  for (int j = 0; j < kPCopies; ++j) {
+    const int c = tid + j * L::kThreads;
+    const int r = (c >> 1) % L::kBn, bias = c & 1;
+    p_copy[j] = c < 2 * L::kBn;
+    p_src[j] = (bias ? p.biases : p.scales) + static_cast<size_t>(min(n0 + r, p.n - 1)) * kg;
+    p_dst[j] =
+        L::kWeightStage + L::kActivationStage + bias * L::kBn * kParamWindow + r * kParamWindow;
   }
   const uint16_t *x_src[kXCopies];
   uint32_t x_dst[kXCopies];
@@ -241,27 +281,30 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
 #pragma unroll
   for (int j = 0; j < kXCopies; ++j) {
     const int c = tid + j * L::kThreads;
-    const int r = c >> 3, chunk = c & 7;
+    const int r = c / kXPiecesPerRow, chunk = c % kXPiecesPerRow;
     const int row = m0 + r;
-    // Threads past the tile's pieces (c >= TM x 8) copy nothing: x_bytes < 0.
-    x_bytes[j] = c >= L::kTm * 8 ? -1 : row < p.m ? 16 : 0;
+    // Threads past the tile's pieces copy nothing: x_bytes < 0.
+    x_bytes[j] = c >= L::kTm * kXPiecesPerRow ? -1 : row < p.m ? 16 : 0;
     x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + chunk * 8;
-    x_dst[j] = L::kWeightStage + r * kActivationPitch + ((chunk ^ (r & 7)) << 4);
+    x_dst[j] = L::kWeightStage + r * L::kActivationPitch + ((chunk ^ (r & 7)) << 4);
   }
   auto copy_weights = [&](int kb, int stage) {
     const uint32_t base = smem_base + stage * L::kStage;
 #pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      copy16(base + w_dst[j], w_src[j] + kb * (kBlockK / 8), w_bytes[j], true);
-      copy4(base + p_dst[j], p_src[j] + param_window(kb, p.group_shift));
-    }
+    for (int j = 0; j < MT; ++j)
+      copy16(base + w_dst[j], w_src[j] + kb * (L::kBk / 8), w_bytes[j], true);
+    const int window = param_window(kb, L::kBk, p.group_shift, p.param_bytes);
+#pragma unroll
+    for (int j = 0; j < kPCopies; ++j)
+      if (p_copy[j])
+        copy_params(base + p_dst[j], p_src[j] + window, p.param_bytes);
   };
   auto copy_activations = [&](int kb, int stage) {
     const uint32_t base = smem_base + stage * L::kStage;
 #pragma unroll
     for (int j = 0; j < kXCopies; ++j)
       if (x_bytes[j] >= 0)
-        copy16(base + x_dst[j], x_src[j] + kb * kBlockK, x_bytes[j], false);
+        copy16(base + x_dst[j], x_src[j] + kb * L::kBk, x_bytes[j], false);
   };
 
   // The weights and group parameters of the first STAGES - 1 blocks before the wait for the
@@ -282,8 +325,9 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
   zero_accumulators<MT, NT>(acc);
 
   const uint32_t selector = static_cast<uint32_t>(t) | (static_cast<uint32_t>(4 + t) << 8);
-  // Unrolled by STAGES, so that the ring stage (and the parameter ring's slot) of block i is
-  // the compile-time j.
+  const bool group32 = p.group_shift == 5;
+  const int row0 = wn * MT * 16;
+  // Unrolled by STAGES, so that the ring stage of block i is the compile-time j.
   for (int i0 = 0; i0 < nblocks; i0 += STAGES) {
 #pragma unroll
     for (int j = 0; j < STAGES; ++j) {
@@ -299,8 +343,11 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
         copy_activations(kb0 + i + STAGES - 1, refill);
       }
       copy_async_commit();
-      mma_block<NT, MT, L::kWeightStage, L::kActivationStage>(
-          smem_base + j * L::kStage, kb0 + i, p.group_shift, warp, g, lane, selector, acc);
+      const int kb = kb0 + i;
+      const int slot = ((kb * L::kBk + wk * kWarpK) >> p.group_shift) -
+                       param_window(kb, L::kBk, p.group_shift, p.param_bytes);
+      mma_block<L, NT, MT>(smem_base + j * L::kStage, slot, group32, row0, wk, g, lane, selector,
+                           acc);
     }
   }
   copy_async_wait<0>();
@@ -308,11 +355,11 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS == 4 ? 3 : 2)
   pdl_launch_dependents();
 
   // The GEMV family's epilogue: the m16n8 accumulators tile by tile into the (now free) ring,
-  // then the split_k partials of each output added in slice order across the cluster.
+  // then the WK x split_k partials of each output added in slice order across the cluster.
   struct {
     int rows, n, warps_n, warps_k, split_k;
     uint16_t *y;
-  } const out{p.m, p.n, WARPS, 1, p.split_k, p.y};
+  } const out{p.m, p.n, WN, WK, p.split_k, p.y};
   store_mma_partials_and_reduce<MT, NT>(out, reinterpret_cast<float4 *>(smem), acc, warp, lane, n0,
                                         m0);
 }

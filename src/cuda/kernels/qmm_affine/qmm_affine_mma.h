@@ -1,7 +1,7 @@
 // qmm.affine's mma path (mma.sync, no CUTLASS): the compiled kernels and their launch, for the
 // activation tiles of decode-to-prefill. qmm_affine.cpp lists them as configs of path 2
-// (`qmm.affine.mma:tile_m=..,tile_n=..,stages=..,warps=..,split_k=..`). No CUDA header needed
-// by includers. Device code and the fragment layout: qmm_affine_mma.cuh.
+// (`qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..`). No CUDA header
+// needed by includers. Device code and the fragment layout: qmm_affine_mma.cuh.
 #pragma once
 
 #include <cstddef>
@@ -12,16 +12,29 @@
 
 namespace hone::cuda {
 
-// One compiled mma kernel: TM activation rows x BN weight rows per CTA, `warps` warps (each
-// BN / warps weight rows), a `stages`-deep cp.async ring of 64-deep K blocks.
+// One compiled mma kernel: tile_m activation rows x tile_n weight rows per CTA, a
+// `stages`-deep cp.async ring of tile_k-deep K blocks (64, 128 or 256), `warps` warps: tile_k /
+// 64 of them along K (64 K each per block), the rest along the weight rows.
 struct QmmMmaKernel {
-  int tile_m, tile_n, warps, stages;
+  int tile_m, tile_n, tile_k, warps, stages;
 };
 
 // Every compiled mma kernel (int4 only), in table order.
 const std::vector<QmmMmaKernel> &qmm_mma_kernels();
-inline constexpr int kQmmMmaBlockK = 64;  // K per stage: k must be a multiple of it
+inline constexpr int kQmmMmaWarpK = 64;   // K per warp per block: tile_k is a multiple of it
 inline constexpr int kQmmMmaMaxSplit = 8; // split_k CTAs form one cluster (portable size)
+
+// Bytes of the aligned window of each row's scales (and biases) that a block copies: 16 where
+// k / group is a multiple of 8, else 8 (of 4), else 4 (even); 0 when k / group is odd. A
+// kernel serves the shape only if one block's tile_k / group groups fit in half that many.
+constexpr int qmm_mma_param_bytes(int k, int group) {
+  const int groups = group > 0 ? k / group : 1;
+  return groups % 8 == 0 ? 16 : groups % 4 == 0 ? 8 : groups % 2 == 0 ? 4 : 0;
+}
+constexpr bool qmm_mma_params_fit(int tile_k, int k, int group) {
+  const int bytes = qmm_mma_param_bytes(k, group);
+  return bytes > 0 && (tile_k <= group || tile_k / group <= bytes / 2);
+}
 
 struct QmmMmaArgs {
   const void *x = nullptr;      // bf16 [m, k]
@@ -37,7 +50,8 @@ struct QmmMmaArgs {
 // Registers, spills and shared memory of a kernel; empty when it is not compiled.
 KernelResources qmm_mma_resources(const QmmMmaKernel &kernel);
 // Enqueues the kernel; invalid_value when `kernel` is not compiled or refuses the arguments
-// (m, n % 8, k % 64, the group, split_k in 1..8 and at most the K blocks).
+// (m, n % 8, k % tile_k, the group and its parameter window, split_k in 1..8 and at most the K
+// blocks).
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
 
 } // namespace hone::cuda
