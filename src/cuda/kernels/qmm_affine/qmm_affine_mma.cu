@@ -31,54 +31,36 @@ template <int NT, int MT, int WN, int WK, int STAGES, int MIN_BLOCKS> constexpr 
 
 // <NT (activation rows / 8), MT (m16 tiles per warp), WN (warps along the weight rows), WK
 // (warps along K: 64 WK deep blocks), STAGES, MIN_BLOCKS (CTAs per SM the registers are
-// budgeted for)>, by activation tile:
-//   WK 1: 64 or 128 weight rows per CTA at 4 warps, 128 or 256 at 8; a 3- or 5-deep ring.
-//   WK 2 and 4: 128- and 256-deep blocks, 32-128 weight rows, 8 or 16 warps.
-// The activation tile is re-read from L2 by every CTA along the weight rows: (n / tile_n) x
-// 2 m k bytes, 4 m / tile_n times the int4 weights, hence 128 weight rows at 64 activation rows.
+// budgeted for)>, by activation tile. The set is what won or came within 14 % of the best mma
+// candidate in the H200 tunes of the four Llama-3.1-8B shapes at 16, 32 and 64 rows
+// (docs/benchmark_results/2026-12-03-h200-2: 256-deep blocks of 8 warps won every cell), plus
+// one 64-deep kernel per tile for a k that is not a multiple of 128. Left out after those tunes:
+// the 64-deep kernels of 8 warps and 5 stages (1.2-1.6x the best) and the 16-warp kernels of 128
+// weight rows at 32 and 64 activation rows (1.23-1.25x), which read the activation tile from L2
+// a quarter as often but ran at half the warps per SM.
 // MIN_BLOCKS is the largest that compiles without spills (-Xptxas -v, sm_90a): 64 registers
 // for the 16-row tiles of one m16 tile per warp (2 or 4 CTAs of 16 or 8 warps per SM), 80-96
 // at 32 rows. Two m16 tiles per warp at 64 activation rows (64 fp32 accumulators) spilled
 // 40-160 bytes and are left out.
 const Entry kEntries[] = {
     // 16 activation rows
-    entry<2, 1, 4, 1, 3, 6>(),
-    entry<2, 1, 4, 1, 5, 6>(),
-    entry<2, 2, 4, 1, 3, 6>(),
-    entry<2, 2, 4, 1, 5, 3>(),
-    entry<2, 1, 8, 1, 3, 4>(),
-    entry<2, 1, 8, 1, 5, 2>(),
-    entry<2, 2, 8, 1, 3, 2>(),
-    entry<2, 2, 8, 1, 5, 2>(),
-    entry<2, 1, 4, 2, 4, 2>(),
-    entry<2, 2, 4, 2, 4, 2>(),
-    entry<2, 1, 4, 4, 3, 2>(),
-    entry<2, 2, 2, 4, 3, 2>(),
-    entry<2, 1, 2, 4, 4, 4>(),
+    entry<2, 1, 4, 1, 3, 6>(), // 16 x 64, 64 deep, 4 warps
+    entry<2, 1, 4, 2, 4, 2>(), // 16 x 64, 128 deep
+    entry<2, 2, 4, 2, 4, 2>(), // 16 x 128, 128 deep
+    entry<2, 1, 4, 4, 3, 2>(), // 16 x 64, 256 deep, 16 warps
+    entry<2, 2, 2, 4, 3, 2>(), // 16 x 64, 256 deep
+    entry<2, 1, 2, 4, 4, 4>(), // 16 x 32, 256 deep
     // 32
-    entry<4, 1, 4, 1, 3, 5>(),
-    entry<4, 1, 4, 1, 5, 5>(),
-    entry<4, 2, 4, 1, 3, 3>(),
-    entry<4, 2, 4, 1, 5, 3>(),
-    entry<4, 1, 8, 1, 3, 2>(),
-    entry<4, 1, 8, 1, 5, 2>(),
-    entry<4, 2, 8, 1, 3, 2>(),
-    entry<4, 2, 8, 1, 5, 2>(),
-    entry<4, 1, 4, 2, 4, 3>(),
-    entry<4, 2, 4, 2, 3, 2>(),
-    entry<4, 1, 4, 4, 3, 1>(),
-    entry<4, 2, 2, 4, 3, 2>(),
-    entry<4, 1, 8, 2, 3, 1>(),
+    entry<4, 1, 4, 1, 5, 5>(), // 32 x 64, 64 deep, 4 warps
+    entry<4, 1, 4, 2, 4, 3>(), // 32 x 64, 128 deep
+    entry<4, 2, 4, 2, 3, 2>(), // 32 x 128, 128 deep
+    entry<4, 1, 4, 4, 3, 1>(), // 32 x 64, 256 deep, 16 warps
+    entry<4, 2, 2, 4, 3, 2>(), // 32 x 64, 256 deep
     // 64
-    entry<8, 1, 4, 1, 3, 3>(),
-    entry<8, 1, 4, 1, 5, 3>(),
-    entry<8, 1, 8, 1, 3, 2>(),
-    entry<8, 1, 8, 1, 5, 2>(),
-    entry<8, 1, 4, 2, 3, 2>(),
-    entry<8, 1, 4, 4, 3, 1>(),
-    entry<8, 1, 2, 4, 3, 2>(),
-    entry<8, 1, 8, 2, 3, 1>(),
-    entry<8, 1, 8, 2, 4, 1>(),
+    entry<8, 1, 4, 1, 3, 3>(), // 64 x 64, 64 deep, 4 warps
+    entry<8, 1, 4, 2, 3, 2>(), // 64 x 64, 128 deep
+    entry<8, 1, 4, 4, 3, 1>(), // 64 x 64, 256 deep, 16 warps
+    entry<8, 1, 2, 4, 3, 2>(), // 64 x 32, 256 deep
 };
 
 const Entry *find(const QmmMmaKernel &k) {
