@@ -10,9 +10,9 @@
 //   decode_paged_bench --json decode_paged_bench.json [--read-bandwidth 4455] [--configs quick]
 //
 // One sample is one CUDA-graph replay of B launches (B calibrated on the default so that a
-// sample lasts >= 100 sync round trips), each launch on the next of R = ceil(2 x L2 / bytes) + 1
+// sample lasts >= 100 sync round trips), each launch on the next of R = ceil(8 x L2 / bytes) + 1
 // input copies (an explicit L2 flush between samples where R copies exceed the memory
-// budget); the time is the median of --samples (>= 7) samples. KV GB/s counts the K and V bytes
+// budget); the time is the median of at least --samples (>= 7) samples. KV GB/s counts the K and V bytes
 // of every token read once; the fraction is of --read-bandwidth (default: the backend's probe).
 #include <algorithm>
 #include <cmath>
@@ -195,15 +195,13 @@ Result run_config(hone::cuda::CudaBackend &backend, const Config &c, int samples
   hone::Measurement m(backend.timer(), &backend);
   const hone::Tactic first = r.subjects.front().config.to_tactic();
   r.batch = m.calibrate([&](int copy) { w.run(first, copy); }, r.copies);
-  // Interleaved: every sample round visits every subject, in an order that rotates.
-  const size_t n = r.subjects.size();
-  for (int s = 0; s < samples; ++s)
-    for (size_t i = 0; i < n; ++i) {
-      Subject &subject = r.subjects[(i + static_cast<size_t>(s)) % n];
-      const hone::Tactic t = subject.config.to_tactic();
-      subject.times.push_back(
-          m.sample([&](int copy) { w.run(t, copy); }, r.batch, r.copies, r.flush));
-    }
+  // Interleaved so that every subject directly follows every other one equally often.
+  for (size_t i : hone::interleaved_order(r.subjects.size(), samples)) {
+    Subject &subject = r.subjects[i];
+    const hone::Tactic t = subject.config.to_tactic();
+    subject.times.push_back(
+        m.sample([&](int copy) { w.run(t, copy); }, r.batch, r.copies, r.flush));
+  }
   for (Subject &s : r.subjects) {
     s.median = hone::median(s.times);
     s.spread = hone::relative_spread(s.times);
@@ -230,7 +228,7 @@ int run(int argc, char **argv) {
   app.add_option("--configs", which, "all, quick, or a comma-separated list of config names");
   app.add_option("--read-bandwidth", read_gbps,
                  "device read bandwidth in GB/s (default: the backend's probe)");
-  app.add_option("--samples", samples, "samples per median (>= 7)")->check(CLI::Range(7, 1000));
+  app.add_option("--samples", samples, "samples per median, at least (rounded up to whole interleaving circuits; >= 7)")->check(CLI::Range(7, 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -48,21 +48,25 @@ inline std::string fixed(double v, int digits) {
   return buf;
 }
 
-// Samples every subject (indices into `launches`) `samples` times, round-robin, with the
-// starting subject rotated every round so that a position effect (what ran just before)
-// falls on every subject alike. Returns [seconds] per launch, per index of `launches`
-// (empty for indices not in `subjects`).
+// Samples every subject (indices into `launches`) at least `samples` times, interleaved in
+// hone::interleaved_order: every subject directly follows every other one equally often, so
+// that what ran just before falls on every subject alike. (A cyclic round with a rotated start
+// did not: it puts each subject after the same neighbour every time, and on the H200 the
+// default timed after the cuBLAS peer read 5 % slower than the same kernel timed after the
+// default, docs/benchmark_results/2026-12-04-h200.) Returns [seconds] per launch, per index of
+// `launches` (empty for indices not in `subjects`).
 inline std::vector<std::vector<double>> time_round_robin(Measurement &m,
                                                          const std::vector<LaunchFn> &launches,
                                                          const std::vector<size_t> &subjects,
                                                          int batch, int copies, bool flush,
                                                          int samples) {
   std::vector<std::vector<double>> times(launches.size());
-  for (int s = 0; s < samples; ++s)
-    for (size_t i = 0; i < subjects.size(); ++i) {
-      const size_t j = subjects[(i + static_cast<size_t>(s)) % subjects.size()];
-      times[j].push_back(m.sample(launches[j], batch, copies, flush));
-    }
+  if (subjects.empty())
+    return times;
+  for (size_t i : interleaved_order(subjects.size(), samples)) {
+    const size_t j = subjects[i];
+    times[j].push_back(m.sample(launches[j], batch, copies, flush));
+  }
   return times;
 }
 
@@ -115,7 +119,8 @@ inline void print_header(Backend &backend, int samples, double read_bandwidth, b
   std::printf("device: %s, %d SMs, L2 %zu MiB, cc %s, %s, driver %s\n", info.model.c_str(),
               info.compute_units, info.llc_bytes >> 20, info.compute_capability.c_str(),
               info.runtime_version.c_str(), info.driver_version.c_str());
-  std::printf("method: %s, %s, %d samples per median; measured read bandwidth %.0f GB/s\n",
+  std::printf("method: %s, %s, at least %d samples per median, every subject after every other "
+              "equally often; measured read bandwidth %.0f GB/s\n",
               backend.method_id().c_str(), mode_text(cold), samples, read_bandwidth / 1e9);
   std::fflush(stdout);
 }

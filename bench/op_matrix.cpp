@@ -59,6 +59,8 @@ struct Options {
   int samples = 7;      // per median, for every subject
   std::string numerics; // of the tunes: batch_invariant or tolerance; empty: the op's default
   bool warm = false;    // tune and time warm (one input copy, no flush); default cold
+  bool flush_every_sample = false; // cold: the LLC flush before every sample of every subject
+  double rotate_llc = hone::kRotationLlcMultiple; // cold: copies span >= this x the LLC
 };
 
 // One timed subject of a point: a tactic of the op or a peer.
@@ -111,6 +113,7 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
              const std::vector<std::pair<std::string, const hone::PeerFactory *>> &peers,
              const std::vector<hone::Tactic> &also, int samples,
              const hone::TuneOptions &tune_options, const hone::TuningStore &store,
+             bool flush_every_sample, double rotate_llc,
              std::map<std::string, hone::TuneReport> &tuned, Point &p) {
   op.validate(p.shape);
   const std::optional<hone::Shape> bucket = op.buckets().map(p.shape);
@@ -161,7 +164,9 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   }
   const hone::DeviceInfo &info = backend.info();
   const hone::RotationPlan plan =
-      hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(), info.memory_budget_bytes,
+      hone::plan_rotation(static_cast<size_t>(static_cast<double>(info.llc_bytes) * rotate_llc /
+                                              hone::kRotationLlcMultiple),
+                          workload->bytes_per_launch(), info.memory_budget_bytes,
                           tune_options.measure.cold);
   workload->set_rotation(plan.copies);
   p.copies = workload->rotation();
@@ -195,7 +200,9 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   const std::vector<std::vector<double>> times =
-      hone::bench::time_round_robin(m, launches, order, p.batch, p.copies, p.flush, samples);
+      hone::bench::time_round_robin(m, launches, order, p.batch, p.copies,
+                                    p.flush || (flush_every_sample && tune_options.measure.cold),
+                                    samples);
   for (size_t i = 0; i < labels.size(); ++i)
     p.subjects.push_back({labels[i], hone::median(times[i]), hone::relative_spread(times[i])});
   if (pick_is_default)
@@ -296,7 +303,8 @@ int run(const Options &o) {
     p.shape = shape;
     p.shape_text = op->buckets().describe(shape);
     try {
-      measure(backend, *op, peers, also, o.samples, tune_options, store, tuned, p);
+      measure(backend, *op, peers, also, o.samples, tune_options, store, o.flush_every_sample,
+              o.rotate_llc, tuned, p);
     } catch (const hone::Error &e) {
       p.error = e.what();
       std::fprintf(stderr, "%s: %s\n", p.shape_text.c_str(), e.what());
@@ -325,6 +333,8 @@ int run(const Options &o) {
   nlohmann::json doc =
       hone::bench::matrix_doc("op_matrix", backend, o.samples, read_bandwidth, tuned, cold);
   doc["cache_method"] = store.metadata().method; // what a cache entry of these tunes would carry
+  doc["flush_every_sample"] = o.flush_every_sample && cold;
+  doc["rotate_llc"] = cold ? o.rotate_llc : 0.0;
   doc["op"] = o.op;
   doc["backend"] = backend_name;
   doc["set"] = o.set;
@@ -418,13 +428,20 @@ int main(int argc, char **argv) {
   app.add_option("--peers", o.peers, "all, none, or a comma-separated list of peer names");
   app.add_option("--also", o.also, "extra tactics to time beside default and pick");
   app.add_option("--json", o.json_path, "write the full results as JSON to FILE");
-  app.add_option("--samples", o.samples, "samples per median (>= 5)")->check(CLI::Range(5, 1000));
+  app.add_option("--samples", o.samples, "samples per median, at least (rounded up to whole interleaving circuits; >= 5)")->check(CLI::Range(5, 1000));
   app.add_option("--numerics", o.numerics,
                  "numerics of the tunes: batch_invariant or tolerance (default: the op's; "
                  "tolerance admits gemv.bf16's cuBLASLt candidates)")
       ->check(CLI::IsMember({"batch_invariant", "tolerance"}));
   app.add_flag("--warm", o.warm,
                "tune and time warm: one input copy reused, no LLC flush (default: cold)");
+  app.add_flag("--flush-every-sample", o.flush_every_sample,
+               "cold: flush the LLC before every sample of every subject (outside the timed "
+               "region), so that each starts after the same predecessor");
+  app.add_option("--rotate-llc", o.rotate_llc,
+                 "cold: the input copies a sample cycles through span at least this many times "
+                 "the LLC (default: the tuner's kRotationLlcMultiple; the tunes keep theirs)")
+      ->check(CLI::Range(1.0, 64.0));
   bool quick = false;
   app.add_flag("--quick", quick, "the quick set (same as --set quick)");
   CLI11_PARSE(app, argc, argv);

@@ -12,7 +12,7 @@ reads the padded bytes. Before anything is timed each side is checked against a 
 reference (relative L2 <= 8e-3); a mismatch stops the run.
 
 Timing as the other peers (bench/peers/peer_timing.py): interleaved sample by sample
-(alternating order), cold L2 on both sides (each cycles through R = ceil(2 x L2 / KV bytes) + 1
+(alternating order), cold L2 on both sides (each cycles through R = ceil(8 x L2 / KV bytes) + 1
 copies of its K and V), one sample is one CUDA-graph replay of B launches (B sized so that a
 sample lasts >= 2 ms) timed with events, the per-launch time is the median of >= 7 samples.
 hone runs whatever its dispatcher picks: with --tune, every config's bucket is tuned first
@@ -28,7 +28,6 @@ speedup = t_sdpa / t_hone (above 1: hone is faster); read fraction = KV bytes th
 t / read bandwidth.
 """
 import argparse
-import math
 import os
 import statistics
 import sys
@@ -40,7 +39,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
 from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import rotation_copies, time_interleaved, write_results  # noqa: E402
 from peer_timing import doc_header, measure_read_bandwidth  # noqa: E402
 from peer_timing import sdpa_backends_accepting  # noqa: E402
 
@@ -141,7 +140,7 @@ class Problem:
 
 def bench_config(name, hq, hkv, head_dim, lengths, samples, l2_bytes, seed, tuned):
     kv_bytes = 2 * 2 * sum(lengths) * hkv * head_dim
-    copies = math.ceil(2 * l2_bytes / kv_bytes) + 1
+    copies = rotation_copies(l2_bytes, kv_bytes)
     p = Problem(hq, hkv, head_dim, lengths, copies, seed)
     dev = torch.device("cuda")
     o_hone = torch.empty(p.batch, hq, head_dim, device=dev, dtype=torch.bfloat16)

@@ -2,7 +2,7 @@
 """hone's gemv.bf16 (through the Python package) against torch.matmul (cuBLAS) in one process.
 
 Same weights, same format (bf16), interleaved sample by sample, cold L2 on both sides: each
-side cycles through R = ceil(2 x L2 / bytes per launch) + 1 copies of W and X. One sample is
+side cycles through R = ceil(8 x L2 / bytes per launch) + 1 copies of W and X. One sample is
 one CUDA-graph replay of B launches (B sized so a sample lasts >= 2 ms), timed with events;
 the per-launch time is the median of >= 7 samples. Outputs are compared (relative L2 <= 8e-3)
 before anything is timed.
@@ -14,7 +14,6 @@ Writes gemv_bf16_torch.json and gemv_bf16_torch.md to --out. ratio = t_hone / t_
 (below 1: hone is faster).
 """
 import argparse
-import math
 import os
 import statistics
 import sys
@@ -24,7 +23,7 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
 from peer_timing import geomean, relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import rotation_copies, time_interleaved, write_results  # noqa: E402
 from peer_timing import doc_header  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (2048, 2048)]
@@ -36,7 +35,7 @@ FULL_MATRICES = MATRICES + [(1024, 1024), (8192, 8192), (28672, 4096), (4096, 28
 def bench_shape(rows, n, k, samples, l2_bytes):
     dev = torch.device("cuda")
     bytes_per_launch = (n * k + rows * k + rows * n) * 2
-    copies = math.ceil(2 * l2_bytes / bytes_per_launch) + 1
+    copies = rotation_copies(l2_bytes, bytes_per_launch)
     ws = [torch.randn(n, k, device=dev).to(torch.bfloat16) for _ in range(copies)]
     xs = [torch.randn(rows, k, device=dev).to(torch.bfloat16) for _ in range(copies)]
     y_hone = torch.empty(rows, n, device=dev, dtype=torch.bfloat16)

@@ -9,7 +9,7 @@ SDPA backends a call runs on, and the documents' header and writers.
 
 One sample is one CUDA-graph replay of B launches (B sized so a sample lasts >= SAMPLE_SECONDS),
 timed with events; each launch reads input copy i % copies, so that the L2 stays cold when
-`copies` is ceil(2 x L2 / bytes per launch) + 1.
+`copies` is rotation_copies(): ceil(8 x L2 / bytes per launch) + 1, hone's rotation_count().
 """
 import datetime
 import json
@@ -24,6 +24,16 @@ import torch
 
 SAMPLE_SECONDS = 2e-3
 
+
+
+# hone's kRotationLlcMultiple (include/hone/measurement.h): the copies cycled through between two
+# uses of one copy span this many times the L2; twice left part of it in the H200's L2.
+ROTATION_LLC_MULTIPLE = 8
+
+
+def rotation_copies(l2_bytes, launch_bytes):
+    """Input copies for a cold L2: ceil(ROTATION_LLC_MULTIPLE x L2 / bytes per launch) + 1."""
+    return math.ceil(ROTATION_LLC_MULTIPLE * l2_bytes / launch_bytes) + 1
 
 def relative_l2(a, b):
     a, b = a.double(), b.double()

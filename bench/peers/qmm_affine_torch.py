@@ -11,7 +11,7 @@ dequantised weights and against each other (relative L2 <= 8e-3); a mismatch sto
 Only int4 (torch has no grouped int8 kernel).
 
 Timing as qmv_affine_torch.py (peer_timing.py): interleaved sample by sample, cold L2 on both
-sides (R = ceil(2 x L2 / bytes per launch) + 1 copies of the weights and X), one sample a
+sides (R = ceil(8 x L2 / bytes per launch) + 1 copies of the weights and X), one sample a
 CUDA-graph replay of B launches (>= 2 ms), median of >= 7 samples. hone runs whatever its
 dispatcher picks (HONE_TACTIC_*, HONE_QMM_TILE_*, HONE_QMV_MAX_ROWS, the tuning cache, else the
 default). TFLOP/s = 2 m n k / t.
@@ -35,7 +35,7 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
 from peer_timing import relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import rotation_copies, time_interleaved, write_results  # noqa: E402
 from peer_timing import doc_header  # noqa: E402
 from qmv_affine_torch import INT4_PEER, Weights, inner_k_tiles_for  # noqa: E402
 
@@ -156,7 +156,7 @@ def main():
                 raise SystemExit("qmm_affine_torch: %dx%d: %s" % (n, k, why))
             # One rotation count per matrix, for its largest row count.
             launch_bytes = n * k // 2 + 4 * n * (k // group) + 2 * max(rows_list) * (n + k)
-            copies = math.ceil(2 * l2_bytes / launch_bytes) + 1
+            copies = rotation_copies(l2_bytes, launch_bytes)
             wts = Weights(n, k, 4, group, copies, INT4_PEER, tiles, args.seed)
             for rows in rows_list:
                 r = bench_cell(wts, rows, args.samples, copies, args.op)

@@ -18,7 +18,7 @@ weights re-quantized per row; n * k + 2 n bytes): a different representation, re
 own table and never as a speedup. Where that kernel is missing, the cells have no peer.
 
 Timing as bench/peers/gemv_bf16_torch.py (both through peer_timing.py): interleaved sample by
-sample (alternating order), cold L2 on both sides (each side cycles through R = ceil(2 x L2 /
+sample (alternating order), cold L2 on both sides (each side cycles through R = ceil(8 x L2 /
 bytes per launch) + 1 copies of its weights and X), one sample is one CUDA-graph replay of B
 launches (B sized so a sample lasts >= 2 ms) timed with events, the per-launch time is the
 median of >= 7 samples. hone runs whatever its dispatcher picks (HONE_TACTIC_QMV_AFFINE, the
@@ -44,7 +44,7 @@ import torch  # first: its CUDA libraries are then loaded for libhone.so too
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hone  # noqa: E402
 from peer_timing import relative_l2, require_cuda, spread  # noqa: E402
-from peer_timing import time_interleaved, write_results  # noqa: E402
+from peer_timing import rotation_copies, time_interleaved, write_results  # noqa: E402
 from peer_timing import doc_header, measure_read_bandwidth  # noqa: E402
 
 MATRICES = [(4096, 4096), (14336, 4096), (4096, 14336), (8960, 1536), (1536, 8960)]
@@ -341,7 +341,7 @@ def main():
             # One rotation count for every row count of the matrix: weights dominate the bytes.
             launch_bytes = (n * k * bits // 8 + 4 * n * (k // group) +
                             2 * max(rows_list) * (n + k))
-            copies = math.ceil(2 * l2_bytes / launch_bytes) + 1
+            copies = rotation_copies(l2_bytes, launch_bytes)
             wts = Weights(n, k, bits, group, copies, peer, tiles, args.seed)
             for rows in rows_list:
                 r = bench_cell(wts, rows, args.samples, copies)

@@ -46,9 +46,9 @@ public:
   // Blocks until all queued device work is done.
   virtual void sync() = 0;
   // Evicts the last-level cache; called between samples, outside the timed region, when
-  // rotation cannot cover 2x the LLC within the memory budget.
+  // rotation cannot cover kRotationLlcMultiple x the LLC within the memory budget.
   virtual void flush_llc() = 0;
-  // Identifies how samples are timed (e.g. "cpu.steady_clock.v1", "cuda.graph.v1"); part
+  // Identifies how samples are timed (e.g. "cpu.steady_clock.v2", "cuda.graph.v3"); part
   // of the cache metadata.
   virtual std::string method_id() const = 0;
   // Hash of the compiled kernel sources of this backend; part of the cache metadata.

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "hone/backend.h"
 
@@ -28,8 +29,14 @@ struct MeasureOptions {
   bool cold = true;    // rotate inputs / flush the LLC; false reuses one copy (warm)
 };
 
-// R = ceil(2 x llc / bytes_per_launch) + 1 copies, so that the copies cycled through between
-// two uses of one copy exceed twice the LLC. 1 when warm.
+// The copies cycled through between two uses of one copy span at least this many times the
+// LLC. Twice was not cold on the H200: its L2 keeps part of data read 2 x L2 ago, so a kernel
+// timed after a kernel on the same copies read 3 % faster than at 8 x, and 5 % faster than
+// after a peer streaming other buffers, which made the samples of one kernel bimodal (spread 4 %
+// against 0.7 % at 8 x; docs/benchmark_results/2026-12-04-h200, calls 3-5).
+inline constexpr int kRotationLlcMultiple = 8;
+
+// R = ceil(kRotationLlcMultiple x llc / bytes_per_launch) + 1 copies. 1 when warm.
 int rotation_count(size_t llc_bytes, size_t bytes_per_launch);
 
 struct RotationPlan {
@@ -41,6 +48,16 @@ struct RotationPlan {
 // Fits rotation_count() into `budget_bytes`; past it, uses one copy and flushes instead.
 RotationPlan plan_rotation(size_t llc_bytes, size_t bytes_per_launch, size_t budget_bytes,
                            bool cold);
+
+// The order in which to sample n subjects (indices 0..n-1) so that each gets at least
+// `samples_each` samples and each directly follows every other one equally often: repeated
+// Eulerian circuits of the complete directed graph on the subjects. One circuit holds every
+// ordered pair of distinct subjects once as neighbours and ends where the next begins, so it
+// takes n - 1 samples of each. A subject's time then cannot depend on which subject ran before
+// it: a memory-bound kernel timed right after a peer that streams 117 MB read 5 % slower on the
+// H200 than the same kernel timed after itself (docs/benchmark_results/2026-12-04-h200), and a
+// cyclic round puts one subject after the same neighbour every time. n = 1: samples_each zeros.
+std::vector<size_t> interleaved_order(size_t n, int samples_each);
 
 class Measurement {
 public:

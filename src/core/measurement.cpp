@@ -12,9 +12,40 @@ namespace hone {
 int rotation_count(size_t llc_bytes, size_t bytes_per_launch) {
   if (bytes_per_launch == 0)
     return 1;
-  const double need = std::ceil(2.0 * static_cast<double>(llc_bytes) /
+  const double need = std::ceil(kRotationLlcMultiple * static_cast<double>(llc_bytes) /
                                 static_cast<double>(bytes_per_launch));
   return static_cast<int>(std::min(need, 1e6)) + 1;
+}
+
+std::vector<size_t> interleaved_order(size_t n, int samples_each) {
+  HONE_CHECK(n >= 1, "interleaved_order needs at least one subject");
+  const size_t each = static_cast<size_t>(std::max(samples_each, 1));
+  if (n == 1)
+    return std::vector<size_t>(each, 0);
+  // Hierholzer's walk from subject 0; next[v] is v's next unused out-edge (never v itself).
+  std::vector<size_t> next(n, 0), stack{0}, circuit;
+  const auto skip_self = [&](size_t v) {
+    if (next[v] == v)
+      ++next[v];
+  };
+  while (!stack.empty()) {
+    const size_t v = stack.back();
+    skip_self(v);
+    if (next[v] < n) {
+      stack.push_back(next[v]++);
+    } else {
+      circuit.push_back(v);
+      stack.pop_back();
+    }
+  }
+  std::reverse(circuit.begin(), circuit.end());
+  circuit.pop_back(); // the walk closes on subject 0: n (n - 1) samples, read cyclically
+  const size_t circuits = (each + n - 2) / (n - 1);
+  std::vector<size_t> order;
+  order.reserve(circuits * circuit.size());
+  for (size_t c = 0; c < circuits; ++c)
+    order.insert(order.end(), circuit.begin(), circuit.end());
+  return order;
 }
 
 RotationPlan plan_rotation(size_t llc_bytes, size_t bytes_per_launch, size_t budget_bytes,

@@ -214,7 +214,7 @@ public:
     flush_sink_ = sum;
   }
 
-  std::string method_id() const override { return "cpu.steady_clock.v1"; }
+  std::string method_id() const override { return "cpu.steady_clock.v2"; }
   std::optional<size_t> available_memory_bytes() const override { return available_memory(); }
   std::string kernel_build_id() const override { return HONE_CPU_KERNEL_BUILD; }
 

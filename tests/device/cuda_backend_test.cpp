@@ -111,12 +111,12 @@ void expect_batch_timing(CudaBackend &be, const char *method) {
 
 TEST_F(CudaBackendTest, GraphTimingReplaysTheCapturedBatch) {
   CudaBackend be(0, TimingMethod::graph);
-  expect_batch_timing(be, "cuda.graph.v2");
+  expect_batch_timing(be, "cuda.graph.v3");
 }
 
 TEST_F(CudaBackendTest, EventTimingTimesEnqueuedLaunches) {
   CudaBackend be(0, TimingMethod::events);
-  expect_batch_timing(be, "cuda.events.v2");
+  expect_batch_timing(be, "cuda.events.v3");
 }
 
 TEST_F(CudaBackendTest, GraphCaptureEndsWhenALaunchThrows) {

@@ -28,7 +28,7 @@ TEST(CpuBackend, DeviceFactsArePlausible) {
 
 TEST(CpuBackend, IdentifiesMethodAndKernelBuild) {
   Backend &be = cpu::backend();
-  EXPECT_EQ(be.method_id(), "cpu.steady_clock.v1");
+  EXPECT_EQ(be.method_id(), "cpu.steady_clock.v2");
   EXPECT_EQ(be.kernel_build_id(), HONE_CPU_KERNEL_BUILD);
   EXPECT_FALSE(be.kernel_build_id().empty());
 }

@@ -17,7 +17,7 @@ class H200Facts final : public Backend {
 public:
   const DeviceInfo &info() const override { return info_; }
   std::optional<size_t> available_memory_bytes() const override { return size_t{140} << 30; }
-  std::string method_id() const override { return "cuda.graph.v2"; }
+  std::string method_id() const override { return "cuda.graph.v3"; }
   std::string kernel_build_id() const override { return "0123456789abcdef"; }
   Timer &timer() override { HONE_RUNTIME_ERROR("H200Facts times nothing"); }
   void sync() override {}

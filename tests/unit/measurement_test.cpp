@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "hone/error.h"
+#include "hone/stats.h"
 #include "hone/tuner.h"
 #include "synthetic.h"
 
@@ -13,21 +15,23 @@ namespace {
 using testing::SyntheticKernels;
 using testing::VirtualClock;
 
-TEST(Rotation, CountCoversTwiceTheLlc) {
-  EXPECT_EQ(rotation_count(32 << 20, 10 << 20), 8); // ceil(6.4) + 1
-  EXPECT_EQ(rotation_count(60 << 20, 120 << 20), 2);
-  EXPECT_EQ(rotation_count(60 << 20, 60 << 20), 3);
+TEST(Rotation, CountCoversEightTimesTheLlc) {
+  static_assert(kRotationLlcMultiple == 8);
+  EXPECT_EQ(rotation_count(32 << 20, 10 << 20), 27); // ceil(25.6) + 1
+  EXPECT_EQ(rotation_count(60 << 20, 480 << 20), 2);
+  EXPECT_EQ(rotation_count(60 << 20, 120 << 20), 5);
+  EXPECT_EQ(rotation_count(60 << 20, 60 << 20), 9);
 }
 
 TEST(Rotation, BudgetFallsBackToFlush) {
   RotationPlan fits = plan_rotation(32 << 20, 10 << 20, 1ull << 30, true);
-  EXPECT_EQ(fits.copies, 8);
+  EXPECT_EQ(fits.copies, 27);
   EXPECT_FALSE(fits.flush);
-  EXPECT_EQ(fits.footprint, 80ull << 20);
-  RotationPlan capped = plan_rotation(32 << 20, 10 << 20, 50 << 20, true);
+  EXPECT_EQ(fits.footprint, 270ull << 20);
+  RotationPlan capped = plan_rotation(32 << 20, 10 << 20, 200 << 20, true);
   EXPECT_EQ(capped.copies, 1);
   EXPECT_TRUE(capped.flush);
-  EXPECT_EQ(capped.needed, 8);
+  EXPECT_EQ(capped.needed, 27);
   RotationPlan warm = plan_rotation(32 << 20, 10 << 20, 1ull << 30, false);
   EXPECT_EQ(warm.copies, 1);
   EXPECT_FALSE(warm.flush);
@@ -97,6 +101,57 @@ TEST(Measurement, BatchCalibrationRecoversRatiosThatSyncSqueezes) {
   };
   EXPECT_EQ(pick_with(single), 0u);
   EXPECT_EQ(pick_with(MeasureOptions{}), 1u);
+}
+
+TEST(InterleavedOrder, EverySubjectFollowsEveryOtherEquallyOften) {
+  for (size_t n = 2; n <= 7; ++n)
+    for (int each : {1, 5, 7, 9}) {
+      const std::vector<size_t> order = interleaved_order(n, each);
+      std::vector<int> count(n, 0);
+      std::vector<std::vector<int>> after(n, std::vector<int>(n, 0)); // after[prev][next]
+      for (size_t i = 0; i < order.size(); ++i) {
+        ASSERT_LT(order[i], n);
+        ++count[order[i]];
+        // Cyclically: the last sample precedes the first (the order is whole circuits).
+        ++after[order[i]][order[(i + 1) % order.size()]];
+      }
+      const int circuits = (each + static_cast<int>(n) - 2) / static_cast<int>(n - 1);
+      for (size_t a = 0; a < n; ++a) {
+        EXPECT_EQ(count[a], circuits * static_cast<int>(n - 1)) << "n=" << n << " each=" << each;
+        EXPECT_GE(count[a], each);
+        for (size_t b = 0; b < n; ++b)
+          EXPECT_EQ(after[a][b], a == b ? 0 : circuits) << "n=" << n << " " << a << "->" << b;
+      }
+    }
+  EXPECT_EQ(interleaved_order(1, 3), (std::vector<size_t>{0, 0, 0}));
+  EXPECT_THROW(interleaved_order(0, 3), Error);
+}
+
+// A subject that slows whatever runs right after it (a peer streaming far more bytes than the
+// L2, on the H200) biased a cyclic round: the subject after it was always the same one. Two
+// identical subjects must get the same median in the interleaved order.
+TEST(InterleavedOrder, WhatRanBeforeFallsOnEverySubjectAlike) {
+  const std::vector<double> base{1e-6, 1e-6, 1.5e-6, 3e-6}; // 0 and 1 are the same kernel
+  const auto medians = [&](const std::vector<size_t> &order) {
+    std::vector<std::vector<double>> t(base.size());
+    size_t prev = base.size();
+    for (size_t i : order) {
+      t[i].push_back(base[i] * (prev == 3 ? 1.05 : 1.0)); // 5 % slower after subject 3
+      prev = i;
+    }
+    std::vector<double> out;
+    for (auto &v : t)
+      out.push_back(median(v));
+    return out;
+  };
+  std::vector<size_t> cyclic; // the former round: start rotated each round
+  for (size_t s = 0; s < 9; ++s)
+    for (size_t i = 0; i < base.size(); ++i)
+      cyclic.push_back((i + s) % base.size());
+  const std::vector<double> biased = medians(cyclic);
+  EXPECT_GT(biased[0] / biased[1], 1.04); // subject 0 always ran after subject 3
+  const std::vector<double> fair = medians(interleaved_order(base.size(), 9));
+  EXPECT_DOUBLE_EQ(fair[0], fair[1]);
 }
 
 } // namespace

@@ -96,7 +96,7 @@ TimingMethod timing_method(const Settings &settings) {
 TimingMethod timing_method_from_env() { return timing_method(Settings::from_env()); }
 
 const char *method_id(TimingMethod method) {
-  return method == TimingMethod::graph ? "cuda.graph.v2" : "cuda.events.v2";
+  return method == TimingMethod::graph ? "cuda.graph.v3" : "cuda.events.v3";
 }
 
 CudaBackend::CudaBackend(int device, TimingMethod timing) : device_(device), timing_(timing) {

@@ -1,8 +1,8 @@
 // CudaBackend: the hone::Backend of one CUDA device. It owns a stream on which every hone
 // launch, copy and timing event goes, an event timer on that stream, and the LLC-flush
 // buffer. Samples are timed either as one replay of a CUDA graph of the batch (launch gaps
-// hidden, "cuda.graph.v2") or as plain events around the enqueued launches
-// ("cuda.events.v2"); HONE_TIMING=graph|events chooses, default graph.
+// hidden, "cuda.graph.v3") or as plain events around the enqueued launches
+// ("cuda.events.v3"); HONE_TIMING=graph|events chooses, default graph.
 //
 //   hone::cuda::CudaBackend &be = hone::cuda::cuda_backend();
 //   kernel<<<g, b, 0, be.stream()>>>(...);
