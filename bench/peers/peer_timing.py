@@ -24,8 +24,6 @@ import torch
 
 SAMPLE_SECONDS = 2e-3
 
-
-
 # hone's kRotationLlcMultiple (include/hone/measurement.h): the copies cycled through between two
 # uses of one copy span this many times the L2; twice left part of it in the H200's L2.
 ROTATION_LLC_MULTIPLE = 8
@@ -34,6 +32,7 @@ ROTATION_LLC_MULTIPLE = 8
 def rotation_copies(l2_bytes, launch_bytes):
     """Input copies for a cold L2: ceil(ROTATION_LLC_MULTIPLE x L2 / bytes per launch) + 1."""
     return math.ceil(ROTATION_LLC_MULTIPLE * l2_bytes / launch_bytes) + 1
+
 
 def relative_l2(a, b):
     a, b = a.double(), b.double()
