@@ -76,7 +76,8 @@ BenchCommand::BenchCommand(CLI::App &parent, const GlobalOptions &global)
                               "Rotate input copies so each launch starts cold (default)");
   warm->excludes(cold);
   app_->add_option("--samples", options_.samples,
-                   "Fixed samples per subject (default: stop when IQR/median < 1% or --max-time)")
+                   "Samples per subject, at least: whole rounds of n - 1 each for n subjects (default: stop "
+                   "when IQR/median < 1% or --max-time)")
       ->check(CLI::Range(1, kMaxRounds));
   app_->add_option("--max-time", options_.max_time, "Seconds of sampling before stopping")
       ->check(CLI::PositiveNumber)
@@ -183,13 +184,21 @@ int BenchCommand::run() {
     std::vector<LaunchFn> launches;
     for (Subject &s : subjects)
       launches.push_back(s.timed() ? launch_of(s) : LaunchFn());
+    // A round is one circuit of interleaved_order over the runnable subjects: each is sampled
+    // n - 1 times (once when alone), right after every other one once, so that neither drift
+    // nor what ran just before favours a subject.
+    std::vector<size_t> runnable;
+    for (size_t i = 0; i < subjects.size(); ++i)
+      if (launches[i])
+        runnable.push_back(i);
+    const std::vector<size_t> circuit = interleaved_order(runnable.size(), 1);
     const auto t0 = std::chrono::steady_clock::now();
     while (true) {
-      // Round-robin: every subject once per round, so drift affects all alike.
-      for (size_t i = 0; i < subjects.size(); ++i)
-        if (launches[i])
-          subjects[i].samples.push_back(measurement.sample(launches[i], batch, copies, plan.flush));
-      ++rounds;
+      for (size_t j : circuit) {
+        const size_t i = runnable[j];
+        subjects[i].samples.push_back(measurement.sample(launches[i], batch, copies, plan.flush));
+      }
+      rounds = static_cast<int>(subjects[runnable.front()].samples.size());
       if (options_.samples > 0) {
         if (rounds >= options_.samples) {
           stop = "fixed " + std::to_string(rounds) + " samples";
