@@ -12,8 +12,9 @@
 // One sample is one CUDA-graph replay of B launches (B calibrated on the default so that a
 // sample lasts >= 100 sync round trips), each launch on the next of R = ceil(8 x L2 / bytes) + 1
 // input copies (an explicit L2 flush between samples where R copies exceed the memory
-// budget); the time is the median of at least --samples (>= 7) samples. KV GB/s counts the K and V bytes
-// of every token read once; the fraction is of --read-bandwidth (default: the backend's probe).
+// budget); the time is the median of at least --samples (>= 7) samples. KV GB/s counts the K
+// and V bytes of every token read once; the fraction is of --read-bandwidth (default: the
+// backend's probe).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -228,7 +229,9 @@ int run(int argc, char **argv) {
   app.add_option("--configs", which, "all, quick, or a comma-separated list of config names");
   app.add_option("--read-bandwidth", read_gbps,
                  "device read bandwidth in GB/s (default: the backend's probe)");
-  app.add_option("--samples", samples, "samples per median, at least (rounded up to whole interleaving circuits; >= 7)")->check(CLI::Range(7, 1000));
+  app.add_option("--samples", samples,
+                 "samples per median, at least (rounded up to whole interleaving circuits; >= 7)")
+      ->check(CLI::Range(7, 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

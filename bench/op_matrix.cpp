@@ -164,10 +164,8 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   }
   const hone::DeviceInfo &info = backend.info();
   const hone::RotationPlan plan =
-      hone::plan_rotation(static_cast<size_t>(static_cast<double>(info.llc_bytes) * rotate_llc /
-                                              hone::kRotationLlcMultiple),
-                          workload->bytes_per_launch(), info.memory_budget_bytes,
-                          tune_options.measure.cold);
+      hone::plan_rotation(info.llc_bytes, workload->bytes_per_launch(), info.memory_budget_bytes,
+                          tune_options.measure.cold, rotate_llc);
   workload->set_rotation(plan.copies);
   p.copies = workload->rotation();
   p.flush = plan.flush;
@@ -199,10 +197,9 @@ void measure(hone::Backend &backend, const hone::TunableOp &op,
   std::vector<size_t> order(launches.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
+  const bool flush = p.flush || (flush_every_sample && tune_options.measure.cold);
   const std::vector<std::vector<double>> times =
-      hone::bench::time_round_robin(m, launches, order, p.batch, p.copies,
-                                    p.flush || (flush_every_sample && tune_options.measure.cold),
-                                    samples);
+      hone::bench::time_round_robin(m, launches, order, p.batch, p.copies, flush, samples);
   for (size_t i = 0; i < labels.size(); ++i)
     p.subjects.push_back({labels[i], hone::median(times[i]), hone::relative_spread(times[i])});
   if (pick_is_default)
@@ -428,7 +425,9 @@ int main(int argc, char **argv) {
   app.add_option("--peers", o.peers, "all, none, or a comma-separated list of peer names");
   app.add_option("--also", o.also, "extra tactics to time beside default and pick");
   app.add_option("--json", o.json_path, "write the full results as JSON to FILE");
-  app.add_option("--samples", o.samples, "samples per median, at least (rounded up to whole interleaving circuits; >= 5)")->check(CLI::Range(5, 1000));
+  app.add_option("--samples", o.samples,
+                 "samples per median, at least (rounded up to whole interleaving circuits; >= 5)")
+      ->check(CLI::Range(5, 1000));
   app.add_option("--numerics", o.numerics,
                  "numerics of the tunes: batch_invariant or tolerance (default: the op's; "
                  "tolerance admits gemv.bf16's cuBLASLt candidates)")

@@ -36,8 +36,10 @@ struct MeasureOptions {
 // against 0.7 % at 8 x; docs/benchmark_results/2026-12-04-h200, calls 3-5).
 inline constexpr int kRotationLlcMultiple = 8;
 
-// R = ceil(kRotationLlcMultiple x llc / bytes_per_launch) + 1 copies. 1 when warm.
-int rotation_count(size_t llc_bytes, size_t bytes_per_launch);
+// R = ceil(llc_multiple x llc / bytes_per_launch) + 1 copies. A multiple other than
+// kRotationLlcMultiple is for measuring the rotation itself (bench/op_matrix --rotate-llc).
+int rotation_count(size_t llc_bytes, size_t bytes_per_launch,
+                   double llc_multiple = kRotationLlcMultiple);
 
 struct RotationPlan {
   int copies = 1;          // input sets to allocate
@@ -47,7 +49,7 @@ struct RotationPlan {
 };
 // Fits rotation_count() into `budget_bytes`; past it, uses one copy and flushes instead.
 RotationPlan plan_rotation(size_t llc_bytes, size_t bytes_per_launch, size_t budget_bytes,
-                           bool cold);
+                           bool cold, double llc_multiple = kRotationLlcMultiple);
 
 // The order in which to sample n subjects (indices 0..n-1) so that each gets at least
 // `samples_each` samples and each directly follows every other one equally often: repeated

@@ -9,10 +9,10 @@
 
 namespace hone {
 
-int rotation_count(size_t llc_bytes, size_t bytes_per_launch) {
+int rotation_count(size_t llc_bytes, size_t bytes_per_launch, double llc_multiple) {
   if (bytes_per_launch == 0)
     return 1;
-  const double need = std::ceil(kRotationLlcMultiple * static_cast<double>(llc_bytes) /
+  const double need = std::ceil(llc_multiple * static_cast<double>(llc_bytes) /
                                 static_cast<double>(bytes_per_launch));
   return static_cast<int>(std::min(need, 1e6)) + 1;
 }
@@ -49,13 +49,13 @@ std::vector<size_t> interleaved_order(size_t n, int samples_each) {
 }
 
 RotationPlan plan_rotation(size_t llc_bytes, size_t bytes_per_launch, size_t budget_bytes,
-                           bool cold) {
+                           bool cold, double llc_multiple) {
   RotationPlan plan;
   if (!cold) {
     plan.footprint = bytes_per_launch;
     return plan;
   }
-  plan.needed = rotation_count(llc_bytes, bytes_per_launch);
+  plan.needed = rotation_count(llc_bytes, bytes_per_launch, llc_multiple);
   const size_t fit = bytes_per_launch == 0 ? static_cast<size_t>(plan.needed)
                                            : budget_bytes / bytes_per_launch;
   if (static_cast<size_t>(plan.needed) <= fit) {

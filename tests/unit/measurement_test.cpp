@@ -21,6 +21,8 @@ TEST(Rotation, CountCoversEightTimesTheLlc) {
   EXPECT_EQ(rotation_count(60 << 20, 480 << 20), 2);
   EXPECT_EQ(rotation_count(60 << 20, 120 << 20), 5);
   EXPECT_EQ(rotation_count(60 << 20, 60 << 20), 9);
+  EXPECT_EQ(rotation_count(60 << 20, 60 << 20, 2), 3); // an explicit multiple (op_matrix's A/B)
+  EXPECT_EQ(plan_rotation(60 << 20, 60 << 20, 1ull << 30, true, 2).copies, 3);
 }
 
 TEST(Rotation, BudgetFallsBackToFlush) {

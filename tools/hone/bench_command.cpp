@@ -76,8 +76,8 @@ BenchCommand::BenchCommand(CLI::App &parent, const GlobalOptions &global)
                               "Rotate input copies so each launch starts cold (default)");
   warm->excludes(cold);
   app_->add_option("--samples", options_.samples,
-                   "Samples per subject, at least: whole rounds of n - 1 each for n subjects (default: stop "
-                   "when IQR/median < 1% or --max-time)")
+                   "Samples per subject, at least: whole rounds of n - 1 each for n subjects "
+                   "(default: stop when IQR/median < 1% or --max-time)")
       ->check(CLI::Range(1, kMaxRounds));
   app_->add_option("--max-time", options_.max_time, "Seconds of sampling before stopping")
       ->check(CLI::PositiveNumber)
@@ -174,7 +174,7 @@ int BenchCommand::run() {
   Measurement measurement(backend.timer(), &backend, measure);
   int batch = 0;
   std::string stop = "no subject could run";
-  int rounds = 0;
+  int taken = 0; // samples of each runnable subject so far
   auto first =
       std::find_if(subjects.begin(), subjects.end(), [](const Subject &s) { return s.timed(); });
   if (first != subjects.end()) {
@@ -198,15 +198,15 @@ int BenchCommand::run() {
         const size_t i = runnable[j];
         subjects[i].samples.push_back(measurement.sample(launches[i], batch, copies, plan.flush));
       }
-      rounds = static_cast<int>(subjects[runnable.front()].samples.size());
+      taken = static_cast<int>(subjects[runnable.front()].samples.size());
       if (options_.samples > 0) {
-        if (rounds >= options_.samples) {
-          stop = "fixed " + std::to_string(rounds) + " samples";
+        if (taken >= options_.samples) {
+          stop = "fixed " + std::to_string(taken) + " samples";
           break;
         }
         continue;
       }
-      if (rounds < kMinSamples)
+      if (taken < kMinSamples)
         continue;
       bool quiet = true;
       for (const Subject &s : subjects)
@@ -215,11 +215,11 @@ int BenchCommand::run() {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (quiet) {
-        stop = std::to_string(rounds) + " samples, stopped on noise (IQR/median < 1%)";
+        stop = std::to_string(taken) + " samples, stopped on noise (IQR/median < 1%)";
         break;
       }
-      if (elapsed >= options_.max_time || rounds >= kMaxRounds) {
-        stop = std::to_string(rounds) + " samples, stopped on the time budget";
+      if (elapsed >= options_.max_time || taken >= kMaxRounds) {
+        stop = std::to_string(taken) + " samples, stopped on the time budget";
         break;
       }
     }
