@@ -19,6 +19,7 @@
 #include "cuda/backend/device_buffer.h"
 #include "cuda/gate/bf16_compare.h"
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
+#include "cuda/kernels/qmm_affine/qmm_affine_mma.h"
 #include "cuda/ops/qmm_affine_op.h"
 #include "cuda/ops/qmv_affine_reference.h"
 #include "cuda/peers/cublas_dequant_affine_linear_peer.h"
@@ -150,7 +151,9 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
       const Tactic t = c.to_tactic();
       EXPECT_EQ(t.kernel, c.path == 0   ? "qmm.affine.wgmma"
                           : c.path == 1 ? "qmm.affine.dequant"
+                          : c.engine    ? "qmm.affine.mma_wgmma"
                                         : "qmm.affine.mma");
+      EXPECT_TRUE(c.engine == 0 || c.path == kQmmMmaPath) << t.str();
       EXPECT_TRUE(c.path != kQmmMmaPath || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
       EXPECT_EQ(t.str().find("stream_k") != std::string::npos, c.stream_k != 0) << t.str();
@@ -221,17 +224,23 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
 // The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
 // rows and at most 128 weight rows per CTA (qmm_affine_op.cpp says why).
 TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile) {
+  // mma.sync engine: 9-64 rows at the 16/32/64 tile that holds them; wgmma engine: 9-256 rows,
+  // at 128 from 65 rows (two activation tiles above 128).
   const TunableOp &op = qmm_op();
   const Format f{4096, 4096, 4, 64};
-  for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 512}) {
+  const std::vector<QmmMmaKernel> &kernels = qmm_mma_kernels();
+  const bool wgmma_built = qmm_affine_built() && std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
+    return k.engine == kQmmEngineWgmma;
+  });
+  for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512}) {
     const Shape b = op.buckets().map(shape_of(m, f)).value();
-    const int fit = b[0] <= 16 ? 16 : b[0] <= 32 ? 32 : 64;
-    int mma = 0;
+    const int fit = b[0] <= 16 ? 16 : b[0] <= 32 ? 32 : b[0] <= 64 ? 64 : 128;
+    int mma = 0, wgmma = 0;
     for (const Tactic &t : op.candidates(b)) {
       const QmmAffineConfig c = QmmAffineConfig::from_tactic(t);
       if (c.path != kQmmMmaPath)
         continue;
-      ++mma;
+      ++(c.engine == kQmmEngineWgmma ? wgmma : mma);
       EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
       EXPECT_LE(c.tile_n, 128) << "m=" << m << " " << t.str();
     }
@@ -239,6 +248,10 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
       EXPECT_GT(mma, 0) << "m=" << m;
     else
       EXPECT_EQ(mma, 0) << "m=" << m;
+    if (wgmma_built && b[0] >= 9 && b[0] <= 256)
+      EXPECT_GT(wgmma, 0) << "m=" << m;
+    else
+      EXPECT_EQ(wgmma, 0) << "m=" << m;
   }
 }
 

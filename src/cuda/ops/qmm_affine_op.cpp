@@ -5,6 +5,7 @@
 
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
+#include "cuda/kernels/qmm_affine/qmm_affine_mma.h"
 #include "cuda/ops/qmv_affine_op.h" // qmv_affine_problem: the same {rows, n, k, bits, group}
 #include "hone/error.h"
 #include "hone/settings.h"
@@ -39,8 +40,10 @@ bool is_compiled(const QmmAffineConfig &config, int bits) {
 // rows it takes twice their time; at 1-8 rows qmv.affine is faster than either), at the
 // activation tile that holds the rows (16, 32, 64: the tile below re-reads the weights, the one
 // above idles its tensor work), and with at most 128 weight rows per CTA (256 never won).
+// The wgmma engine's 128-row tiles take 65-256 rows (two activation tiles above 128).
 constexpr int kMmaMinRows = 9;
 constexpr int kMmaMaxRows = 64;
+constexpr int kMmaWgmmaMaxRows = 256;
 constexpr int kMmaMaxTileN = 128;
 
 bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
@@ -52,7 +55,9 @@ bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
     }
   const int m_pow2 = static_cast<int>(std::bit_ceil(static_cast<unsigned>(p.rows)));
   if (c.path == kQmmMmaPath &&
-      (p.rows < kMmaMinRows || p.rows > kMmaMaxRows || c.tile_n > kMmaMaxTileN ||
+      (p.rows < kMmaMinRows ||
+       p.rows > (c.engine == kQmmEngineWgmma ? kMmaWgmmaMaxRows : kMmaMaxRows) ||
+       c.tile_n > kMmaMaxTileN ||
        c.tile_m != std::clamp(m_pow2, smallest_tile_m, largest_tile_m)))
     return false;
   if (c.tile_m > std::max(smallest_tile_m, 2 * m_pow2))

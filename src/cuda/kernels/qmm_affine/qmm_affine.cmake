@@ -16,6 +16,7 @@
 
 set(HONE_CUTLASS_INCLUDE_DIR "${PROJECT_SOURCE_DIR}/third_party/cutlass/include" CACHE PATH
     "CUTLASS/CuTe headers for qmm.affine (scripts/bootstrap.sh copies them from the PyPI package nvidia-cutlass)")
+option(HONE_QMM_WGMMA_RS "qmm.affine: the mma path's register-A wgmma kernels (sm_90a)" ON)
 set(HONE_QMM_TACTICS "ci" CACHE STRING
     "qmm.affine kernels to compile: ci (3 kernels, minutes on 2 cores) or full (the tuning set)")
 set_property(CACHE HONE_QMM_TACTICS PROPERTY STRINGS ci full)
@@ -94,6 +95,14 @@ foreach(kernel IN LISTS hone_qmm_kernels)
   list(APPEND hone_qmm_sources ${hone_qmm_gen_dir}/${HONE_QMM_NAME}.cu)
   string(APPEND hone_qmm_list "HONE_QMM_KERNEL(${HONE_QMM_NAME})\n")
 endforeach()
+# The mma path's wgmma engine: one sm_90a unit beside the CUTLASS ones (a .cu.in, so that
+# hone_cuda's glob of kernels/*.cu, compiled for the generic architecture, leaves it out).
+if(HONE_QMM_WGMMA_RS AND hone_qmm_sources)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/qmm_affine_wgmma_rs.cu.in
+                 ${hone_qmm_gen_dir}/qmm_affine_wgmma_rs_sm90a.cu COPYONLY)
+  list(APPEND hone_qmm_sources ${hone_qmm_gen_dir}/qmm_affine_wgmma_rs_sm90a.cu)
+  target_compile_definitions(hone_cuda PRIVATE HONE_QMM_WGMMA_RS)
+endif()
 # Units of kernels no longer listed (another HONE_QMM_TACTICS) are removed, so that the build
 # directory holds what the table says.
 file(GLOB hone_qmm_present ${hone_qmm_gen_dir}/qmm_affine_*_sm90a.cu)
@@ -118,7 +127,8 @@ if(hone_qmm_count GREATER 0)
   target_include_directories(hone_qmm_kernels SYSTEM PRIVATE ${HONE_CUTLASS_INCLUDE_DIR})
   # NDEBUG in every build type: a device assert is a function call inside the wgmma pipeline,
   # which serialises it (ptxas C7510) and costs registers (spills the op would refuse).
-  target_compile_definitions(hone_qmm_kernels PRIVATE NDEBUG)
+  target_compile_definitions(hone_qmm_kernels PRIVATE NDEBUG
+                             $<$<BOOL:${HONE_QMM_WGMMA_RS}>:HONE_QMM_WGMMA_RS>)
   target_compile_options(hone_qmm_kernels PRIVATE
     --expt-relaxed-constexpr -lineinfo
     $<$<BOOL:${HONE_CUDA_PTXAS_VERBOSE}>:-Xptxas=-v>)

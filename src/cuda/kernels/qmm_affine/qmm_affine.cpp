@@ -63,7 +63,7 @@ const QmmMmaKernel *find_mma_kernel(const QmmAffineConfig &c, int bits) {
     return nullptr;
   for (const QmmMmaKernel &k : qmm_mma_kernels())
     if (k.tile_m == c.tile_m && k.tile_n == c.tile_n && k.tile_k == c.tile_k &&
-        k.stages == c.stages && k.warps == c.warps)
+        k.stages == c.stages && k.warps == c.warps && k.engine == c.engine)
       return &k;
   return nullptr;
 }
@@ -124,6 +124,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.tile_k = k.tile_k;
         c.stages = k.stages;
         c.warps = k.warps;
+        c.engine = k.engine;
         c.split_k = split;
         out.push_back(c);
       }

@@ -58,6 +58,8 @@ struct QmmAffineConfig {
   int stream_k = 0;  // 1: stream-K decomposition (cooperative only; split_k = 1)
   int stages = 0;    // mma path: cp.async ring depth (0 on the CUTLASS paths)
   int warps = 0;     // mma path: warps per CTA, tile_k / 64 of them along K
+  int engine = 0;    // mma path: 0 mma.sync (qmm.affine.mma), 1 wgmma with the dequantised
+                     // weights as register A (qmm.affine.mma_wgmma)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmm.affine config.
   static QmmAffineConfig from_tactic(const Tactic &tactic);

@@ -15,6 +15,8 @@ namespace hone::cuda {
 namespace {
 
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
+// The mma path's wgmma engine (QmmAffineConfig::engine 1): the same fields.
+constexpr const char *kMmaWgmmaKernel = "qmm.affine.mma_wgmma";
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
 constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "tile_k",
@@ -45,7 +47,8 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 
 Tactic QmmAffineConfig::to_tactic() const {
   if (path == kQmmMmaPath)
-    return config_tactic(kPathKernels[kQmmMmaPath], kMmaFieldNames,
+    return config_tactic(engine == kQmmEngineWgmma ? kMmaWgmmaKernel : kPathKernels[kQmmMmaPath],
+                         kMmaFieldNames,
                          {{tile_m, tile_n, tile_k, stages, warps, split_k}}, kStreamKField,
                          stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
@@ -59,9 +62,10 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = 0;
   else if (tactic.kernel == kPathKernels[1])
     c.path = 1;
-  else if (tactic.kernel == kPathKernels[kQmmMmaPath]) {
+  else if (tactic.kernel == kPathKernels[kQmmMmaPath] || tactic.kernel == kMmaWgmmaKernel) {
     const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
     c.path = kQmmMmaPath;
+    c.engine = tactic.kernel == kMmaWgmmaKernel ? kQmmEngineWgmma : kQmmEngineMma;
     c.tile_m = v[0];
     c.tile_n = v[1];
     c.tile_k = v[2];
@@ -71,8 +75,8 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     return c;
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
-                          kPathKernels[0] + ", " + kPathKernels[1] + " or " +
-                          kPathKernels[kQmmMmaPath] + ")");
+                          kPathKernels[0] + ", " + kPathKernels[1] + ", " +
+                          kPathKernels[kQmmMmaPath] + " or " + kMmaWgmmaKernel + ")");
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];
@@ -87,7 +91,7 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
 bool QmmAffineConfig::same_kernel(const QmmAffineConfig &o) const {
   return path == o.path && tile_m == o.tile_m && tile_n == o.tile_n && tile_k == o.tile_k &&
          cluster_m == o.cluster_m && cluster_n == o.cluster_n && pingpong == o.pingpong &&
-         stages == o.stages && warps == o.warps;
+         stages == o.stages && warps == o.warps && engine == o.engine;
 }
 
 QmmAffineConfig qmm_affine_default(int m, int n, int k, int bits, int group) {

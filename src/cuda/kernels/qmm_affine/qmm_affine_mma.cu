@@ -66,7 +66,7 @@ const Entry kEntries[] = {
 const Entry *find(const QmmMmaKernel &k) {
   for (const Entry &e : kEntries)
     if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n && e.kernel.tile_k == k.tile_k &&
-        e.kernel.warps == k.warps && e.kernel.stages == k.stages)
+        e.kernel.warps == k.warps && e.kernel.stages == k.stages && k.engine == kQmmEngineMma)
       return &e;
   return nullptr;
 }
@@ -78,12 +78,20 @@ const std::vector<QmmMmaKernel> &qmm_mma_kernels() {
     std::vector<QmmMmaKernel> out;
     for (const Entry &e : kEntries)
       out.push_back(e.kernel);
+#ifdef HONE_QMM_WGMMA_RS
+    for (const QmmMmaKernel &k : qmm_rs_kernels())
+      out.push_back(k);
+#endif
     return out;
   }();
   return all;
 }
 
 KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
+#ifdef HONE_QMM_WGMMA_RS
+  if (kernel.engine == kQmmEngineWgmma)
+    return qmm_rs_resources(kernel);
+#endif
   const Entry *e = find(kernel);
   if (!e)
     return {};
@@ -93,6 +101,10 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
 }
 
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, void *stream) {
+#ifdef HONE_QMM_WGMMA_RS
+  if (kernel.engine == kQmmEngineWgmma)
+    return qmm_rs_launch(kernel, a, stream);
+#endif
   const Entry *e = find(kernel);
   const int tile_k = kernel.tile_k;
   if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < tile_k || a.k % tile_k != 0 ||

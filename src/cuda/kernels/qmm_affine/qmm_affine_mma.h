@@ -17,10 +17,19 @@ namespace hone::cuda {
 // 64 of them along K (64 K each per block), the rest along the weight rows.
 struct QmmMmaKernel {
   int tile_m, tile_n, tile_k, warps, stages;
+  int engine = 0; // kQmmEngineMma (mma.sync) or kQmmEngineWgmma (wgmma, register A)
 };
+inline constexpr int kQmmEngineMma = 0;
+inline constexpr int kQmmEngineWgmma = 1;
 
-// Every compiled mma kernel (int4 only), in table order.
+// Every compiled mma kernel (int4 only), in table order: the mma.sync ones, then (sm_90a, where
+// HONE_QMM_WGMMA_RS is defined: qmm_affine_wgmma_rs.cu) the register-A wgmma ones.
 const std::vector<QmmMmaKernel> &qmm_mma_kernels();
+#ifdef HONE_QMM_WGMMA_RS
+// The wgmma engine's kernels, resources and launch (qmm_affine_wgmma_rs.cu); the mma path's
+// functions below dispatch to them on kernel.engine.
+const std::vector<QmmMmaKernel> &qmm_rs_kernels();
+#endif
 inline constexpr int kQmmMmaWarpK = 64;   // K per warp per block: tile_k is a multiple of it
 inline constexpr int kQmmMmaMaxSplit = 8; // split_k CTAs form one cluster (portable size)
 
@@ -53,5 +62,9 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel);
 // (m, n % 8, k % tile_k, the group and its parameter window, split_k in 1..8 and at most the K
 // blocks).
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
+#ifdef HONE_QMM_WGMMA_RS
+KernelResources qmm_rs_resources(const QmmMmaKernel &kernel);
+LaunchStatus qmm_rs_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
+#endif
 
 } // namespace hone::cuda
