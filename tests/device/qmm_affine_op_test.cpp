@@ -151,8 +151,9 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
       const Tactic t = c.to_tactic();
       EXPECT_EQ(t.kernel, c.path == 0   ? "qmm.affine.wgmma"
                           : c.path == 1 ? "qmm.affine.dequant"
-                          : c.engine    ? "qmm.affine.mma_wgmma"
-                                        : "qmm.affine.mma");
+                          : c.engine == kQmmEngineWgmma ? "qmm.affine.mma_wgmma"
+                          : c.engine == kQmmEngineTma   ? "qmm.affine.mma_tma"
+                                                        : "qmm.affine.mma");
       EXPECT_TRUE(c.engine == 0 || c.path == kQmmMmaPath) << t.str();
       EXPECT_TRUE(c.path != kQmmMmaPath || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
@@ -230,7 +231,7 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
   const Format f{4096, 4096, 4, 64};
   const std::vector<QmmMmaKernel> &kernels = qmm_mma_kernels();
   const bool wgmma_built = qmm_affine_built() && std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
-    return k.engine == kQmmEngineWgmma;
+    return k.engine != kQmmEngineMma;
   });
   for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512}) {
     const Shape b = op.buckets().map(shape_of(m, f)).value();
@@ -240,7 +241,7 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
       const QmmAffineConfig c = QmmAffineConfig::from_tactic(t);
       if (c.path != kQmmMmaPath)
         continue;
-      ++(c.engine == kQmmEngineWgmma ? wgmma : mma);
+      ++(c.engine != kQmmEngineMma ? wgmma : mma);
       EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
       EXPECT_LE(c.tile_n, 128) << "m=" << m << " " << t.str();
     }
@@ -388,8 +389,11 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
   for (int group : {32, 64, 128}) {
     // n not a multiple of any tile; K slices of unequal length; parameter windows of 16, 8 and
     // 4 bytes (k / group = 36, 40 at group 32; 18, 20 at 64; 10, 14 at 128).
-    const std::vector<int> ks =
-        group == 128 ? std::vector<int>{1280, 1792} : std::vector<int>{1152, 1280};
+    // The TMA engine's 256-deep blocks and 8-group parameter windows run on 1280 (group 32),
+    // 1536 (64) and 3072 (128).
+    const std::vector<int> ks = group == 128  ? std::vector<int>{1280, 1792, 3072}
+                                : group == 64 ? std::vector<int>{1152, 1280, 1536}
+                                              : std::vector<int>{1152, 1280};
     std::vector<int> ran(mma.size(), 0);
     for (int k : ks) {
       const Format f{1000, k, 4, group};
@@ -399,7 +403,12 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
           const Tactic t = mma[i].to_tactic();
           std::string reason;
           if (w->can_run(t, &reason) != Status::ok) {
-            // Only a K block deeper than 64 that does not divide k may refuse.
+            // Only a K block deeper than 64 that does not divide k may refuse, or the TMA
+            // engine where k / group is not a multiple of 8.
+            if (mma[i].engine == kQmmEngineTma && (k / group) % 8 != 0) {
+              EXPECT_NE(reason.find("k / group"), std::string::npos) << reason;
+              continue;
+            }
             EXPECT_NE(k % mma[i].tile_k, 0) << t.str() << ": " << reason;
             EXPECT_NE(reason.find("tile_k="), std::string::npos) << reason;
             continue;

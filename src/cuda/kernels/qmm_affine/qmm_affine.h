@@ -58,8 +58,9 @@ struct QmmAffineConfig {
   int stream_k = 0;  // 1: stream-K decomposition (cooperative only; split_k = 1)
   int stages = 0;    // mma path: cp.async ring depth (0 on the CUTLASS paths)
   int warps = 0;     // mma path: warps per CTA, tile_k / 64 of them along K
-  int engine = 0;    // mma path: 0 mma.sync (qmm.affine.mma), 1 wgmma with the dequantised
-                     // weights as register A (qmm.affine.mma_wgmma)
+  int engine = 0;    // mma path: 0 mma.sync (qmm.affine.mma); wgmma with the dequantised
+                     // weights as register A, 1 copied by every thread (qmm.affine.mma_wgmma),
+                     // 2 by a producer warp's TMA (qmm.affine.mma_tma)
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmm.affine config.
   static QmmAffineConfig from_tactic(const Tactic &tactic);

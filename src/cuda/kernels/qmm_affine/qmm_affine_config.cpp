@@ -15,8 +15,9 @@ namespace hone::cuda {
 namespace {
 
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
-// The mma path's wgmma engine (QmmAffineConfig::engine 1): the same fields.
+// The mma path's wgmma engines (QmmAffineConfig::engine 1 and 2): the same fields.
 constexpr const char *kMmaWgmmaKernel = "qmm.affine.mma_wgmma";
+constexpr const char *kMmaTmaKernel = "qmm.affine.mma_tma";
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
 constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "tile_k",
@@ -47,7 +48,9 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 
 Tactic QmmAffineConfig::to_tactic() const {
   if (path == kQmmMmaPath)
-    return config_tactic(engine == kQmmEngineWgmma ? kMmaWgmmaKernel : kPathKernels[kQmmMmaPath],
+    return config_tactic(engine == kQmmEngineWgmma ? kMmaWgmmaKernel
+                         : engine == kQmmEngineTma ? kMmaTmaKernel
+                                                   : kPathKernels[kQmmMmaPath],
                          kMmaFieldNames,
                          {{tile_m, tile_n, tile_k, stages, warps, split_k}}, kStreamKField,
                          stream_k);
@@ -62,10 +65,13 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.path = 0;
   else if (tactic.kernel == kPathKernels[1])
     c.path = 1;
-  else if (tactic.kernel == kPathKernels[kQmmMmaPath] || tactic.kernel == kMmaWgmmaKernel) {
+  else if (tactic.kernel == kPathKernels[kQmmMmaPath] || tactic.kernel == kMmaWgmmaKernel ||
+           tactic.kernel == kMmaTmaKernel) {
     const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
     c.path = kQmmMmaPath;
-    c.engine = tactic.kernel == kMmaWgmmaKernel ? kQmmEngineWgmma : kQmmEngineMma;
+    c.engine = tactic.kernel == kMmaWgmmaKernel ? kQmmEngineWgmma
+               : tactic.kernel == kMmaTmaKernel   ? kQmmEngineTma
+                                                  : kQmmEngineMma;
     c.tile_m = v[0];
     c.tile_n = v[1];
     c.tile_k = v[2];
@@ -76,7 +82,8 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
                           kPathKernels[0] + ", " + kPathKernels[1] + ", " +
-                          kPathKernels[kQmmMmaPath] + " or " + kMmaWgmmaKernel + ")");
+                          kPathKernels[kQmmMmaPath] + ", " + kMmaWgmmaKernel + " or " +
+                          kMmaTmaKernel + ")");
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];
@@ -173,6 +180,10 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
                               " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +
                               " CTAs per cluster, at most " + std::to_string(k / tile_k) +
                               " K blocks)");
+    if (config.engine == kQmmEngineTma && (k / group) % 8 != 0)
+      return fail(reason, "k / group = " + std::to_string(k / group) +
+                              " is not a multiple of 8: the TMA engine copies each row's group "
+                              "parameters in 16-byte windows (its tensor map's row pitch)");
     if ((k / group) % 2 != 0)
       return fail(reason, "k / group = " + std::to_string(k / group) +
                               " is odd: the mma path copies each row's group parameters in "

@@ -89,7 +89,7 @@ const std::vector<QmmMmaKernel> &qmm_mma_kernels() {
 
 KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
 #ifdef HONE_QMM_WGMMA_RS
-  if (kernel.engine == kQmmEngineWgmma)
+  if (kernel.engine != kQmmEngineMma)
     return qmm_rs_resources(kernel);
 #endif
   const Entry *e = find(kernel);
@@ -102,7 +102,7 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
 
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, void *stream) {
 #ifdef HONE_QMM_WGMMA_RS
-  if (kernel.engine == kQmmEngineWgmma)
+  if (kernel.engine != kQmmEngineMma)
     return qmm_rs_launch(kernel, a, stream);
 #endif
   const Entry *e = find(kernel);

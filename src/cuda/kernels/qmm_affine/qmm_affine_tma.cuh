@@ -1,0 +1,264 @@
+// qmm.affine's mma path, TMA engine (device code, sm_90a): a warp-specialised kernel. One producer
+// warp streams every 256-deep K block of the weight words, group parameters and activations into a
+// ring of shared-memory stages with tensor-memory-access copies (one per array and block, the
+// activations as four 64-deep atoms), guarded by full / empty mbarriers; 4 WGN consumer warps (WGN
+// warpgroups of 64 weight rows) dequantise the words into wgmma A fragments in registers and
+// multiply them with the activation atoms (wgmma.mma_async m64nTMk16, B from shared memory).
+//
+// Why: the register-A wgmma kernel (qmm_affine_wgmma_rs.cuh) has every thread copy with cp.async
+// and the CTA meet at a barrier per K block; timed with parts of its work removed
+// (docs/benchmark_results/2026-12-04-h200-2, call 2) its copies alone took 45 us and its math
+// alone 64 us of its 82 us on 28672 x 4096 at 64 rows. Here the copies are a handful of
+// instructions of one warp, the consumers never meet at a CTA barrier in the main loop, and a
+// stage is handed back one block late, so that one wgmma stays in flight across blocks.
+//
+// Summation order: each output adds, per K slice (split_k CTAs of a cluster), its 16-deep wgmma
+// products in increasing K; the slices are added in slice order (../common/split_k_reduce.cuh).
+//
+// Shared memory per stage (1024-byte aligned, what SWIZZLE_128B copies and descriptors need):
+//   W: BN rows x 128 bytes (256 K of 4-bit words), 16-byte chunk c of row r at c ^ (r % 8);
+//   X: 4 atoms of TM rows x 128 bytes (64 K of bf16), the canonical K-major SW128 layout;
+//   S, B: BN rows x 8 bf16 scales, then biases: the aligned window of 8 groups holding the block's.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include <cuda.h>
+
+#include "cuda/kernels/common/weight_stream.cuh"
+#include "cuda/kernels/qmm_affine/qmm_affine_wgmma_rs.cuh"
+
+namespace hone::cuda::qmm_tma_detail {
+
+using namespace hone::cuda::kernel_detail;
+using qmm_mma_detail::dequant_pair;
+using qmm_mma_detail::lds128;
+using qmm_mma_detail::lds32;
+using qmm_rs_detail::activation_desc;
+using qmm_rs_detail::wgmma_step;
+
+inline constexpr int kBlockK = 256;      // K per stage
+inline constexpr int kParamGroups = 8;   // groups per row in a stage's parameter window
+inline constexpr int kActivationK = 64;  // K per activation atom (128 bytes of bf16)
+
+struct TmaParams {
+  CUtensorMap q;      // uint32 [n][k / 8], box {32, BN}, SWIZZLE_128B
+  CUtensorMap x;      // bf16 [m][k], box {64, TM}, SWIZZLE_128B
+  CUtensorMap scales; // bf16 [n][k / group], box {8, BN}
+  CUtensorMap biases; // bf16 [n][k / group], box {8, BN}
+  uint16_t *y = nullptr; // bf16 [m][n]
+  int m = 0, n = 0, k = 0;
+  int group_shift = 6;
+  int split_k = 1;
+};
+
+template <int TM, int WGN, int STAGES> struct TmaLayout {
+  static constexpr int kTm = TM;
+  static constexpr int kBn = 64 * WGN;
+  static constexpr int kConsumerWarps = 4 * WGN;
+  static constexpr int kThreads = (kConsumerWarps + 1) * 32; // + the producer warp
+  static constexpr int kWeight = kBn * 128;
+  static constexpr int kAtom = TM * 128;
+  static constexpr int kActivation = (kBlockK / kActivationK) * kAtom;
+  static constexpr int kParam = kBn * kParamGroups * 2;
+  static constexpr int kStage = kWeight + kActivation + 2 * kParam;
+  static constexpr int kBarriers = 2 * STAGES * 8;
+  static constexpr int kPartials = kConsumerWarps * (TM / 8) * 128 * 4;
+  static constexpr int kRing = STAGES * kStage;
+  // The ring, later the epilogue's partials; the mbarriers after both.
+  static constexpr int kBarrierOffset = kRing > kPartials ? kRing : kPartials;
+  // + 1024: the ring is aligned to 1024 bytes inside the dynamic window.
+  static constexpr int kShared = kBarrierOffset + kBarriers + 1024;
+  static_assert(TM == 16 || TM == 32 || TM == 64 || TM == 128, "wgmma N of 16..128 rows");
+  static_assert(kWeight % 1024 == 0 && kAtom % 1024 == 0 && kStage % 1024 == 0,
+                "every swizzled tile starts on a 1024-byte boundary");
+  static_assert(STAGES >= 3, "a stage is handed back one block late");
+};
+
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
+                                            uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+               "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
+               : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+template <int TM, int WGN, int STAGES>
+__global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
+    qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = TmaLayout<TM, WGN, STAGES>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+  const int n0 = static_cast<int>(blockIdx.x) * L::kBn;
+  const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
+  const int slice = static_cast<int>(blockIdx.y);
+  const int blocks = p.k / kBlockK;
+  const int kb0 = slice * blocks / p.split_k;
+  const int nblocks = (slice + 1) * blocks / p.split_k - kb0;
+  const uint32_t raw_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t smem_base = (raw_base + 1023u) & ~1023u;
+  unsigned char *const smem = smem_raw + (smem_base - raw_base);
+  uint64_t *const full = reinterpret_cast<uint64_t *>(smem + L::kBarrierOffset);
+  uint64_t *const empty = full + STAGES;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(full + s, 1);
+      mbarrier_init(empty + s, L::kConsumerWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  float d[TM / 2]; // the consumer's wgmma accumulator: m16n8 C fragments of TM / 8 tiles
+  if (warp == L::kConsumerWarps) {
+    // Producer: weights and group parameters of the first STAGES blocks before the wait for the
+    // previous kernel, their activations after it.
+    if (lane == 0) {
+      prefetch_tensor_map(&p.q);
+      prefetch_tensor_map(&p.x);
+      prefetch_tensor_map(&p.scales);
+      prefetch_tensor_map(&p.biases);
+      auto load_weights = [&](int i, int s) {
+        const int kb = kb0 + i;
+        const uint32_t stage = smem_base + s * L::kStage;
+        const int window = ((kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
+        tma_load_2d(stage, &p.q, kb * (kBlockK / 8), n0, full + s);
+        tma_load_2d(stage + L::kWeight + L::kActivation, &p.scales, window, n0, full + s);
+        tma_load_2d(stage + L::kWeight + L::kActivation + L::kParam, &p.biases, window, n0,
+                    full + s);
+      };
+      auto load_activations = [&](int i, int s) {
+        const uint32_t stage = smem_base + s * L::kStage + L::kWeight;
+#pragma unroll
+        for (int a = 0; a < kBlockK / kActivationK; ++a)
+          tma_load_2d(stage + a * L::kAtom, &p.x, (kb0 + i) * kBlockK + a * kActivationK, m0,
+                      full + s);
+      };
+      const int prologue = nblocks < STAGES ? nblocks : STAGES;
+      for (int i = 0; i < prologue; ++i) {
+        mbarrier_arrive_expect_tx(full + i, L::kStage);
+        load_weights(i, i);
+      }
+      pdl_wait();
+      for (int i = 0; i < prologue; ++i)
+        load_activations(i, i);
+      StageCursor q;
+      for (int i = 0; i < prologue; ++i)
+        q.advance(STAGES);
+      for (int i = prologue; i < nblocks; ++i) {
+        mbarrier_wait(empty + q.stage, q.phase ^ 1u);
+        mbarrier_arrive_expect_tx(full + q.stage, L::kStage);
+        load_weights(i, q.stage);
+        load_activations(i, q.stage);
+        q.advance(STAGES);
+      }
+    }
+  } else {
+    // Consumers: warp w of warpgroup w / 4 holds weight rows 16 (w % 4) .. + 15 of its 64.
+    const int g = lane >> 2, t = lane & 3;
+    const int row0 = warp * 16;
+    const uint32_t selector = static_cast<uint32_t>(t) | (static_cast<uint32_t>(4 + t) << 8);
+    const int group_mask = (1 << p.group_shift) - 1;
+#pragma unroll
+    for (int r = 0; r < TM / 2; ++r)
+      d[r] = 0.0f;
+    uint32_t a[2][4];
+    StageCursor q;
+    int previous = -1;
+    for (int i = 0; i < nblocks; ++i) {
+      mbarrier_wait(full + q.stage, q.phase);
+      const int kb = kb0 + i;
+      const uint32_t stage = smem_base + q.stage * L::kStage;
+      const uint32_t x_stage = stage + L::kWeight;
+      const uint32_t s_stage = stage + L::kWeight + L::kActivation;
+      const int window = ((kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
+      __nv_bfloat162 sc[2], bi[2];
+#pragma unroll
+      for (int c = 0; c < kBlockK / 32; ++c) { // 16-byte chunks of a row: 32 K, two k16 steps
+        uint4 words[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
+          words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
+        }
+#pragma unroll
+        for (int ss = 0; ss < 2; ++ss) {
+          const int step = 2 * c + ss;
+          // A new group starts at this step: its scale and bias, splatted to both halves.
+          if (((step * 16) & group_mask) == 0) {
+            const int slot = ((kb * kBlockK + step * 16) >> p.group_shift) - window;
+            const uint32_t pick = (slot & 1) ? 0x3232u : 0x1010u;
+            const uint32_t pair = static_cast<uint32_t>(slot & ~1) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
+              const uint32_t sw = lds32(s_stage + row * (kParamGroups * 2) + pair);
+              const uint32_t bw = lds32(s_stage + L::kParam + row * (kParamGroups * 2) + pair);
+              uint32_t sv, bv;
+              asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(sw), "r"(pick));
+              asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(bw), "r"(pick));
+              sc[h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
+              bi[h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
+            }
+          }
+          uint32_t(&f)[4] = a[step & 1];
+          f[0] = dequant_pair(ss ? words[0].z : words[0].x, selector, sc[0], bi[0]);
+          f[1] = dequant_pair(ss ? words[1].z : words[1].x, selector, sc[1], bi[1]);
+          f[2] = dequant_pair(ss ? words[0].w : words[0].y, selector, sc[0], bi[0]);
+          f[3] = dequant_pair(ss ? words[1].w : words[1].y, selector, sc[1], bi[1]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            cute::warpgroup_fence_operand(f[r]);
+#pragma unroll
+          for (int r = 0; r < TM / 2; ++r)
+            cute::warpgroup_fence_operand(d[r]);
+          cute::warpgroup_arrive();
+          const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
+          wgmma_step<TM>(d, f, activation_desc(atom), std::make_index_sequence<TM / 2>{});
+          cute::warpgroup_commit_batch();
+          // The wgmma before this one has completed: its A buffer is refilled next, and at a
+          // block's first step every wgmma of the block before it is done.
+          cute::warpgroup_wait<1>();
+          if (step == 0 && previous >= 0) {
+            fence_proxy_async_shared();
+            __syncwarp();
+            if (lane == 0)
+              mbarrier_arrive(empty + previous);
+          }
+        }
+      }
+      previous = q.stage;
+      q.advance(STAGES);
+    }
+    cute::warpgroup_wait<0>();
+#pragma unroll
+    for (int r = 0; r < TM / 2; ++r)
+      cute::warpgroup_fence_operand(d[r]);
+  }
+  // Every stage has been read (the last by wgmma, waited above) before the ring holds partials.
+  __syncthreads();
+  pdl_launch_dependents();
+  float4 *const partials = reinterpret_cast<float4 *>(smem);
+  if (warp < L::kConsumerWarps) {
+#pragma unroll
+    for (int j = 0; j < TM / 8; ++j)
+      partials[(warp * (TM / 8) + j) * 32 + lane] =
+          make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+  }
+  struct {
+    int rows, n, warps_n, warps_k, split_k;
+    uint16_t *y;
+  } const out{p.m, p.n, L::kConsumerWarps, 1, p.split_k, p.y};
+  reduce_and_store(out, reinterpret_cast<const float *>(partials), (TM / 8) * 128, 16, TM, n0, m0,
+                   mma_partial_offset<TM / 8>);
+#endif
+}
+
+} // namespace hone::cuda::qmm_tma_detail
