@@ -1,7 +1,8 @@
 // qmm_probe: times qmm.affine's mma-path kernels directly (no gate), cold weights rotated over
-// >= 8 x 60 MB, interleaved per sample, median of 9 samples of 20 launches. For ablations
-// (HONE_QMM_ABLATE, read once per process by the wgmma engine's launch) whose results are wrong
-// by design, so the op's gate would refuse them.
+// >= 8 x 60 MB, interleaved per sample, median of 9 samples of 20 launches. Made for ablations
+// (call 2: HONE_QMM_ABLATE, read by a temporary build of the wgmma engine's launch) whose results
+// are wrong by design, so the op's gate would refuse them. QMM_PROBE_ONCE=1: one launch of each
+// kernel and no timing (for compute-sanitizer).
 //   qmm_probe M N K GROUP TACTIC...   TACTIC: engine,tile_m,tile_n,tile_k,warps,stages,split_k
 #include <algorithm>
 #include <cstdio>
@@ -46,7 +47,8 @@ int main(int argc, char **argv) {
   }
   const size_t qb = size_t(n) * k / 2, pb = size_t(n) * (k / group) * 2;
   const size_t per = qb + 2 * pb;
-  const int copies = std::max<int>(2, int((size_t(480) << 20) / per) + 1);
+  const bool once = std::getenv("QMM_PROBE_ONCE") != nullptr;
+  const int copies = once ? 1 : std::max<int>(2, int((size_t(480) << 20) / per) + 1);
   std::vector<unsigned char *> q(copies), s(copies), b(copies);
   for (int c = 0; c < copies; ++c) {
     CK(cudaMalloc(&q[c], qb));
@@ -83,6 +85,13 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < ts.size(); ++i) {
     ok[i] = launch(ts[i], 0).ok();
     CK(cudaStreamSynchronize(st));
+  }
+  if (once) {
+    for (size_t i = 0; i < ts.size(); ++i)
+      std::printf("m=%d n=%d k=%d %s %s\n", m, n, k, ts[i].text.c_str(),
+                  ok[i] ? "ran" : "cannot launch");
+    CK(cudaDeviceSynchronize());
+    return 0;
   }
   const int kBatch = 20, kSamples = 9;
   std::vector<std::vector<float>> times(ts.size());
