@@ -149,8 +149,8 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
   for (int bits : {4, 8})
     for (const QmmAffineConfig &c : qmm_affine_configs(bits)) {
       const Tactic t = c.to_tactic();
-      EXPECT_EQ(t.kernel, c.path == 0   ? "qmm.affine.wgmma"
-                          : c.path == 1 ? "qmm.affine.dequant"
+      EXPECT_EQ(t.kernel, c.path == 0                   ? "qmm.affine.wgmma"
+                          : c.path == 1                 ? "qmm.affine.dequant"
                           : c.engine == kQmmEngineWgmma ? "qmm.affine.mma_wgmma"
                           : c.engine == kQmmEngineTma   ? "qmm.affine.mma_tma"
                                                         : "qmm.affine.mma");
@@ -230,9 +230,10 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
   const TunableOp &op = qmm_op();
   const Format f{4096, 4096, 4, 64};
   const std::vector<QmmMmaKernel> &kernels = qmm_mma_kernels();
-  const bool wgmma_built = qmm_affine_built() && std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
-    return k.engine != kQmmEngineMma;
-  });
+  const bool wgmma_built =
+      qmm_affine_built() && std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
+        return k.engine != kQmmEngineMma;
+      });
   for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512}) {
     const Shape b = op.buckets().map(shape_of(m, f)).value();
     const int fit = b[0] <= 16 ? 16 : b[0] <= 32 ? 32 : b[0] <= 64 ? 64 : 128;
@@ -481,7 +482,8 @@ TEST_F(QmmAffineOpTest, GateDiscriminatesWrongWeights) {
     qw.run(def, 0);
     HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
     const std::vector<uint16_t> y = qw.download_y();
-    EXPECT_LE(compare_bf16(qw.checked_rows(y), qw.reference()).relative_l2, kAffineLinearRelativeL2Bound);
+    EXPECT_LE(compare_bf16(qw.checked_rows(y), qw.reference()).relative_l2,
+              kAffineLinearRelativeL2Bound);
     const QmvAffineProblem p = qw.problem();
     const std::vector<uint16_t> x = qw.download_x(0);
     const std::vector<uint32_t> q = qw.download_q(0);

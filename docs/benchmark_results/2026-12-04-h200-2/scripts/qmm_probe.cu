@@ -38,9 +38,8 @@ int main(int argc, char **argv) {
   std::vector<T> ts;
   for (int i = 5; i < argc; ++i) {
     T t{};
-    if (std::sscanf(argv[i], "%d,%d,%d,%d,%d,%d,%d", &t.kern.engine, &t.kern.tile_m,
-                    &t.kern.tile_n, &t.kern.tile_k, &t.kern.warps, &t.kern.stages,
-                    &t.split) != 7)
+    if (std::sscanf(argv[i], "%d,%d,%d,%d,%d,%d,%d", &t.kern.engine, &t.kern.tile_m, &t.kern.tile_n,
+                    &t.kern.tile_k, &t.kern.warps, &t.kern.stages, &t.split) != 7)
       return 2;
     t.text = argv[i];
     ts.push_back(t);
@@ -117,8 +116,8 @@ int main(int argc, char **argv) {
       continue;
     }
     std::sort(times[i].begin(), times[i].end());
-    std::printf("ablate=%s m=%d n=%d k=%d %s %.2f us\n", ab ? ab : "0", m, n, k,
-                ts[i].text.c_str(), times[i][kSamples / 2]);
+    std::printf("ablate=%s m=%d n=%d k=%d %s %.2f us\n", ab ? ab : "0", m, n, k, ts[i].text.c_str(),
+                times[i][kSamples / 2]);
   }
   return 0;
 }

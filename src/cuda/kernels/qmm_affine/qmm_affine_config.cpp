@@ -51,9 +51,8 @@ Tactic QmmAffineConfig::to_tactic() const {
     return config_tactic(engine == kQmmEngineWgmma ? kMmaWgmmaKernel
                          : engine == kQmmEngineTma ? kMmaTmaKernel
                                                    : kPathKernels[kQmmMmaPath],
-                         kMmaFieldNames,
-                         {{tile_m, tile_n, tile_k, stages, warps, split_k}}, kStreamKField,
-                         stream_k);
+                         kMmaFieldNames, {{tile_m, tile_n, tile_k, stages, warps, split_k}},
+                         kStreamKField, stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
                        {{tile_m, tile_n, tile_k, cluster_m, cluster_n, pingpong, split_k}},
                        kStreamKField, stream_k);
@@ -70,8 +69,8 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
     c.path = kQmmMmaPath;
     c.engine = tactic.kernel == kMmaWgmmaKernel ? kQmmEngineWgmma
-               : tactic.kernel == kMmaTmaKernel   ? kQmmEngineTma
-                                                  : kQmmEngineMma;
+               : tactic.kernel == kMmaTmaKernel ? kQmmEngineTma
+                                                : kQmmEngineMma;
     c.tile_m = v[0];
     c.tile_n = v[1];
     c.tile_k = v[2];

@@ -38,15 +38,15 @@ using qmm_mma_detail::lds32;
 using qmm_rs_detail::activation_desc;
 using qmm_rs_detail::wgmma_step;
 
-inline constexpr int kBlockK = 256;      // K per stage
-inline constexpr int kParamGroups = 8;   // groups per row in a stage's parameter window
-inline constexpr int kActivationK = 64;  // K per activation atom (128 bytes of bf16)
+inline constexpr int kBlockK = 256;     // K per stage
+inline constexpr int kParamGroups = 8;  // groups per row in a stage's parameter window
+inline constexpr int kActivationK = 64; // K per activation atom (128 bytes of bf16)
 
 struct TmaParams {
-  CUtensorMap q;      // uint32 [n][k / 8], box {32, BN}, SWIZZLE_128B
-  CUtensorMap x;      // bf16 [m][k], box {64, TM}, SWIZZLE_128B
-  CUtensorMap scales; // bf16 [n][k / group], box {8, BN}
-  CUtensorMap biases; // bf16 [n][k / group], box {8, BN}
+  CUtensorMap q;         // uint32 [n][k / 8], box {32, BN}, SWIZZLE_128B
+  CUtensorMap x;         // bf16 [m][k], box {64, TM}, SWIZZLE_128B
+  CUtensorMap scales;    // bf16 [n][k / group], box {8, BN}
+  CUtensorMap biases;    // bf16 [n][k / group], box {8, BN}
   uint16_t *y = nullptr; // bf16 [m][n]
   int m = 0, n = 0, k = 0;
   int group_shift = 6;

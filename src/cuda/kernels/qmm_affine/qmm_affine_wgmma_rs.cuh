@@ -72,10 +72,10 @@ template <int TM, int WGN, int WK, int STAGES> struct Layout {
 __device__ __forceinline__ uint64_t activation_desc(uint32_t addr) {
   cute::GmmaDescriptor d;
   d.bitfield.start_address_ = static_cast<uint16_t>(addr >> 4);
-  d.bitfield.leading_byte_offset_ = 1;            // unused by swizzled K-major layouts
-  d.bitfield.stride_byte_offset_ = 1024 >> 4;     // 8 rows x 128 bytes to the next 8 rows
+  d.bitfield.leading_byte_offset_ = 1;        // unused by swizzled K-major layouts
+  d.bitfield.stride_byte_offset_ = 1024 >> 4; // 8 rows x 128 bytes to the next 8 rows
   d.bitfield.base_offset_ = 0;
-  d.bitfield.layout_type_ = 1;                    // SWIZZLE_128B
+  d.bitfield.layout_type_ = 1; // SWIZZLE_128B
   return d.desc_;
 }
 
@@ -99,8 +99,8 @@ template <> struct Wgmma<128> {
 };
 
 template <int TM, size_t... I>
-__device__ __forceinline__ void wgmma_step(float (&d)[TM / 2], const uint32_t (&a)[4], uint64_t desc,
-                                           std::index_sequence<I...>) {
+__device__ __forceinline__ void wgmma_step(float (&d)[TM / 2], const uint32_t (&a)[4],
+                                           uint64_t desc, std::index_sequence<I...>) {
   Wgmma<TM>::Atom::fma(a[0], a[1], a[2], a[3], desc, d[I]...);
 }
 
@@ -248,8 +248,8 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
         const uint32_t pick = half ? pick1 : pick0;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          words[h] = lds128(stage + (row0 + g + 8 * h) * L::kWeightPitch + wk * (kWarpK / 2) +
-                            half * 16);
+          words[h] =
+              lds128(stage + (row0 + g + 8 * h) * L::kWeightPitch + wk * (kWarpK / 2) + half * 16);
           uint32_t sv, bv;
           asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(sw[h]), "r"(pick));
           asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(bw[h]), "r"(pick));
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
     uint16_t *y;
   } const out{p.m, p.n, L::kWn, WK, p.split_k, p.y};
   store_mma_partials_and_reduce<1, TM / 8>(out, reinterpret_cast<float4 *>(smem), acc, warp, lane,
-                                          n0, m0);
+                                           n0, m0);
 #endif
 }
 
