@@ -220,6 +220,19 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
   EXPECT_TRUE(qmm_affine_can_implement(deep, 16, 4096, 1024, 4, 128, &why)) << why;
   refused(deep, 16, 4096, 1152, 4, 64, "tile_k=256");
   refused(deep, 16, 4096, 768, 4, 64, "split_k=4");
+  // The TMA engine: its tensor map of the group parameters needs rows of a multiple of 16 bytes.
+  QmmAffineConfig tma;
+  for (const QmmAffineConfig &o : qmm_affine_configs(4))
+    if (o.path == kQmmMmaPath && o.engine == kQmmEngineTma && o.split_k == 1) {
+      tma = o;
+      break;
+    }
+  if (tma.engine == kQmmEngineTma) {
+    EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(tma.to_tactic().str())), tma);
+    EXPECT_TRUE(qmm_affine_can_implement(tma, 16, 4096, 1536, 4, 64, &why)) << why;
+    refused(tma, 16, 4096, 1280, 4, 64, "k / group = 20"); // 40-byte parameter rows
+    refused(tma, 16, 4096, 1152, 4, 64, "tile_k=256");
+  }
 }
 
 // The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
