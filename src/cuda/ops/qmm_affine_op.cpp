@@ -43,10 +43,11 @@ bool is_compiled(const QmmAffineConfig &config, int bits) {
 // The wgmma engines' 128-row tiles take 65-256 rows (two activation tiles above 128); the TMA
 // engine's 256 weight rows per CTA won on 28672 x 4096 at 64 rows (2026-12-04-h200-2, call 3).
 constexpr int kMmaMinRows = 9;
-constexpr int kMmaMaxRows = 64;
-constexpr int kMmaWgmmaMaxRows = 256;
-constexpr int kMmaMaxTileN = 128;
-constexpr int kMmaTmaMaxTileN = 256;
+struct MmaEngineRange {
+  int max_rows, max_tile_n;
+};
+// Indexed by QmmAffineConfig::engine: mma.sync, register-A wgmma, TMA.
+constexpr MmaEngineRange kMmaEngineRanges[] = {{64, 128}, {256, 128}, {256, 256}};
 
 bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
   int smallest_tile_m = c.tile_m, largest_tile_m = c.tile_m;
@@ -57,9 +58,8 @@ bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
     }
   const int m_pow2 = static_cast<int>(std::bit_ceil(static_cast<unsigned>(p.rows)));
   if (c.path == kQmmMmaPath &&
-      (p.rows < kMmaMinRows ||
-       p.rows > (c.engine != kQmmEngineMma ? kMmaWgmmaMaxRows : kMmaMaxRows) ||
-       c.tile_n > (c.engine == kQmmEngineTma ? kMmaTmaMaxTileN : kMmaMaxTileN) ||
+      (p.rows < kMmaMinRows || p.rows > kMmaEngineRanges[c.engine].max_rows ||
+       c.tile_n > kMmaEngineRanges[c.engine].max_tile_n ||
        c.tile_m != std::clamp(m_pow2, smallest_tile_m, largest_tile_m)))
     return false;
   if (c.tile_m > std::max(smallest_tile_m, 2 * m_pow2))

@@ -4,28 +4,25 @@
 // are wrong by design, so the op's gate would refuse them. QMM_PROBE_ONCE=1: one launch of each
 // kernel and no timing (for compute-sanitizer).
 //   qmm_probe M N K GROUP TACTIC...   TACTIC: engine,tile_m,tile_n,tile_k,warps,stages,split_k
+// Built against a CMake build (-DHONE_QMM_TACTICS=full) from the repository root:
+//   nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude \
+//     docs/benchmark_results/2026-12-04-h200-2/scripts/qmm_probe.cu -o build/qmm_probe \
+//     build/src/cuda/libhone_cuda.a build/src/core/libhone_core.a -lcublasLt -lcublas
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "cuda/backend/cuda_check.h"
 #include "cuda/kernels/qmm_affine/qmm_affine_mma.h"
 
 using namespace hone::cuda;
 
-#define CK(x)                                                                                      \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));               \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-int main(int argc, char **argv) {
+int main(int argc, char **argv) try {
   if (argc < 6)
     return 2;
   const int m = std::atoi(argv[1]), n = std::atoi(argv[2]), k = std::atoi(argv[3]),
@@ -50,22 +47,22 @@ int main(int argc, char **argv) {
   const int copies = once ? 1 : std::max<int>(2, int((size_t(480) << 20) / per) + 1);
   std::vector<unsigned char *> q(copies), s(copies), b(copies);
   for (int c = 0; c < copies; ++c) {
-    CK(cudaMalloc(&q[c], qb));
-    CK(cudaMalloc(&s[c], pb));
-    CK(cudaMalloc(&b[c], pb));
-    CK(cudaMemset(q[c], 0x37, qb));
-    CK(cudaMemset(s[c], 0x3c, pb)); // bf16 0x3c3c ~ 0.0115
-    CK(cudaMemset(b[c], 0x3c, pb));
+    HONE_CUDA_CHECK(cudaMalloc(&q[c], qb));
+    HONE_CUDA_CHECK(cudaMalloc(&s[c], pb));
+    HONE_CUDA_CHECK(cudaMalloc(&b[c], pb));
+    HONE_CUDA_CHECK(cudaMemset(q[c], 0x37, qb));
+    HONE_CUDA_CHECK(cudaMemset(s[c], 0x3c, pb)); // bf16 0x3c3c ~ 0.0115
+    HONE_CUDA_CHECK(cudaMemset(b[c], 0x3c, pb));
   }
   void *x, *y;
-  CK(cudaMalloc(&x, size_t(m) * k * 2));
-  CK(cudaMemset(x, 0x3c, size_t(m) * k * 2));
-  CK(cudaMalloc(&y, size_t(m) * n * 2));
+  HONE_CUDA_CHECK(cudaMalloc(&x, size_t(m) * k * 2));
+  HONE_CUDA_CHECK(cudaMemset(x, 0x3c, size_t(m) * k * 2));
+  HONE_CUDA_CHECK(cudaMalloc(&y, size_t(m) * n * 2));
   cudaStream_t st;
-  CK(cudaStreamCreate(&st));
+  HONE_CUDA_CHECK(cudaStreamCreate(&st));
   cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  HONE_CUDA_CHECK(cudaEventCreate(&e0));
+  HONE_CUDA_CHECK(cudaEventCreate(&e1));
   auto launch = [&](const T &t, int c) {
     QmmMmaArgs a;
     a.x = x;
@@ -83,13 +80,13 @@ int main(int argc, char **argv) {
   std::vector<bool> ok(ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
     ok[i] = launch(ts[i], 0).ok();
-    CK(cudaStreamSynchronize(st));
+    HONE_CUDA_CHECK(cudaStreamSynchronize(st));
   }
   if (once) {
     for (size_t i = 0; i < ts.size(); ++i)
       std::printf("m=%d n=%d k=%d %s %s\n", m, n, k, ts[i].text.c_str(),
                   ok[i] ? "ran" : "cannot launch");
-    CK(cudaDeviceSynchronize());
+    HONE_CUDA_CHECK(cudaDeviceSynchronize());
     return 0;
   }
   const int kBatch = 20, kSamples = 9;
@@ -99,13 +96,13 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ts.size(); ++i) {
       if (!ok[i])
         continue;
-      CK(cudaEventRecord(e0, st));
+      HONE_CUDA_CHECK(cudaEventRecord(e0, st));
       for (int r = 0; r < kBatch; ++r)
         launch(ts[i], copy = (copy + 1) % copies);
-      CK(cudaEventRecord(e1, st));
-      CK(cudaEventSynchronize(e1));
+      HONE_CUDA_CHECK(cudaEventRecord(e1, st));
+      HONE_CUDA_CHECK(cudaEventSynchronize(e1));
       float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
+      HONE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
       times[i].push_back(ms * 1000.f / kBatch);
     }
   const char *ab = std::getenv("HONE_QMM_ABLATE");
@@ -120,4 +117,7 @@ int main(int argc, char **argv) {
                 times[i][kSamples / 2]);
   }
   return 0;
+} catch (const std::exception &e) { // HONE_CUDA_CHECK throws, naming the call
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
 }

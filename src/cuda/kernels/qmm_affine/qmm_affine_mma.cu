@@ -65,8 +65,7 @@ const Entry kEntries[] = {
 
 const Entry *find(const QmmMmaKernel &k) {
   for (const Entry &e : kEntries)
-    if (e.kernel.tile_m == k.tile_m && e.kernel.tile_n == k.tile_n && e.kernel.tile_k == k.tile_k &&
-        e.kernel.warps == k.warps && e.kernel.stages == k.stages && k.engine == kQmmEngineMma)
+    if (e.kernel == k)
       return &e;
   return nullptr;
 }

@@ -144,6 +144,83 @@ __device__ __forceinline__ int param_window(int kb, int bk, int group_shift, int
   return ((kb * bk) >> group_shift) & ~(param_bytes / 2 - 1);
 }
 
+// What one thread copies per K block, fixed for the whole call (the mma path's kernels share
+// it): 16-byte pieces of weight words (BN x BK / 32 pieces), parameter windows (BN x 2) and
+// 16-byte pieces of activations (TM x BK / 8). Per block only the K offset moves. L gives kBn,
+// kBk, kTm, kThreads, kWeightPitch, kWeightStage and kActivationStage; `x_offset(r, piece)` is
+// where piece `piece` of activation row r lies in a stage (each kernel lays them out its way).
+template <class L> struct CopyPlan {
+  static constexpr int kPiecesPerRow = L::kBk / 32;
+  static constexpr int kXPiecesPerRow = L::kBk / 8;
+  static constexpr int kWCopies = (L::kBn * kPiecesPerRow) / L::kThreads;
+  static constexpr int kPCopies = (2 * L::kBn + L::kThreads - 1) / L::kThreads;
+  static constexpr int kXCopies = (L::kTm * kXPiecesPerRow + L::kThreads - 1) / L::kThreads;
+  static_assert(L::kBn * kPiecesPerRow == kWCopies * L::kThreads, "whole weight pieces");
+
+  const uint32_t *w_src[kWCopies];
+  uint32_t w_dst[kWCopies];
+  int w_bytes[kWCopies];
+  const uint16_t *p_src[kPCopies];
+  uint32_t p_dst[kPCopies];
+  bool p_copy[kPCopies];
+  const uint16_t *x_src[kXCopies];
+  uint32_t x_dst[kXCopies];
+  int x_bytes[kXCopies]; // < 0: a thread past the tile's pieces copies nothing
+
+  template <class XOffset>
+  __device__ __forceinline__ CopyPlan(const Params &p, int tid, int n0, int m0, XOffset x_offset) {
+    const int words_per_row = p.k / 8;
+    const int kg = p.k >> p.group_shift;
+#pragma unroll
+    for (int j = 0; j < kWCopies; ++j) {
+      const int c = tid + j * L::kThreads;
+      const int r = c / kPiecesPerRow, piece = c % kPiecesPerRow;
+      const int row = n0 + r;
+      w_bytes[j] = row < p.n ? 16 : 0;
+      w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + piece * 4;
+      w_dst[j] = r * L::kWeightPitch + piece * 16;
+    }
+#pragma unroll
+    for (int j = 0; j < kPCopies; ++j) {
+      const int c = tid + j * L::kThreads;
+      const int r = (c >> 1) % L::kBn, bias = c & 1;
+      p_copy[j] = c < 2 * L::kBn;
+      p_src[j] = (bias ? p.biases : p.scales) + static_cast<size_t>(min(n0 + r, p.n - 1)) * kg;
+      p_dst[j] =
+          L::kWeightStage + L::kActivationStage + bias * L::kBn * kParamWindow + r * kParamWindow;
+    }
+#pragma unroll
+    for (int j = 0; j < kXCopies; ++j) {
+      const int c = tid + j * L::kThreads;
+      const int r = c / kXPiecesPerRow, piece = c % kXPiecesPerRow;
+      const int row = m0 + r;
+      x_bytes[j] = c >= L::kTm * kXPiecesPerRow ? -1 : row < p.m ? 16 : 0;
+      x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + piece * 8;
+      x_dst[j] = x_offset(r, piece);
+    }
+  }
+
+  // The weight words and the parameter window of block kb into the stage at `stage`.
+  __device__ __forceinline__ void copy_weights(const Params &p, uint32_t stage, int kb) const {
+#pragma unroll
+    for (int j = 0; j < kWCopies; ++j)
+      copy16(stage + w_dst[j], w_src[j] + kb * (L::kBk / 8), w_bytes[j], true);
+    const int window = param_window(kb, L::kBk, p.group_shift, p.param_bytes);
+#pragma unroll
+    for (int j = 0; j < kPCopies; ++j)
+      if (p_copy[j])
+        copy_params(stage + p_dst[j], p_src[j] + window, p.param_bytes);
+  }
+
+  // The activations of block kb into the stage at `stage`.
+  __device__ __forceinline__ void copy_activations(uint32_t stage, int kb) const {
+#pragma unroll
+    for (int j = 0; j < kXCopies; ++j)
+      if (x_bytes[j] >= 0)
+        copy16(stage + x_dst[j], x_src[j] + kb * L::kBk, x_bytes[j], false);
+  }
+};
+
 // The warp's 64-deep quarter (K 64 wk ..) of one K block from ring stage `stage`: its MT m16
 // tiles x NT n8 tiles. `slot` is the parameter slot (group - window start) of the quarter's
 // first 32 K; at group 32 the second 32 K read slot + 1 (same aligned pair).
@@ -240,71 +317,18 @@ __global__ void __launch_bounds__(WN *WK * 32, MIN_BLOCKS) qmm_affine_mma_kernel
   const int kb1 = (slice + 1) * blocks / p.split_k;
   const int nblocks = kb1 - kb0;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int words_per_row = p.k / 8;
 
-  // What this thread copies per K block, fixed for the whole call: MT 16-byte pieces of weight
-  // words (BN x BK / 32 pieces), kPCopies parameter windows (BN x 2) and kXCopies 16-byte
-  // pieces of activations (TM x BK / 8). Per block only the K offset moves.
-  constexpr int kPiecesPerRow = L::kBk / 32;
-  constexpr int kXPiecesPerRow = L::kBk / 8;
-  constexpr int kPCopies = (2 * L::kBn + L::kThreads - 1) / L::kThreads;
-  constexpr int kXCopies = (L::kTm * kXPiecesPerRow + L::kThreads - 1) / L::kThreads;
-  static_assert(L::kBn * kPiecesPerRow == MT * L::kThreads, "one weight piece per m16 tile");
-  const int kg = p.k >> p.group_shift;
-  const uint32_t *w_src[MT];
-  uint32_t w_dst[MT];
-  int w_bytes[MT];
-#pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = c / kPiecesPerRow, piece = c % kPiecesPerRow;
-    const int row = n0 + r;
-    w_bytes[j] = row < p.n ? 16 : 0;
-    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + piece * 4;
-    w_dst[j] = r * L::kWeightPitch + piece * 16;
-  }
-  const uint16_t *p_src[kPCopies];
-  uint32_t p_dst[kPCopies];
-  bool p_copy[kPCopies];
-#pragma unroll
-  for (int j = 0; j < kPCopies; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = (c >> 1) % L::kBn, bias = c & 1;
-    p_copy[j] = c < 2 * L::kBn;
-    p_src[j] = (bias ? p.biases : p.scales) + static_cast<size_t>(min(n0 + r, p.n - 1)) * kg;
-    p_dst[j] =
-        L::kWeightStage + L::kActivationStage + bias * L::kBn * kParamWindow + r * kParamWindow;
-  }
-  const uint16_t *x_src[kXCopies];
-  uint32_t x_dst[kXCopies];
-  int x_bytes[kXCopies];
-#pragma unroll
-  for (int j = 0; j < kXCopies; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = c / kXPiecesPerRow, chunk = c % kXPiecesPerRow;
-    const int row = m0 + r;
-    // Threads past the tile's pieces copy nothing: x_bytes < 0.
-    x_bytes[j] = c >= L::kTm * kXPiecesPerRow ? -1 : row < p.m ? 16 : 0;
-    x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + chunk * 8;
-    x_dst[j] = L::kWeightStage + r * L::kActivationPitch + ((chunk ^ (r & 7)) << 4);
-  }
+  // Activation rows of 2 BK bytes, 16-byte pieces swizzled by row for ldmatrix.
+  const CopyPlan<L> plan(p, tid, n0, m0, [](int r, int piece) {
+    return static_cast<uint32_t>(L::kWeightStage + r * L::kActivationPitch +
+                                 ((piece ^ (r & 7)) << 4));
+  });
+  static_assert(CopyPlan<L>::kWCopies == MT, "one weight piece per m16 tile");
   auto copy_weights = [&](int kb, int stage) {
-    const uint32_t base = smem_base + stage * L::kStage;
-#pragma unroll
-    for (int j = 0; j < MT; ++j)
-      copy16(base + w_dst[j], w_src[j] + kb * (L::kBk / 8), w_bytes[j], true);
-    const int window = param_window(kb, L::kBk, p.group_shift, p.param_bytes);
-#pragma unroll
-    for (int j = 0; j < kPCopies; ++j)
-      if (p_copy[j])
-        copy_params(base + p_dst[j], p_src[j] + window, p.param_bytes);
+    plan.copy_weights(p, smem_base + stage * L::kStage, kb);
   };
   auto copy_activations = [&](int kb, int stage) {
-    const uint32_t base = smem_base + stage * L::kStage;
-#pragma unroll
-    for (int j = 0; j < kXCopies; ++j)
-      if (x_bytes[j] >= 0)
-        copy16(base + x_dst[j], x_src[j] + kb * L::kBk, x_bytes[j], false);
+    plan.copy_activations(smem_base + stage * L::kStage, kb);
   };
 
   // The weights and group parameters of the first STAGES - 1 blocks before the wait for the

@@ -18,16 +18,18 @@ namespace hone::cuda {
 struct QmmMmaKernel {
   int tile_m, tile_n, tile_k, warps, stages;
   int engine = 0; // kQmmEngineMma (mma.sync), kQmmEngineWgmma or kQmmEngineTma (wgmma)
+  friend bool operator==(const QmmMmaKernel &, const QmmMmaKernel &) = default;
 };
 inline constexpr int kQmmEngineMma = 0;
 inline constexpr int kQmmEngineWgmma = 1; // register-A wgmma, every thread copies (cp.async)
 inline constexpr int kQmmEngineTma = 2;   // register-A wgmma, one producer warp copies (TMA)
 
 // Every compiled mma kernel (int4 only), in table order: the mma.sync ones, then (sm_90a, where
-// HONE_QMM_WGMMA_RS is defined: qmm_affine_wgmma_rs.cu) the register-A wgmma ones.
+// HONE_QMM_WGMMA_RS is defined: qmm_affine_wgmma_rs.cu) the register-A wgmma ones of both wgmma
+// engines.
 const std::vector<QmmMmaKernel> &qmm_mma_kernels();
 #ifdef HONE_QMM_WGMMA_RS
-// The wgmma engine's kernels, resources and launch (qmm_affine_wgmma_rs.cu); the mma path's
+// The wgmma engines' kernels, resources and launch (qmm_affine_wgmma_rs.cu); the mma path's
 // functions below dispatch to them on kernel.engine.
 const std::vector<QmmMmaKernel> &qmm_rs_kernels();
 #endif

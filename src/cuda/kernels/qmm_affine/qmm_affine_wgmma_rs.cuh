@@ -1,4 +1,4 @@
-// qmm.affine's register-A wgmma path (device code, sm_90a), a draft: the mma path's data flow
+// qmm.affine's register-A wgmma path (device code, sm_90a): the mma path's data flow
 // (qmm_affine_mma.cuh: the same cp.async ring of weights, group parameters and activations, the
 // same per-weight dequantisation into mma A fragments, the same epilogue) with the tensor work on
 // wgmma.mma_async m64nTMk16 instead of mma.sync m16n8k16.
@@ -18,9 +18,8 @@
 // per 16-deep step.
 // The wgmma accumulator of m64nN holds, per warp, the m16n8 C fragments of N / 8 tiles in order,
 // so acc[1][TM / 8][4] is the mma path's accumulator and its epilogue applies unchanged.
-// NOTE: not yet run on a GPU. Compiled for sm_90a without spills; correctness and speed are to
-// be measured (EveryCompiledTacticMatchesTheReference, MmaPathHandlesLeftoversInEveryDimension,
-// racecheck) before it is offered as a tactic.
+// Measured on the H200 (docs/benchmark_results/2026-12-04-h200-2): it ties the mma.sync kernels at
+// 16-32 rows and wins by 5-10 % at 64 rows on two of the four Llama-3.1-8B shapes.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +33,7 @@
 namespace hone::cuda::qmm_rs_detail {
 
 using namespace hone::cuda::kernel_detail;
-using qmm_mma_detail::copy16;
-using qmm_mma_detail::copy_params;
+using qmm_mma_detail::CopyPlan;
 using qmm_mma_detail::dequant_pair;
 using qmm_mma_detail::kParamWindow;
 using qmm_mma_detail::kWarpK;
@@ -124,70 +122,17 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
   const uint32_t raw_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t smem_base = (raw_base + 1023u) & ~1023u;
   unsigned char *const smem = smem_raw + (smem_base - raw_base);
-  const int words_per_row = p.k / 8;
 
-  // The mma path's fixed per-thread copy plan; only the activations' destination differs.
-  constexpr int kPiecesPerRow = L::kBk / 32;
-  constexpr int kXPiecesPerRow = L::kBk / 8;
-  constexpr int kWCopies = (L::kBn * kPiecesPerRow) / L::kThreads;
-  constexpr int kPCopies = (2 * L::kBn + L::kThreads - 1) / L::kThreads;
-  constexpr int kXCopies = (L::kTm * kXPiecesPerRow + L::kThreads - 1) / L::kThreads;
-  static_assert(L::kBn * kPiecesPerRow == kWCopies * L::kThreads, "whole weight pieces");
-  const int kg = p.k >> p.group_shift;
-  const uint32_t *w_src[kWCopies];
-  uint32_t w_dst[kWCopies];
-  int w_bytes[kWCopies];
-#pragma unroll
-  for (int j = 0; j < kWCopies; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = c / kPiecesPerRow, piece = c % kPiecesPerRow;
-    const int row = n0 + r;
-    w_bytes[j] = row < p.n ? 16 : 0;
-    w_src[j] = p.q + static_cast<size_t>(row < p.n ? row : 0) * words_per_row + piece * 4;
-    w_dst[j] = r * L::kWeightPitch + piece * 16;
-  }
-  const uint16_t *p_src[kPCopies];
-  uint32_t p_dst[kPCopies];
-  bool p_copy[kPCopies];
-#pragma unroll
-  for (int j = 0; j < kPCopies; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = (c >> 1) % L::kBn, bias = c & 1;
-    p_copy[j] = c < 2 * L::kBn;
-    p_src[j] = (bias ? p.biases : p.scales) + static_cast<size_t>(min(n0 + r, p.n - 1)) * kg;
-    p_dst[j] =
-        L::kWeightStage + L::kActivationStage + bias * L::kBn * kParamWindow + r * kParamWindow;
-  }
-  const uint16_t *x_src[kXCopies];
-  uint32_t x_dst[kXCopies];
-  int x_bytes[kXCopies];
-#pragma unroll
-  for (int j = 0; j < kXCopies; ++j) {
-    const int c = tid + j * L::kThreads;
-    const int r = c / kXPiecesPerRow, chunk = c % kXPiecesPerRow;
-    const int row = m0 + r;
-    x_bytes[j] = c >= L::kTm * kXPiecesPerRow ? -1 : row < p.m ? 16 : 0;
-    x_src[j] = p.x + static_cast<size_t>(row < p.m ? row : 0) * p.k + chunk * 8;
-    const int atom = chunk >> 3, cc = chunk & 7;
-    x_dst[j] = L::kWeightStage + atom * L::kAtom + r * 128 + ((cc ^ (r & 7)) << 4);
-  }
+  // The mma path's copy plan; the activations go to canonical 64-deep SW128 atoms.
+  const CopyPlan<L> plan(p, tid, n0, m0, [](int r, int piece) {
+    return static_cast<uint32_t>(L::kWeightStage + (piece >> 3) * L::kAtom + r * 128 +
+                                 (((piece & 7) ^ (r & 7)) << 4));
+  });
   auto copy_weights = [&](int kb, int stage) {
-    const uint32_t base = smem_base + stage * L::kStage;
-#pragma unroll
-    for (int j = 0; j < kWCopies; ++j)
-      copy16(base + w_dst[j], w_src[j] + kb * (L::kBk / 8), w_bytes[j], true);
-    const int window = param_window(kb, L::kBk, p.group_shift, p.param_bytes);
-#pragma unroll
-    for (int j = 0; j < kPCopies; ++j)
-      if (p_copy[j])
-        copy_params(base + p_dst[j], p_src[j] + window, p.param_bytes);
+    plan.copy_weights(p, smem_base + stage * L::kStage, kb);
   };
   auto copy_activations = [&](int kb, int stage) {
-    const uint32_t base = smem_base + stage * L::kStage;
-#pragma unroll
-    for (int j = 0; j < kXCopies; ++j)
-      if (x_bytes[j] >= 0)
-        copy16(base + x_dst[j], x_src[j] + kb * L::kBk, x_bytes[j], false);
+    plan.copy_activations(smem_base + stage * L::kStage, kb);
   };
 
 #pragma unroll
