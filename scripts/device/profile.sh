@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Where the decode and small-prefill kernels spend their cycles: one Nsight Compute profile per
+# kernel (one launch each, caches flushed by ncu), with warp-state and source-level stall
+# sampling, on the matrices where they miss the read ceiling or the cuBLAS bar:
+#   qmv.affine int4 g64 at rows 1 and 16, and gemv.bf16 at rows 32 (their defaults, through
+#   `hone bench`), on 28672 x 4096 and 14336 x 4096;
+#   qmm.affine's TMA engine (64 x 256 tile) at 64 rows on 28672 x 4096 and its register-A
+#   engine (64 x 64) on 4096 x 14336, through qmm_probe (one launch, no gate).
+# Then compute-sanitizer racecheck of every kernel of the two qmm wgmma engines (one launch each
+# at leftover shapes).
+#
+#   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]     STEPS: ncu,racecheck (default both)
+#
+# BUILD must hold tools/hone/hone and qmm_probe (built as the header of
+# docs/benchmark_results/2026-12-04-h200-2/scripts/qmm_probe.cu says). OUTDIR receives, per
+# profile, NAME.txt (the details page: speed of light, occupancy, warp states, scheduler) and
+# NAME.stalls.txt (the 40 SASS lines with the most stall samples, with their stall reasons), and
+# racecheck.log.
+set -uo pipefail
+[ $# -ge 1 ] || { echo "usage: BUILD=build $0 OUTDIR [STEPS]" >&2; exit 2; }
+cd "$(dirname "$0")/../.." || exit 1
+root=$(pwd)
+out=$1
+steps=${2:-ncu,racecheck}
+BUILD=${BUILD:-build}
+case $out in /*) ;; *) out=$root/$out ;; esac
+mkdir -p "$out"
+# shellcheck source=env.sh
+source "$root/scripts/device/env.sh"
+want() { case ",$steps," in *",$1,"*) return 0 ;; esac; return 1; }
+hone=$BUILD/tools/hone/hone
+probe=$BUILD/qmm_probe
+export HONE_CACHE_DIR=$out/.cache
+unset HONE_CACHE HONE_AUTOTUNE
+
+sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+          --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters)
+
+# profile NAME KERNEL_REGEX SKIP COMMAND...: the (SKIP+1)-th launch of a matching kernel.
+profile() {
+  local name=$1 regex=$2 skip=$3
+  shift 3
+  local rep=$out/.$name
+  if ! timeout 240 ncu "${sections[@]}" --import-source no --kernel-name "regex:$regex" \
+      --launch-skip "$skip" --launch-count 1 -f -o "$rep" "$@" >"$out/$name.run.log" 2>&1; then
+    echo "$name: ncu failed (rc $?), see $name.run.log"
+    return
+  fi
+  ncu -i "$rep.ncu-rep" --page details >"$out/$name.txt" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --print-source sass --csv >"$rep.source.csv" 2>&1 &&
+    python3 "$root/scripts/ncu_stalls.py" "$rep.source.csv" --top 40 >"$out/$name.stalls.txt" 2>&1
+  echo "$name: $(grep -m1 -E 'Duration' "$out/$name.txt" | tr -s ' ')"
+}
+
+if want ncu; then
+  command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  q='--samples 1 --batch 1'
+  profile qmv_r1_28672 'qmv_affine' 2 $hone bench --op qmv.affine \
+    --shape rows=1,n=28672,k=4096,bits=4,group=64 $q
+  profile qmv_r16_28672 'qmv_affine' 2 $hone bench --op qmv.affine \
+    --shape rows=16,n=28672,k=4096,bits=4,group=64 $q
+  profile gemv_r32_14336 'gemv_bf16' 2 $hone bench --op gemv.bf16 --shape rows=32,n=14336,k=4096 $q
+  export QMM_PROBE_ONCE=1
+  profile qmm_tma_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1
+  profile qmm_rs_64x64 'qmm_affine_wgmma_rs' 0 $probe 64 4096 14336 64 1,64,64,256,16,3,1
+  unset QMM_PROBE_ONCE
+fi
+
+if want racecheck; then
+  # Every kernel of both engines once (engine,tile_m,tile_n,tile_k,warps,stages,split_k), at
+  # leftovers in M and N and, with split 2, unequal K slices.
+  export QMM_PROBE_ONCE=1
+  S="compute-sanitizer --tool racecheck --error-exitcode 86"
+  {
+    timeout 150 $S $probe 37 1000 1536 64 2,16,64,256,5,8,1 2,16,64,256,5,4,2 2,16,128,256,9,6,1 \
+      2,16,128,256,9,4,2 2,32,64,256,5,6,1 2,32,64,256,5,4,2 2,32,128,256,9,5,1 2,32,128,256,9,3,2 \
+      2,64,64,256,5,4,1 2,64,128,256,9,4,2 2,64,256,256,17,3,2 2,128,64,256,5,3,2
+    echo "tma m37 rc=$?"
+    timeout 60 $S $probe 200 1000 1536 64 2,128,64,256,5,3,1
+    echo "tma m200 rc=$?"
+    timeout 150 $S $probe 37 1000 1280 64 1,16,64,256,16,3,2 1,16,64,128,8,4,2 1,32,64,128,8,3,2 \
+      1,32,64,256,16,3,2 1,32,128,128,16,3,2 1,64,64,64,4,4,2 1,64,64,128,8,3,2 1,64,64,256,16,3,2 \
+      1,64,128,128,16,3,2 1,128,64,64,4,4,2 1,128,64,128,8,3,2 1,128,128,64,8,4,2
+    echo "rs m37 rc=$?"
+    timeout 60 $S $probe 200 1000 1280 64 1,128,64,128,8,3,1 1,128,128,64,8,4,1
+    echo "rs m200 rc=$?"
+  } >"$out/racecheck.log" 2>&1
+  grep -E "rc=|ERROR SUMMARY|hazard" "$out/racecheck.log" | sort | uniq -c
+  unset QMM_PROBE_ONCE
+fi
