@@ -232,7 +232,31 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
     EXPECT_TRUE(qmm_affine_can_implement(tma, 16, 4096, 1536, 4, 64, &why)) << why;
     refused(tma, 16, 4096, 1280, 4, 64, "k / group = 20"); // 40-byte parameter rows
     refused(tma, 16, 4096, 1152, 4, 64, "tile_k=256");
+    // Its stream-K form: compiled beside it, spelled with stream_k=1, at least two K blocks.
+    QmmAffineConfig stream = tma;
+    stream.stream_k = 1;
+    EXPECT_NE(stream.to_tactic().str().find(",stream_k=1"), std::string::npos);
+    EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(stream.to_tactic().str())), stream);
+    EXPECT_TRUE(qmm_affine_can_implement(stream, 16, 4096, 1536, 4, 64, &why)) << why;
+    refused(stream, 16, 4096, 256, 4, 32, "stream_k needs at least 2 K blocks");
   }
+  // On the mma path stream-K is the TMA engine's only, and never with a cluster split; every
+  // TMA kernel has it.
+  int tma_kernels = 0, tma_stream = 0;
+  for (const QmmAffineConfig &o : qmm_affine_configs(4)) {
+    if (o.path != kQmmMmaPath)
+      continue;
+    tma_kernels += o.engine == kQmmEngineTma && o.split_k == 1 && o.stream_k == 0;
+    if (o.stream_k != 0) {
+      ++tma_stream;
+      EXPECT_EQ(o.engine, kQmmEngineTma) << o.to_tactic().str();
+      EXPECT_EQ(o.split_k, 1) << o.to_tactic().str();
+    }
+  }
+  EXPECT_EQ(tma_stream, tma_kernels);
+  QmmAffineConfig mma_stream = c;
+  mma_stream.stream_k = 1;
+  refused(mma_stream, 16, 4096, 4096, 4, 64, "not a compiled qmm.affine config");
 }
 
 // The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
@@ -437,6 +461,77 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
     for (size_t i = 0; i < mma.size(); ++i)
       EXPECT_GT(ran[i], 0) << "group " << group << ": " << mma[i].to_tactic().str() << " never ran";
   }
+}
+
+// Stream-K (the TMA engine): its CTAs hand partials over through flags in the workspace. Over a
+// workspace full of bytes it never wrote, and over 20 launches back to back and 200 replays of
+// one captured graph (one flag token for all), the output is bit-identical to the first launch's
+// and matches the reference: a flag left raised, reset too early or read before its partial
+// would break one of them.
+TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
+  const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
+  int ran = 0;
+  for (int m : {37, 64}) {
+    std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
+    auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
+    const cudaStream_t stream = qw.stream();
+    for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
+      if (c.stream_k == 0 || c.path != kQmmMmaPath)
+        continue;
+      if (std::string why; !qmm_affine_can_implement(c, m, f.n, f.k, 4, f.group, &why))
+        continue;
+      const std::string name = c.to_tactic().str() + " m=" + std::to_string(m);
+      const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
+      ASSERT_GT(ws, 0u) << name;
+      DeviceBuffer work(ws), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
+      QmmAffineArgs a;
+      a.x = qw.x(0);
+      a.q = qw.q(0);
+      a.scales = qw.scales(0);
+      a.biases = qw.biases(0);
+      a.y = y.data();
+      a.m = m;
+      a.n = f.n;
+      a.k = f.k;
+      a.bits = 4;
+      a.group = f.group;
+      a.workspace = work.data();
+      a.workspace_bytes = ws - 1;
+      EXPECT_FALSE(qmm_affine_launch(c, a, stream).ok()) << name << ": a short workspace ran";
+      a.workspace_bytes = ws;
+      const auto download_y = [&] {
+        HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+        return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
+      };
+      HONE_CUDA_CHECK(cudaMemsetAsync(work.data(), 0xa5, ws, stream));
+      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+      ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
+      const std::vector<uint16_t> first = download_y();
+      EXPECT_LE(compare_bf16(qw.checked_rows(first), qw.reference()).relative_l2,
+                kAffineLinearRelativeL2Bound)
+          << name;
+      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+      for (int i = 0; i < 20; ++i)
+        ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
+      EXPECT_EQ(download_y(), first) << name << ": 20 launches in a row";
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      const bool captured = qmm_affine_launch(c, a, stream).ok();
+      HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+      ASSERT_TRUE(captured) << name;
+      HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+      for (int i = 0; i < 200; ++i)
+        HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      const std::vector<uint16_t> replayed = download_y();
+      HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+      EXPECT_EQ(replayed, first) << name << ": 200 graph replays";
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 0) << "no stream-K config ran";
 }
 
 // The default of every model shape, bits and group, at M = 1, 33, 512 (and 2048 at int4 g128).

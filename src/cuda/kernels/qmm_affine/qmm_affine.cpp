@@ -26,6 +26,8 @@
 //   stages     cp.async ring depth (K blocks of weights, activations, group parameters)
 //   warps      warps per CTA (tile_k / 64 along K, the rest along the weight rows)
 //   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
+//   stream_k   (optional, the TMA engine, split_k 1) 1: a persistent grid over all (tile, K
+//              block) units; a tile's segments are added in K order (../common/stream_k.h)
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 
@@ -127,6 +129,10 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.engine = k.engine;
         c.split_k = split;
         out.push_back(c);
+        if (k.engine == kQmmEngineTma && split == 1) {
+          c.stream_k = 1;
+          out.push_back(c);
+        }
       }
   return out;
 }
@@ -257,7 +263,7 @@ std::string qmm_affine_tile_list(int bits) {
 
 KernelResources qmm_affine_resources(const QmmAffineConfig &config, int bits) {
   if (const QmmMmaKernel *m = find_mma_kernel(config, bits))
-    return qmm_mma_resources(*m);
+    return qmm_mma_resources(*m, config.stream_k != 0);
   KernelResources res;
   if (const QmmAffineKernel *k = find_kernel(config, bits))
     if (k->resources(&res) != 0)
@@ -274,8 +280,8 @@ int qmm_affine_stages(const QmmAffineConfig &config, int bits) {
 
 size_t qmm_affine_workspace_bytes(const QmmAffineConfig &config, int m, int n, int k, int bits,
                                   int group) {
-  if (find_mma_kernel(config, bits))
-    return 0; // the split's partials live in the cluster's shared memory
+  if (const QmmMmaKernel *mma = find_mma_kernel(config, bits))
+    return qmm_mma_workspace_bytes(*mma, m, n, k, config.stream_k != 0);
   const QmmAffineKernel *kernel = find_kernel(config, bits);
   if (!kernel || m < 1 || n < 1 || k < group || group < 1 || k % group != 0)
     return 0;
@@ -295,8 +301,6 @@ size_t qmm_affine_workspace_bytes(const QmmAffineConfig &config, int m, int n, i
 LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArgs &args,
                                void *stream) {
   if (const QmmMmaKernel *m = find_mma_kernel(config, args.bits)) {
-    if (config.stream_k != 0)
-      return LaunchStatus::invalid_value();
     QmmMmaArgs ma;
     ma.x = args.x;
     ma.q = args.q;
@@ -308,6 +312,9 @@ LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArg
     ma.k = args.k;
     ma.group = args.group;
     ma.split_k = config.split_k;
+    ma.stream_k = config.stream_k != 0;
+    ma.workspace = args.workspace;
+    ma.workspace_bytes = args.workspace_bytes;
     return qmm_mma_launch(*m, ma, stream);
   }
   const QmmAffineKernel *kernel = find_kernel(config, args.bits);

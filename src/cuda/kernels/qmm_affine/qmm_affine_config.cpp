@@ -172,8 +172,12 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
     if (k % tile_k != 0)
       return fail(reason, "k=" + std::to_string(k) + " is not a multiple of tile_k=" +
                               std::to_string(tile_k) + " (the mma path's K block)");
-    if (config.stream_k)
-      return fail(reason, "the mma path has no stream-K");
+    if (config.stream_k && (config.engine != kQmmEngineTma || config.split_k != 1))
+      return fail(reason, "stream_k=" + std::to_string(config.stream_k) +
+                              " is the TMA engine's (qmm.affine.mma_tma), with split_k=1");
+    if (config.stream_k && k / tile_k < 2)
+      return fail(reason, "stream_k needs at least 2 K blocks, k=" + std::to_string(k) + " has " +
+                              std::to_string(k / tile_k));
     if (config.split_k > kQmmMmaMaxSplit || config.split_k > k / tile_k)
       return fail(reason, "split_k=" + std::to_string(config.split_k) +
                               " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +

@@ -86,12 +86,12 @@ const std::vector<QmmMmaKernel> &qmm_mma_kernels() {
   return all;
 }
 
-KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
+KernelResources qmm_mma_resources(const QmmMmaKernel &kernel, bool stream_k) {
 #ifdef HONE_QMM_WGMMA_RS
   if (kernel.engine != kQmmEngineMma)
-    return qmm_rs_resources(kernel);
+    return qmm_rs_resources(kernel, stream_k);
 #endif
-  const Entry *e = find(kernel);
+  const Entry *e = stream_k ? nullptr : find(kernel);
   if (!e)
     return {};
   KernelResources r = kernel_detail::resources_of(e->fn);
@@ -99,12 +99,22 @@ KernelResources qmm_mma_resources(const QmmMmaKernel &kernel) {
   return r;
 }
 
+size_t qmm_mma_workspace_bytes(const QmmMmaKernel &kernel, int m, int n, int k, bool stream_k) {
+#ifdef HONE_QMM_WGMMA_RS
+  if (kernel.engine != kQmmEngineMma)
+    return qmm_rs_workspace_bytes(kernel, m, n, k, stream_k);
+#else
+  (void)kernel, (void)m, (void)n, (void)k, (void)stream_k;
+#endif
+  return 0; // split-K partials live in the cluster's shared memory
+}
+
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &a, void *stream) {
 #ifdef HONE_QMM_WGMMA_RS
   if (kernel.engine != kQmmEngineMma)
     return qmm_rs_launch(kernel, a, stream);
 #endif
-  const Entry *e = find(kernel);
+  const Entry *e = a.stream_k ? nullptr : find(kernel);
   const int tile_k = kernel.tile_k;
   if (!e || a.m < 1 || a.n < 8 || a.n % 8 != 0 || a.k < tile_k || a.k % tile_k != 0 ||
       (a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0 ||

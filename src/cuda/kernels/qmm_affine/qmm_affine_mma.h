@@ -57,16 +57,27 @@ struct QmmMmaArgs {
   int m = 0, n = 0, k = 0, group = 64;
   int split_k = 1;
   bool dependent = false; // a programmatic dependent launch (waits before reading X)
+  // Stream-K (the TMA engine only; split_k 1): a persistent grid over all (tile, K block)
+  // units, writers' partials and flags in `workspace` (256-byte aligned, at least
+  // qmm_mma_workspace_bytes; it may hold anything, the kernel reads only what it wrote).
+  bool stream_k = false;
+  void *workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
-// Registers, spills and shared memory of a kernel; empty when it is not compiled.
-KernelResources qmm_mma_resources(const QmmMmaKernel &kernel);
+// Registers, spills and shared memory of a kernel (its stream-K form where `stream_k`); empty
+// when it is not compiled.
+KernelResources qmm_mma_resources(const QmmMmaKernel &kernel, bool stream_k = false);
+// [bytes] of workspace a launch needs: 0 but for stream-K, whose partials and flags depend on
+// the current device's SM count (0 too where it cannot be read or the kernel has no stream-K).
+size_t qmm_mma_workspace_bytes(const QmmMmaKernel &kernel, int m, int n, int k, bool stream_k);
 // Enqueues the kernel; invalid_value when `kernel` is not compiled or refuses the arguments
 // (m, n % 8, k % tile_k, the group and its parameter window, split_k in 1..8 and at most the K
-// blocks).
+// blocks; stream-K elsewhere than the TMA engine, with split_k > 1 or too small a workspace).
 LaunchStatus qmm_mma_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
 #ifdef HONE_QMM_WGMMA_RS
-KernelResources qmm_rs_resources(const QmmMmaKernel &kernel);
+KernelResources qmm_rs_resources(const QmmMmaKernel &kernel, bool stream_k);
+size_t qmm_rs_workspace_bytes(const QmmMmaKernel &kernel, int m, int n, int k, bool stream_k);
 LaunchStatus qmm_rs_launch(const QmmMmaKernel &kernel, const QmmMmaArgs &args, void *stream);
 #endif
 

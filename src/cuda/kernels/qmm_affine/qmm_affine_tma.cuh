@@ -14,6 +14,9 @@
 //
 // Summation order: each output adds, per K slice (split_k CTAs of a cluster), its 16-deep wgmma
 // products in increasing K; the slices are added in slice order (../common/split_k_reduce.cuh).
+// The stream-K kernels (STREAM) instead walk a persistent grid's share of all (tile, K block)
+// units (../common/stream_k.h); a tile's segments are added in K order by the CTA holding its
+// first K block.
 //
 // Shared memory per stage (1024-byte aligned, what SWIZZLE_128B copies and descriptors need):
 //   W: BN rows x 128 bytes (256 K of 4-bit words), 16-byte chunk c of row r at c ^ (r % 8);
@@ -26,6 +29,7 @@
 
 #include <cuda.h>
 
+#include "cuda/kernels/common/stream_k.h"
 #include "cuda/kernels/common/weight_stream.cuh"
 #include "cuda/kernels/qmm_affine/qmm_affine_wgmma_rs.cuh"
 
@@ -51,6 +55,14 @@ struct TmaParams {
   int m = 0, n = 0, k = 0;
   int group_shift = 6;
   int split_k = 1;
+  // Stream-K only: the units of all tiles (tiles_n weight tiles by the activation tiles, each
+  // k / 256 blocks), the writers' fp32 partials (one slot of TM x BN per CTA, thread-major) and
+  // their flags, raised to `token` (never 0, new per launch) and reset by the reader.
+  int tiles_n = 0;
+  int units = 0;
+  float *partials = nullptr;
+  unsigned long long *flags = nullptr;
+  unsigned long long token = 0;
 };
 
 template <int TM, int WGN, int STAGES> struct TmaLayout {
@@ -88,7 +100,86 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-template <int TM, int WGN, int STAGES>
+__device__ __forceinline__ void flag_release(unsigned long long *flag, unsigned long long value) {
+  asm volatile("st.release.gpu.global.b64 [%0], %1;" ::"l"(flag), "l"(value) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long flag_acquire(const unsigned long long *flag) {
+  unsigned long long value;
+  asm volatile("ld.acquire.gpu.global.b64 %0, [%1];" : "=l"(value) : "l"(flag) : "memory");
+  return value;
+}
+
+// Tile coordinates of a CTA's i-th K block: its weight rows n0, activation rows m0 and K block.
+struct TmaUnit {
+  int n0, m0, kb;
+};
+
+// A stream-K consumer's segment epilogue (all consumer threads; `ct` = thread index among
+// them): store the tile (whole), hand its partial over (writer) or add the writers' partials in
+// K order and store (reader). d holds the segment's sum and is left zeroed.
+template <int TM, int BN, int CONSUMER_THREADS>
+__device__ __forceinline__ void stream_k_segment(const TmaParams &p, const StreamK &sk,
+                                                 float (&d)[TM / 2], int tile, int first_kb,
+                                                 int last_kb, const TmaUnit &at, int ct) {
+  const int c = static_cast<int>(blockIdx.x);
+  const int warp = ct >> 5, lane = ct & 31;
+  constexpr int kSlot = TM * BN / 4; // float4 per CTA slot
+  const StreamK::Role role = sk.role(first_kb, last_kb);
+  if (role == StreamK::Role::writer) {
+    // Writer: this CTA's first segment.
+    float4 *slot = reinterpret_cast<float4 *>(p.partials) + static_cast<size_t>(c) * kSlot;
+#pragma unroll
+    for (int j = 0; j < TM / 8; ++j)
+      __stcg(slot + j * CONSUMER_THREADS + ct,
+             make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    __threadfence();
+    named_barrier(1, CONSUMER_THREADS);
+    if (ct == 0)
+      flag_release(p.flags + c, p.token);
+  } else {
+    if (role == StreamK::Role::reader) {
+      // Reader: the writers c + 1, ... hold the rest of the tile, in K order.
+      for (int w = sk.next_writer(tile, c); w >= 0; w = sk.next_writer(tile, w)) {
+        if (ct == 0) {
+          while (flag_acquire(p.flags + w) != p.token)
+            __nanosleep(64);
+          p.flags[w] = 0; // for the next launch; no one else touches it in this one
+        }
+        named_barrier(1, CONSUMER_THREADS);
+        const float4 *slot =
+            reinterpret_cast<const float4 *>(p.partials) + static_cast<size_t>(w) * kSlot;
+#pragma unroll
+        for (int j = 0; j < TM / 8; ++j) {
+          const float4 v = __ldcg(slot + j * CONSUMER_THREADS + ct);
+          d[4 * j] += v.x;
+          d[4 * j + 1] += v.y;
+          d[4 * j + 2] += v.z;
+          d[4 * j + 3] += v.w;
+        }
+      }
+    }
+    // The tile's outputs from the m16n8 C fragments: weight row 16 warp + g (+ 8), activation
+    // rows 8 j + 2 t (+ 1).
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int n = at.n0 + warp * 16 + g + 8 * (e >> 1);
+        const int m = at.m0 + 8 * j + 2 * t + (e & 1);
+        if (m < p.m && n < p.n)
+          p.y[static_cast<size_t>(m) * p.n + n] =
+              __bfloat16_as_ushort(__float2bfloat16_rn(d[4 * j + e]));
+      }
+  }
+#pragma unroll
+  for (int r = 0; r < TM / 2; ++r)
+    d[r] = 0.0f;
+}
+
+// STREAM: the stream-K kernel (grid of p.units' persistent CTAs along x, split_k = 1).
+template <int TM, int WGN, int STAGES, bool STREAM = false>
 __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -100,8 +191,23 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
   const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
   const int slice = static_cast<int>(blockIdx.y);
   const int blocks = p.k / kBlockK;
-  const int kb0 = slice * blocks / p.split_k;
-  const int nblocks = (slice + 1) * blocks / p.split_k - kb0;
+  int kb0 = slice * blocks / p.split_k;
+  int nblocks = (slice + 1) * blocks / p.split_k - kb0;
+  const StreamK sk{p.units, blocks, static_cast<int>(gridDim.x)};
+  if constexpr (STREAM) {
+    kb0 = sk.begin(static_cast<int>(blockIdx.x)); // the CTA's first unit
+    nblocks = sk.begin(static_cast<int>(blockIdx.x) + 1) - kb0;
+  }
+  // The i-th K block of this CTA: its tile's corner and the block.
+  const auto unit = [&](int i) -> TmaUnit {
+    if constexpr (STREAM) {
+      const int u = kb0 + i;
+      const int tile = u / blocks;
+      return {(tile % p.tiles_n) * L::kBn, (tile / p.tiles_n) * L::kTm, u - tile * blocks};
+    } else {
+      return {n0, m0, kb0 + i};
+    }
+  };
   const uint32_t raw_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t smem_base = (raw_base + 1023u) & ~1023u;
   unsigned char *const smem = smem_raw + (smem_base - raw_base);
@@ -126,19 +232,20 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       prefetch_tensor_map(&p.scales);
       prefetch_tensor_map(&p.biases);
       auto load_weights = [&](int i, int s) {
-        const int kb = kb0 + i;
+        const TmaUnit at = unit(i);
         const uint32_t stage = smem_base + s * L::kStage;
-        const int window = ((kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
-        tma_load_2d(stage, &p.q, kb * (kBlockK / 8), n0, full + s);
-        tma_load_2d(stage + L::kWeight + L::kActivation, &p.scales, window, n0, full + s);
-        tma_load_2d(stage + L::kWeight + L::kActivation + L::kParam, &p.biases, window, n0,
+        const int window = ((at.kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
+        tma_load_2d(stage, &p.q, at.kb * (kBlockK / 8), at.n0, full + s);
+        tma_load_2d(stage + L::kWeight + L::kActivation, &p.scales, window, at.n0, full + s);
+        tma_load_2d(stage + L::kWeight + L::kActivation + L::kParam, &p.biases, window, at.n0,
                     full + s);
       };
       auto load_activations = [&](int i, int s) {
+        const TmaUnit at = unit(i);
         const uint32_t stage = smem_base + s * L::kStage + L::kWeight;
 #pragma unroll
         for (int a = 0; a < kBlockK / kActivationK; ++a)
-          tma_load_2d(stage + a * L::kAtom, &p.x, (kb0 + i) * kBlockK + a * kActivationK, m0,
+          tma_load_2d(stage + a * L::kAtom, &p.x, at.kb * kBlockK + a * kActivationK, at.m0,
                       full + s);
       };
       const int prologue = nblocks < STAGES ? nblocks : STAGES;
@@ -172,9 +279,13 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     uint32_t a[2][4];
     StageCursor q;
     int previous = -1;
+    int segment_kb = 0; // stream-K: the first K block of the current segment
     for (int i = 0; i < nblocks; ++i) {
       mbarrier_wait(full + q.stage, q.phase);
-      const int kb = kb0 + i;
+      const TmaUnit at = unit(i);
+      const int kb = at.kb;
+      if (STREAM && (i == 0 || kb == 0))
+        segment_kb = kb;
       const uint32_t stage = smem_base + q.stage * L::kStage;
       const uint32_t x_stage = stage + L::kWeight;
       const uint32_t s_stage = stage + L::kWeight + L::kActivation;
@@ -236,28 +347,47 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       }
       previous = q.stage;
       q.advance(STAGES);
+      if constexpr (STREAM) {
+        if (sk.ends_segment(kb0 + i, i, nblocks)) {
+          cute::warpgroup_wait<0>();
+#pragma unroll
+          for (int r = 0; r < TM / 2; ++r)
+            cute::warpgroup_fence_operand(d[r]);
+          stream_k_segment<TM, L::kBn, L::kConsumerWarps * 32>(p, sk, d, (kb0 + i) / blocks,
+                                                               segment_kb, kb, at, tid);
+#pragma unroll
+          for (int r = 0; r < TM / 2; ++r)
+            cute::warpgroup_fence_operand(d[r]);
+        }
+      }
     }
     cute::warpgroup_wait<0>();
 #pragma unroll
     for (int r = 0; r < TM / 2; ++r)
       cute::warpgroup_fence_operand(d[r]);
   }
-  // Every stage has been read (the last by wgmma, waited above) before the ring holds partials.
-  __syncthreads();
-  pdl_launch_dependents();
-  float4 *const partials = reinterpret_cast<float4 *>(smem);
-  if (warp < L::kConsumerWarps) {
+  if constexpr (STREAM) {
+    // Every segment was stored or handed over inside the loop.
+    pdl_launch_dependents();
+  } else {
+    // Every stage has been read (the last by wgmma, waited above) before the ring holds
+    // partials.
+    __syncthreads();
+    pdl_launch_dependents();
+    float4 *const partials = reinterpret_cast<float4 *>(smem);
+    if (warp < L::kConsumerWarps) {
 #pragma unroll
-    for (int j = 0; j < TM / 8; ++j)
-      partials[(warp * (TM / 8) + j) * 32 + lane] =
-          make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+      for (int j = 0; j < TM / 8; ++j)
+        partials[(warp * (TM / 8) + j) * 32 + lane] =
+            make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+    }
+    struct {
+      int rows, n, warps_n, warps_k, split_k;
+      uint16_t *y;
+    } const out{p.m, p.n, L::kConsumerWarps, 1, p.split_k, p.y};
+    reduce_and_store(out, reinterpret_cast<const float *>(partials), (TM / 8) * 128, 16, TM, n0, m0,
+                     mma_partial_offset<TM / 8>);
   }
-  struct {
-    int rows, n, warps_n, warps_k, split_k;
-    uint16_t *y;
-  } const out{p.m, p.n, L::kConsumerWarps, 1, p.split_k, p.y};
-  reduce_and_store(out, reinterpret_cast<const float *>(partials), (TM / 8) * 128, 16, TM, n0, m0,
-                   mma_partial_offset<TM / 8>);
 #endif
 }
 
