@@ -105,7 +105,7 @@ if want sanitizer; then
     t0=$(date +%s)
     rc=0
     echo "=== compute-sanitizer memcheck (HONE_DEVICE_TEST_REDUCED=1)" >>"$out/tests.log"
-    for spec in "qmm_affine_op_test:QmmAffineOpTest.EveryCompiledTactic*:QmmAffineOpTest.Unwritten*" \
+    for spec in "qmm_affine_op_test:QmmAffineOpTest.EveryCompiledTactic*:QmmAffineOpTest.Unwritten*:QmmAffineOpTest.StreamK*" \
       "quantized_linear_op_test:QuantizedLinearTest.BothSides*"; do
       t=${spec%%:*}
       filter=${spec#*:}
