@@ -149,11 +149,12 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
   for (int bits : {4, 8})
     for (const QmmAffineConfig &c : qmm_affine_configs(bits)) {
       const Tactic t = c.to_tactic();
-      EXPECT_EQ(t.kernel, c.path == 0                   ? "qmm.affine.wgmma"
-                          : c.path == 1                 ? "qmm.affine.dequant"
-                          : c.engine == kQmmEngineWgmma ? "qmm.affine.mma_wgmma"
-                          : c.engine == kQmmEngineTma   ? "qmm.affine.mma_tma"
-                                                        : "qmm.affine.mma");
+      EXPECT_EQ(t.kernel, c.path == 0                      ? "qmm.affine.wgmma"
+                          : c.path == 1                    ? "qmm.affine.dequant"
+                          : c.engine == kQmmEngineWgmma    ? "qmm.affine.mma_wgmma"
+                          : c.engine == kQmmEngineTma      ? "qmm.affine.mma_tma"
+                          : c.engine == kQmmEngineTmaAhead ? "qmm.affine.mma_tma_ahead"
+                                                           : "qmm.affine.mma");
       EXPECT_TRUE(c.engine == 0 || c.path == kQmmMmaPath) << t.str();
       EXPECT_TRUE(c.path != kQmmMmaPath || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
@@ -240,20 +241,29 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
     EXPECT_TRUE(qmm_affine_can_implement(stream, 16, 4096, 1536, 4, 64, &why)) << why;
     refused(stream, 16, 4096, 256, 4, 32, "stream_k needs at least 2 K blocks");
   }
-  // On the mma path stream-K is the TMA engine's only, and never with a cluster split; every
-  // TMA kernel has it.
-  int tma_kernels = 0, tma_stream = 0;
+  // On the mma path stream-K is the TMA engines' only, and never with a cluster split; every
+  // TMA kernel has it, and a twin with the lookahead (engine kQmmEngineTmaAhead).
+  int tma_kernels = 0, tma_stream = 0, tma_ahead = 0;
   for (const QmmAffineConfig &o : qmm_affine_configs(4)) {
     if (o.path != kQmmMmaPath)
       continue;
-    tma_kernels += o.engine == kQmmEngineTma && o.split_k == 1 && o.stream_k == 0;
+    tma_kernels += qmm_engine_is_tma(o.engine) && o.split_k == 1 && o.stream_k == 0;
+    if (o.engine == kQmmEngineTmaAhead && o.split_k == 1 && o.stream_k == 0) {
+      ++tma_ahead;
+      QmmAffineConfig twin = o;
+      twin.engine = kQmmEngineTma;
+      EXPECT_NE(std::find(qmm_affine_configs(4).begin(), qmm_affine_configs(4).end(), twin),
+                qmm_affine_configs(4).end())
+          << o.to_tactic().str();
+    }
     if (o.stream_k != 0) {
       ++tma_stream;
-      EXPECT_EQ(o.engine, kQmmEngineTma) << o.to_tactic().str();
+      EXPECT_TRUE(qmm_engine_is_tma(o.engine)) << o.to_tactic().str();
       EXPECT_EQ(o.split_k, 1) << o.to_tactic().str();
     }
   }
   EXPECT_EQ(tma_stream, tma_kernels);
+  EXPECT_EQ(2 * tma_ahead, tma_kernels);
   QmmAffineConfig mma_stream = c;
   mma_stream.stream_k = 1;
   refused(mma_stream, 16, 4096, 4096, 4, 64, "not a compiled qmm.affine config");
@@ -281,7 +291,7 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
         continue;
       ++(c.engine != kQmmEngineMma ? wgmma : mma);
       EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
-      EXPECT_LE(c.tile_n, c.engine == kQmmEngineTma ? 256 : 128) << "m=" << m << " " << t.str();
+      EXPECT_LE(c.tile_n, qmm_engine_is_tma(c.engine) ? 256 : 128) << "m=" << m << " " << t.str();
     }
     if (b[0] >= 9 && b[0] <= 64)
       EXPECT_GT(mma, 0) << "m=" << m;
@@ -443,7 +453,8 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
           if (w->can_run(t, &reason) != Status::ok) {
             // Only a K block deeper than 64 that does not divide k may refuse, or the TMA
             // engine where k / group is not a multiple of 8.
-            if (mma[i].engine == kQmmEngineTma && k % mma[i].tile_k == 0 && (k / group) % 8 != 0) {
+            if (qmm_engine_is_tma(mma[i].engine) && k % mma[i].tile_k == 0 &&
+                (k / group) % 8 != 0) {
               EXPECT_NE(reason.find("k / group"), std::string::npos) << reason;
               continue;
             }

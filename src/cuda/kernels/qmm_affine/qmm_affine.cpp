@@ -26,8 +26,11 @@
 //   stages     cp.async ring depth (K blocks of weights, activations, group parameters)
 //   warps      warps per CTA (tile_k / 64 along K, the rest along the weight rows)
 //   split_k    K slices: CTAs of one cluster, partials added in slice order (1..8)
-//   stream_k   (optional, the TMA engine, split_k 1) 1: a persistent grid over all (tile, K
+//   stream_k   (optional, the TMA engines, split_k 1) 1: a persistent grid over all (tile, K
 //              block) units; a tile's segments are added in K order (../common/stream_k.h)
+// Kernel names per engine: qmm.affine.mma (mma.sync), mma_wgmma (register-A wgmma, cp.async),
+// mma_tma (warp-specialised TMA) and mma_tma_ahead (the same, next step's loads and integer
+// dequantisation before the wait).
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 
@@ -129,7 +132,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.engine = k.engine;
         c.split_k = split;
         out.push_back(c);
-        if (k.engine == kQmmEngineTma && split == 1) {
+        if (qmm_engine_is_tma(k.engine) && split == 1) {
           c.stream_k = 1;
           out.push_back(c);
         }

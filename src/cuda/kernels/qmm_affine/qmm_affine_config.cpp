@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "cuda/kernels/common/config_tactic.h"
@@ -15,9 +16,10 @@ namespace hone::cuda {
 namespace {
 
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
-// The mma path's wgmma engines (QmmAffineConfig::engine 1 and 2): the same fields.
-constexpr const char *kMmaWgmmaKernel = "qmm.affine.mma_wgmma";
-constexpr const char *kMmaTmaKernel = "qmm.affine.mma_tma";
+// The mma path's kernel name per engine (QmmAffineConfig::engine): the same fields for all.
+constexpr const char *kMmaEngineKernels[] = {"qmm.affine.mma", "qmm.affine.mma_wgmma",
+                                             "qmm.affine.mma_tma", "qmm.affine.mma_tma_ahead"};
+constexpr int kMmaEngines = static_cast<int>(std::size(kMmaEngineKernels));
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
 constexpr const char *kMmaFieldNames[] = {"tile_m", "tile_n", "tile_k",
@@ -48,9 +50,7 @@ bool is_compiled(const QmmAffineConfig &c, int bits) {
 
 Tactic QmmAffineConfig::to_tactic() const {
   if (path == kQmmMmaPath)
-    return config_tactic(engine == kQmmEngineWgmma ? kMmaWgmmaKernel
-                         : engine == kQmmEngineTma ? kMmaTmaKernel
-                                                   : kPathKernels[kQmmMmaPath],
+    return config_tactic(kMmaEngineKernels[engine >= 0 && engine < kMmaEngines ? engine : 0],
                          kMmaFieldNames, {{tile_m, tile_n, tile_k, stages, warps, split_k}},
                          kStreamKField, stream_k);
   return config_tactic(kPathKernels[path == 1 ? 1 : 0], kFieldNames,
@@ -60,17 +60,16 @@ Tactic QmmAffineConfig::to_tactic() const {
 
 QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
   QmmAffineConfig c;
+  const auto *engine =
+      std::find(std::begin(kMmaEngineKernels), std::end(kMmaEngineKernels), tactic.kernel);
   if (tactic.kernel == kPathKernels[0])
     c.path = 0;
   else if (tactic.kernel == kPathKernels[1])
     c.path = 1;
-  else if (tactic.kernel == kPathKernels[kQmmMmaPath] || tactic.kernel == kMmaWgmmaKernel ||
-           tactic.kernel == kMmaTmaKernel) {
+  else if (engine != std::end(kMmaEngineKernels)) {
     const std::vector<int> v = config_fields(tactic, kMmaFieldNames, kStreamKField, &c.stream_k);
     c.path = kQmmMmaPath;
-    c.engine = tactic.kernel == kMmaWgmmaKernel ? kQmmEngineWgmma
-               : tactic.kernel == kMmaTmaKernel ? kQmmEngineTma
-                                                : kQmmEngineMma;
+    c.engine = static_cast<int>(engine - std::begin(kMmaEngineKernels));
     c.tile_m = v[0];
     c.tile_n = v[1];
     c.tile_k = v[2];
@@ -80,9 +79,9 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     return c;
   } else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
-                          kPathKernels[0] + ", " + kPathKernels[1] + ", " +
-                          kPathKernels[kQmmMmaPath] + ", " + kMmaWgmmaKernel + " or " +
-                          kMmaTmaKernel + ")");
+                          kPathKernels[0] + ", " + kPathKernels[1] + ", " + kMmaEngineKernels[0] +
+                          ", " + kMmaEngineKernels[1] + ", " + kMmaEngineKernels[2] + " or " +
+                          kMmaEngineKernels[3] + ")");
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];
@@ -172,9 +171,10 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
     if (k % tile_k != 0)
       return fail(reason, "k=" + std::to_string(k) + " is not a multiple of tile_k=" +
                               std::to_string(tile_k) + " (the mma path's K block)");
-    if (config.stream_k && (config.engine != kQmmEngineTma || config.split_k != 1))
+    if (config.stream_k && (!qmm_engine_is_tma(config.engine) || config.split_k != 1))
       return fail(reason, "stream_k=" + std::to_string(config.stream_k) +
-                              " is the TMA engine's (qmm.affine.mma_tma), with split_k=1");
+                              " is the TMA engines' (qmm.affine.mma_tma, mma_tma_ahead), with "
+                              "split_k=1");
     if (config.stream_k && k / tile_k < 2)
       return fail(reason, "stream_k needs at least 2 K blocks, k=" + std::to_string(k) + " has " +
                               std::to_string(k / tile_k));
@@ -183,7 +183,7 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
                               " exceeds the mma path's limit (" + std::to_string(kQmmMmaMaxSplit) +
                               " CTAs per cluster, at most " + std::to_string(k / tile_k) +
                               " K blocks)");
-    if (config.engine == kQmmEngineTma && (k / group) % 8 != 0)
+    if (qmm_engine_is_tma(config.engine) && (k / group) % 8 != 0)
       return fail(reason, "k / group = " + std::to_string(k / group) +
                               " is not a multiple of 8: the TMA engine copies each row's group "
                               "parameters in 16-byte windows (its tensor map's row pitch)");

@@ -108,15 +108,19 @@ __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   return v;
 }
 
-// bf16x2 (q_lo * s + b, q_hi * s + b) of the nibble pair `selector` picks from `word`.
-__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, uint32_t selector,
-                                                 __nv_bfloat162 scale, __nv_bfloat162 bias) {
+// bf16x2 (q_lo, q_hi), exact, of the nibble pair `selector` picks from `word`.
+__device__ __forceinline__ __nv_bfloat162 exact_pair(uint32_t word, uint32_t selector) {
   uint32_t z, v;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(z) : "r"(word), "r"(word >> 4), "r"(selector));
   asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(v) : "r"(z), "r"(0x000f000fu), "r"(0x43004300u));
   const __nv_bfloat162 offset = __floats2bfloat162_rn(-128.0f, -128.0f);
-  __nv_bfloat162 w = __hadd2(*reinterpret_cast<__nv_bfloat162 *>(&v), offset); // exact q
-  w = __hfma2(w, scale, bias);
+  return __hadd2(*reinterpret_cast<__nv_bfloat162 *>(&v), offset); // 128 + q - 128
+}
+
+// bf16x2 (q_lo * s + b, q_hi * s + b) of the nibble pair `selector` picks from `word`.
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, uint32_t selector,
+                                                 __nv_bfloat162 scale, __nv_bfloat162 bias) {
+  __nv_bfloat162 w = __hfma2(exact_pair(word, selector), scale, bias);
   return *reinterpret_cast<uint32_t *>(&w);
 }
 

@@ -17,12 +17,18 @@ namespace hone::cuda {
 // 64 of them along K (64 K each per block), the rest along the weight rows.
 struct QmmMmaKernel {
   int tile_m, tile_n, tile_k, warps, stages;
-  int engine = 0; // kQmmEngineMma (mma.sync), kQmmEngineWgmma or kQmmEngineTma (wgmma)
+  int engine = 0; // kQmmEngineMma (mma.sync), kQmmEngineWgmma, kQmmEngineTma(Ahead) (wgmma)
   friend bool operator==(const QmmMmaKernel &, const QmmMmaKernel &) = default;
 };
 inline constexpr int kQmmEngineMma = 0;
 inline constexpr int kQmmEngineWgmma = 1; // register-A wgmma, every thread copies (cp.async)
 inline constexpr int kQmmEngineTma = 2;   // register-A wgmma, one producer warp copies (TMA)
+// The TMA engine with step s + 1's loads and integer dequantisation issued before the wait for
+// the wgmma of step s - 1 (qmm_affine_tma.cuh, AHEAD).
+inline constexpr int kQmmEngineTmaAhead = 3;
+constexpr bool qmm_engine_is_tma(int engine) {
+  return engine == kQmmEngineTma || engine == kQmmEngineTmaAhead;
+}
 
 // Every compiled mma kernel (int4 only), in table order: the mma.sync ones, then (sm_90a, where
 // HONE_QMM_WGMMA_RS is defined: qmm_affine_wgmma_rs.cu) the register-A wgmma ones of both wgmma

@@ -37,10 +37,11 @@ namespace hone::cuda::qmm_tma_detail {
 
 using namespace hone::cuda::kernel_detail;
 using qmm_mma_detail::dequant_pair;
+using qmm_mma_detail::exact_pair;
 using qmm_mma_detail::lds128;
 using qmm_mma_detail::lds32;
 using qmm_rs_detail::activation_desc;
-using qmm_rs_detail::wgmma_step;
+using qmm_rs_detail::wgmma_issue;
 
 inline constexpr int kBlockK = 256;     // K per stage
 inline constexpr int kParamGroups = 8;  // groups per row in a stage's parameter window
@@ -179,7 +180,13 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
 }
 
 // STREAM: the stream-K kernel (grid of p.units' persistent CTAs along x, split_k = 1).
-template <int TM, int WGN, int STAGES, bool STREAM = false>
+// AHEAD: a consumer loads step s + 1's words and group parameters and forms its exact integers
+// (shift, prmt, lop3, hadd2) right after it issues the wgmma of step s, before it waits for the
+// wgmma of step s - 1; after the wait only the scale's hfma2 remains before the next wgmma. The
+// retired A buffer is pinned live until that wait, so that ptxas cannot place the early values
+// in registers an in-flight wgmma reads (which would serialise every wgmma, C7513). Same
+// products in the same order as without.
+template <int TM, int WGN, int STAGES, bool STREAM = false, bool AHEAD = false>
 __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -291,57 +298,103 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       const uint32_t s_stage = stage + L::kWeight + L::kActivation;
       const int window = ((kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
       __nv_bfloat162 sc[2], bi[2];
-#pragma unroll
-      for (int c = 0; c < kBlockK / 32; ++c) { // 16-byte chunks of a row: 32 K, two k16 steps
-        uint4 words[2];
+      // A new group starts at `step`: its scale and bias, splatted to both halves.
+      const auto load_params = [&](int step) {
+        const int slot = ((kb * kBlockK + step * 16) >> p.group_shift) - window;
+        const uint32_t pick = (slot & 1) ? 0x3232u : 0x1010u;
+        const uint32_t pair = static_cast<uint32_t>(slot & ~1) * 2;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
-          words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
+          const uint32_t sw = lds32(s_stage + row * (kParamGroups * 2) + pair);
+          const uint32_t bw = lds32(s_stage + L::kParam + row * (kParamGroups * 2) + pair);
+          uint32_t sv, bv;
+          asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(sw), "r"(pick));
+          asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(bw), "r"(pick));
+          sc[h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
+          bi[h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
         }
-#pragma unroll
-        for (int ss = 0; ss < 2; ++ss) {
-          const int step = 2 * c + ss;
-          // A new group starts at this step: its scale and bias, splatted to both halves.
-          if (((step * 16) & group_mask) == 0) {
-            const int slot = ((kb * kBlockK + step * 16) >> p.group_shift) - window;
-            const uint32_t pick = (slot & 1) ? 0x3232u : 0x1010u;
-            const uint32_t pair = static_cast<uint32_t>(slot & ~1) * 2;
+      };
+      const auto issue = [&](int step, uint32_t(&f)[4]) {
+        const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
+        wgmma_issue<TM>(d, f, activation_desc(atom));
+      };
+      // After the wait of `step`: at a block's first step every wgmma of the block before it is
+      // done, and its stage goes back to the producer.
+      const auto release_previous = [&](int step) {
+        if (step == 0 && previous >= 0) {
+          fence_proxy_async_shared();
+          __syncwarp();
+          if (lane == 0)
+            mbarrier_arrive(empty + previous);
+        }
+      };
+      if constexpr (AHEAD) {
+        uint4 words[2];
+        __nv_bfloat162 ex[4]; // the exact integers of the next step
+        const auto prepare = [&](int step) {
+          const int c = step >> 1, ss = step & 1;
+          if (ss == 0) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
-              const uint32_t sw = lds32(s_stage + row * (kParamGroups * 2) + pair);
-              const uint32_t bw = lds32(s_stage + L::kParam + row * (kParamGroups * 2) + pair);
-              uint32_t sv, bv;
-              asm("prmt.b32 %0, %1, 0, %2;" : "=r"(sv) : "r"(sw), "r"(pick));
-              asm("prmt.b32 %0, %1, 0, %2;" : "=r"(bv) : "r"(bw), "r"(pick));
-              sc[h] = *reinterpret_cast<__nv_bfloat162 *>(&sv);
-              bi[h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
+              words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
             }
           }
-          uint32_t(&f)[4] = a[step & 1];
-          f[0] = dequant_pair(ss ? words[0].z : words[0].x, selector, sc[0], bi[0]);
-          f[1] = dequant_pair(ss ? words[1].z : words[1].x, selector, sc[1], bi[1]);
-          f[2] = dequant_pair(ss ? words[0].w : words[0].y, selector, sc[0], bi[0]);
-          f[3] = dequant_pair(ss ? words[1].w : words[1].y, selector, sc[1], bi[1]);
+          if (((step * 16) & group_mask) == 0)
+            load_params(step);
+          ex[0] = exact_pair(ss ? words[0].z : words[0].x, selector);
+          ex[1] = exact_pair(ss ? words[1].z : words[1].x, selector);
+          ex[2] = exact_pair(ss ? words[0].w : words[0].y, selector);
+          ex[3] = exact_pair(ss ? words[1].w : words[1].y, selector);
+          // Formed here, not sunk past the wait by the scheduler.
 #pragma unroll
           for (int r = 0; r < 4; ++r)
-            cute::warpgroup_fence_operand(f[r]);
+            cute::warpgroup_fence_operand(*reinterpret_cast<uint32_t *>(&ex[r]));
+        };
+        prepare(0);
 #pragma unroll
-          for (int r = 0; r < TM / 2; ++r)
-            cute::warpgroup_fence_operand(d[r]);
-          cute::warpgroup_arrive();
-          const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
-          wgmma_step<TM>(d, f, activation_desc(atom), std::make_index_sequence<TM / 2>{});
-          cute::warpgroup_commit_batch();
-          // The wgmma before this one has completed: its A buffer is refilled next, and at a
-          // block's first step every wgmma of the block before it is done.
+        for (int step = 0; step < kBlockK / 16; ++step) {
+          uint32_t(&f)[4] = a[step & 1];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
+            f[r] = *reinterpret_cast<const uint32_t *>(&w);
+          }
+          issue(step, f);
+          if (step + 1 < kBlockK / 16)
+            prepare(step + 1);
           cute::warpgroup_wait<1>();
-          if (step == 0 && previous >= 0) {
-            fence_proxy_async_shared();
-            __syncwarp();
-            if (lane == 0)
-              mbarrier_arrive(empty + previous);
+          // The wgmma of step - 1 has completed only now: its A buffer stays live until here.
+          uint32_t(&retired)[4] = a[(step + 1) & 1];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            cute::warpgroup_fence_operand(retired[r]);
+          release_previous(step);
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < kBlockK / 32; ++c) { // 16-byte chunks of a row: 32 K, two k16 steps
+          uint4 words[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
+            words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
+          }
+#pragma unroll
+          for (int ss = 0; ss < 2; ++ss) {
+            const int step = 2 * c + ss;
+            if (((step * 16) & group_mask) == 0)
+              load_params(step);
+            uint32_t(&f)[4] = a[step & 1];
+            f[0] = dequant_pair(ss ? words[0].z : words[0].x, selector, sc[0], bi[0]);
+            f[1] = dequant_pair(ss ? words[1].z : words[1].x, selector, sc[1], bi[1]);
+            f[2] = dequant_pair(ss ? words[0].w : words[0].y, selector, sc[0], bi[0]);
+            f[3] = dequant_pair(ss ? words[1].w : words[1].y, selector, sc[1], bi[1]);
+            issue(step, f);
+            // The wgmma before this one has completed: its A buffer is refilled next.
+            cute::warpgroup_wait<1>();
+            release_previous(step);
           }
         }
       }

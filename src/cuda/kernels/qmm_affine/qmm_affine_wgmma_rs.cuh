@@ -102,6 +102,20 @@ __device__ __forceinline__ void wgmma_step(float (&d)[TM / 2], const uint32_t (&
   Wgmma<TM>::Atom::fma(a[0], a[1], a[2], a[3], desc, d[I]...);
 }
 
+// One wgmma of the warpgroup: the A fragment and the accumulators fenced, issued, committed.
+template <int TM>
+__device__ __forceinline__ void wgmma_issue(float (&d)[TM / 2], uint32_t (&a)[4], uint64_t desc) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+    cute::warpgroup_fence_operand(a[r]);
+#pragma unroll
+  for (int r = 0; r < TM / 2; ++r)
+    cute::warpgroup_fence_operand(d[r]);
+  cute::warpgroup_arrive();
+  wgmma_step<TM>(d, a, desc, std::make_index_sequence<TM / 2>{});
+  cute::warpgroup_commit_batch();
+}
+
 template <int TM, int WGN, int WK, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
     qmm_affine_wgmma_rs_kernel(const Params p) {
@@ -209,16 +223,7 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
           f[1] = dequant_pair(ss ? words[1].z : words[1].x, selector, sc[1], bi[1]);
           f[2] = dequant_pair(ss ? words[0].w : words[0].y, selector, sc[0], bi[0]);
           f[3] = dequant_pair(ss ? words[1].w : words[1].y, selector, sc[1], bi[1]);
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            cute::warpgroup_fence_operand(f[r]);
-#pragma unroll
-          for (int r = 0; r < TM / 2; ++r)
-            cute::warpgroup_fence_operand(d[r]);
-          cute::warpgroup_arrive();
-          wgmma_step<TM>(d, f, activation_desc(atom + 32 * step),
-                         std::make_index_sequence<TM / 2>{});
-          cute::warpgroup_commit_batch();
+          wgmma_issue<TM>(d, f, activation_desc(atom + 32 * step));
           // The wgmma of the step before has read its A: that buffer is refilled next.
           cute::warpgroup_wait<1>();
         }
