@@ -4,8 +4,9 @@
 # sampling, on the matrices where they miss the read ceiling or the cuBLAS bar:
 #   qmv.affine int4 g64 at rows 1 and 16, and gemv.bf16 at rows 32 (their defaults, through
 #   `hone bench`), on 28672 x 4096 and 14336 x 4096;
-#   qmm.affine's TMA engine (64 x 256 tile) at 64 rows on 28672 x 4096 and its register-A
-#   engine (64 x 64) on 4096 x 14336, through qmm_probe (one launch, no gate).
+#   qmm.affine's TMA engine (64 x 256 tile) at 64 rows on 28672 x 4096, plain and with the
+#   lookahead (engine 3), and its register-A engine (64 x 64) on 4096 x 14336, through qmm_probe
+#   (one launch, no gate).
 # Then compute-sanitizer racecheck of every kernel of the two qmm wgmma engines (one launch each
 # at leftover shapes).
 #
@@ -62,6 +63,7 @@ if want ncu; then
   profile gemv_r32_14336 'gemv_bf16' 2 $hone bench --op gemv.bf16 --shape rows=32,n=14336,k=4096 $q
   export QMM_PROBE_ONCE=1
   profile qmm_tma_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1
+  profile qmm_tma_ahead_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 3,64,256,256,17,3,1
   profile qmm_rs_64x64 'qmm_affine_wgmma_rs' 0 $probe 64 4096 14336 64 1,64,64,256,16,3,1
   unset QMM_PROBE_ONCE
 fi
@@ -78,6 +80,9 @@ if want racecheck; then
     echo "tma m37 rc=$?"
     timeout 60 $S $probe 200 1000 1536 64 2,128,64,256,5,3,1
     echo "tma m200 rc=$?"
+    timeout 150 $S $probe 37 1000 1536 64 3,16,64,256,5,8,1 3,16,128,256,9,4,2 3,32,64,256,5,4,2 \
+      3,32,128,256,9,5,1 3,64,64,256,5,4,1 3,64,128,256,9,4,2 3,64,256,256,17,3,2 3,128,64,256,5,3,2
+    echo "tma ahead m37 rc=$?"
     timeout 150 $S $probe 37 1000 1280 64 1,16,64,256,16,3,2 1,16,64,128,8,4,2 1,32,64,128,8,3,2 \
       1,32,64,256,16,3,2 1,32,128,128,16,3,2 1,64,64,64,4,4,2 1,64,64,128,8,3,2 1,64,64,256,16,3,2 \
       1,64,128,128,16,3,2 1,128,64,64,4,4,2 1,128,64,128,8,3,2 1,128,128,64,8,4,2
