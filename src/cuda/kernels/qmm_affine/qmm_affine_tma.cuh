@@ -43,12 +43,11 @@ using qmm_mma_detail::lds32;
 using qmm_rs_detail::activation_desc;
 using qmm_rs_detail::wgmma_issue;
 
-inline constexpr int kBlockK = 256;     // K per stage
 inline constexpr int kParamGroups = 8;  // groups per row in a stage's parameter window
 inline constexpr int kActivationK = 64; // K per activation atom (128 bytes of bf16)
 
 struct TmaParams {
-  CUtensorMap q;         // uint32 [n][k / 8], box {32, BN}, SWIZZLE_128B
+  CUtensorMap q;         // uint32 [n][k / 8], box {BK / 8, BN}, SWIZZLE_128B (64B at BK 128)
   CUtensorMap x;         // bf16 [m][k], box {64, TM}, SWIZZLE_128B
   CUtensorMap scales;    // bf16 [n][k / group], box {8, BN}
   CUtensorMap biases;    // bf16 [n][k / group], box {8, BN}
@@ -57,7 +56,7 @@ struct TmaParams {
   int group_shift = 6;
   int split_k = 1;
   // Stream-K only: the units of all tiles (tiles_n weight tiles by the activation tiles, each
-  // k / 256 blocks), the writers' fp32 partials (one slot of TM x BN per CTA, thread-major) and
+  // k / BK blocks), the writers' fp32 partials (one slot of TM x BN per CTA, thread-major) and
   // their flags, raised to `token` (never 0, new per launch) and reset by the reader.
   int tiles_n = 0;
   int units = 0;
@@ -66,14 +65,18 @@ struct TmaParams {
   unsigned long long token = 0;
 };
 
-template <int TM, int WGN, int STAGES> struct TmaLayout {
+// BK: K per stage, 256 (a row's words 128 bytes, SWIZZLE_128B) or 128 (64 bytes, SWIZZLE_64B:
+// half the shared memory per stage, for more stages, more CTAs per SM or 128 activation rows).
+template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
   static constexpr int kTm = TM;
   static constexpr int kBn = 64 * WGN;
+  static constexpr int kBk = BK;
   static constexpr int kConsumerWarps = 4 * WGN;
   static constexpr int kThreads = (kConsumerWarps + 1) * 32; // + the producer warp
-  static constexpr int kWeight = kBn * 128;
+  static constexpr int kRowBytes = BK / 2; // a weight row's 4-bit words in one stage
+  static constexpr int kWeight = kBn * kRowBytes;
   static constexpr int kAtom = TM * 128;
-  static constexpr int kActivation = (kBlockK / kActivationK) * kAtom;
+  static constexpr int kActivation = (BK / kActivationK) * kAtom;
   static constexpr int kParam = kBn * kParamGroups * 2;
   static constexpr int kStage = kWeight + kActivation + 2 * kParam;
   static constexpr int kBarriers = 2 * STAGES * 8;
@@ -87,6 +90,15 @@ template <int TM, int WGN, int STAGES> struct TmaLayout {
   static_assert(kWeight % 1024 == 0 && kAtom % 1024 == 0 && kStage % 1024 == 0,
                 "every swizzled tile starts on a 1024-byte boundary");
   static_assert(STAGES >= 3, "a stage is handed back one block late");
+  static_assert(BK == 128 || BK == 256, "K blocks of 128 or 256");
+  // Byte offset in a stage of 16-byte chunk c of weight row `row` (g = row % 8): where the
+  // swizzled copy put it (16-byte chunk bits XOR row bits 7-9 of the address, or 7-8 at 64B).
+  static __device__ __forceinline__ uint32_t word_offset(uint32_t row, uint32_t g, uint32_t c) {
+    if constexpr (BK == 256)
+      return row * 128 + ((c ^ g) << 4);
+    else
+      return row * 64 + ((c ^ (g >> 1)) << 4);
+  }
 };
 
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
@@ -186,11 +198,12 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
 // retired A buffer is pinned live until that wait, so that ptxas cannot place the early values
 // in registers an in-flight wgmma reads (which would serialise every wgmma, C7513). Same
 // products in the same order as without.
-template <int TM, int WGN, int STAGES, bool STREAM = false, bool AHEAD = false>
+template <int TM, int WGN, int STAGES, int BK, bool STREAM, bool AHEAD>
 __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = TmaLayout<TM, WGN, STAGES>;
+  using L = TmaLayout<TM, WGN, STAGES, BK>;
+  constexpr int kBlockK = BK;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
@@ -338,7 +351,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
-              words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
+              words[h] = lds128(stage + L::word_offset(row, g, c));
             }
           }
           if (((step * 16) & group_mask) == 0)
@@ -379,7 +392,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
-            words[h] = lds128(stage + row * 128 + ((static_cast<uint32_t>(c) ^ g) << 4));
+            words[h] = lds128(stage + L::word_offset(row, g, c));
           }
 #pragma unroll
           for (int ss = 0; ss < 2; ++ss) {
