@@ -21,3 +21,9 @@ target_include_directories(step_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/src
                                                 ${PROJECT_SOURCE_DIR}/tests/device)
 # hone_cli: hone step's --quant / --context parsers, and (CUDA builds) hone_model's byte accounting.
 target_link_libraries(step_ceiling PRIVATE hone_cli CLI11::CLI11 nlohmann_json::nlohmann_json)
+
+# qmm.affine's mma-path kernels timed (or launched once, QMM_PROBE_ONCE=1) one by one, without
+# the op's gate: for profiles and ablations of single kernels (scripts/device/profile.sh).
+add_executable(qmm_probe ${CMAKE_CURRENT_LIST_DIR}/qmm_probe.cu)
+target_include_directories(qmm_probe PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(qmm_probe PRIVATE hone)

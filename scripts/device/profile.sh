@@ -12,8 +12,8 @@
 #
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]     STEPS: ncu,racecheck (default both)
 #
-# BUILD must hold tools/hone/hone and qmm_probe (built as the header of
-# docs/benchmark_results/2026-12-04-h200-2/scripts/qmm_probe.cu says). OUTDIR receives, per
+# BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
+# build with -DHONE_QMM_TACTICS=full). OUTDIR receives, per
 # profile, NAME.txt (the details page: speed of light, occupancy, warp states, scheduler) and
 # NAME.stalls.txt (the 40 SASS lines with the most stall samples, with their stall reasons), and
 # racecheck.log.
@@ -30,7 +30,7 @@ mkdir -p "$out"
 source "$root/scripts/device/env.sh"
 want() { case ",$steps," in *",$1,"*) return 0 ;; esac; return 1; }
 hone=$BUILD/tools/hone/hone
-probe=$BUILD/qmm_probe
+probe=$BUILD/bench/qmm_probe
 export HONE_CACHE_DIR=$out/.cache
 unset HONE_CACHE HONE_AUTOTUNE
 
@@ -64,6 +64,7 @@ if want ncu; then
   export QMM_PROBE_ONCE=1
   profile qmm_tma_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1
   profile qmm_tma_ahead_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 3,64,256,256,17,3,1
+  profile qmm_tma_stream_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1,1
   profile qmm_rs_64x64 'qmm_affine_wgmma_rs' 0 $probe 64 4096 14336 64 1,64,64,256,16,3,1
   unset QMM_PROBE_ONCE
 fi

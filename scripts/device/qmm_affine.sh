@@ -47,7 +47,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 if want build; then
   t0=$(date +%s)
   targets=(qmm_affine_op_test quantized_linear_op_test c_api_quantized_linear_bf16_test op_matrix
-           hone_tool hone_c)
+           qmm_probe hone_tool hone_c)
   {
     if [ ! -d "$root/third_party/cutlass/include/cute" ]; then
       echo "qmm_affine: no CUTLASS headers in third_party/cutlass/include (carry that path, or" \
