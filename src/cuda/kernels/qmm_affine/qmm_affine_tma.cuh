@@ -32,6 +32,7 @@
 #include "cuda/kernels/common/stream_k.h"
 #include "cuda/kernels/common/weight_stream.cuh"
 #include "cuda/kernels/qmm_affine/qmm_affine_wgmma_rs.cuh"
+#include "cuda/kernels/qmm_affine/qmm_tma_swizzle.h"
 
 namespace hone::cuda::qmm_tma_detail {
 
@@ -92,12 +93,9 @@ template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
   static_assert(STAGES >= 3, "a stage is handed back one block late");
   static_assert(BK == 128 || BK == 256, "K blocks of 128 or 256");
   // Byte offset in a stage of 16-byte chunk c of weight row `row` (g = row % 8): where the
-  // swizzled copy put it (16-byte chunk bits XOR row bits 7-9 of the address, or 7-8 at 64B).
+  // swizzled copy put it (qmm_tma_swizzle.h).
   static __device__ __forceinline__ uint32_t word_offset(uint32_t row, uint32_t g, uint32_t c) {
-    if constexpr (BK == 256)
-      return row * 128 + ((c ^ g) << 4);
-    else
-      return row * 64 + ((c ^ (g >> 1)) << 4);
+    return tma_word_offset<BK>(row, g, c);
   }
 };
 
