@@ -149,12 +149,13 @@ TEST_F(QmmAffineHostTest, TacticsRoundTripAndAreParseable) {
   for (int bits : {4, 8})
     for (const QmmAffineConfig &c : qmm_affine_configs(bits)) {
       const Tactic t = c.to_tactic();
-      EXPECT_EQ(t.kernel, c.path == 0                      ? "qmm.affine.wgmma"
-                          : c.path == 1                    ? "qmm.affine.dequant"
-                          : c.engine == kQmmEngineWgmma    ? "qmm.affine.mma_wgmma"
-                          : c.engine == kQmmEngineTma      ? "qmm.affine.mma_tma"
-                          : c.engine == kQmmEngineTmaAhead ? "qmm.affine.mma_tma_ahead"
-                                                           : "qmm.affine.mma");
+      EXPECT_EQ(t.kernel, c.path == 0                       ? "qmm.affine.wgmma"
+                          : c.path == 1                     ? "qmm.affine.dequant"
+                          : c.engine == kQmmEngineWgmma     ? "qmm.affine.mma_wgmma"
+                          : c.engine == kQmmEngineTma       ? "qmm.affine.mma_tma"
+                          : c.engine == kQmmEngineTmaAhead  ? "qmm.affine.mma_tma_ahead"
+                          : c.engine == kQmmEngineWgmmaLate ? "qmm.affine.mma_wgmma_late"
+                                                            : "qmm.affine.mma");
       EXPECT_TRUE(c.engine == 0 || c.path == kQmmMmaPath) << t.str();
       EXPECT_TRUE(c.path != kQmmMmaPath || bits == 4) << t.str();
       EXPECT_EQ(QmmAffineConfig::from_tactic(Tactic::parse(t.str())), c) << t.str();
@@ -264,6 +265,20 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
   }
   EXPECT_EQ(tma_stream, tma_kernels);
   EXPECT_EQ(2 * tma_ahead, tma_kernels);
+  // Every register-A kernel has its late-refill twin.
+  int rs = 0, rs_late = 0;
+  const std::vector<QmmMmaKernel> &kernels = qmm_mma_kernels();
+  for (const QmmMmaKernel &k : kernels) {
+    rs += k.engine == kQmmEngineWgmma;
+    if (k.engine == kQmmEngineWgmmaLate) {
+      ++rs_late;
+      QmmMmaKernel twin = k;
+      twin.engine = kQmmEngineWgmma;
+      EXPECT_NE(std::find(kernels.begin(), kernels.end(), twin), kernels.end())
+          << k.tile_m << "x" << k.tile_n << "x" << k.tile_k;
+    }
+  }
+  EXPECT_EQ(rs_late, rs);
   QmmAffineConfig mma_stream = c;
   mma_stream.stream_k = 1;
   refused(mma_stream, 16, 4096, 4096, 4, 64, "not a compiled qmm.affine config");

@@ -46,8 +46,10 @@ constexpr int kMmaMinRows = 9;
 struct MmaEngineRange {
   int max_rows, max_tile_n;
 };
-// Indexed by QmmAffineConfig::engine: mma.sync, register-A wgmma, TMA, TMA with lookahead.
-constexpr MmaEngineRange kMmaEngineRanges[] = {{64, 128}, {256, 128}, {256, 256}, {256, 256}};
+// Indexed by QmmAffineConfig::engine: mma.sync, register-A wgmma, TMA, TMA with lookahead,
+// register-A wgmma with the late refill.
+constexpr MmaEngineRange kMmaEngineRanges[] = {
+    {64, 128}, {256, 128}, {256, 256}, {256, 256}, {256, 128}};
 
 bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
   int smallest_tile_m = c.tile_m, largest_tile_m = c.tile_m;

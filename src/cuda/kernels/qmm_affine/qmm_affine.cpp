@@ -29,8 +29,9 @@
 //   stream_k   (optional, the TMA engines, split_k 1) 1: a persistent grid over all (tile, K
 //              block) units; a tile's segments are added in K order (../common/stream_k.h)
 // Kernel names per engine: qmm.affine.mma (mma.sync), mma_wgmma (register-A wgmma, cp.async),
-// mma_tma (warp-specialised TMA) and mma_tma_ahead (the same, next step's loads and integer
-// dequantisation before the wait).
+// mma_tma (warp-specialised TMA), mma_tma_ahead (the same, next step's loads and integer
+// dequantisation before the wait) and mma_wgmma_late (mma_wgmma refilling a stage one block
+// later, without a wgmma drain per block).
 // Its kernels are listed where the CUTLASS set is (qmm_affine_built()).
 #include "cuda/kernels/qmm_affine/qmm_affine.h"
 

@@ -18,7 +18,8 @@ namespace {
 constexpr const char *kPathKernels[] = {"qmm.affine.wgmma", "qmm.affine.dequant", "qmm.affine.mma"};
 // The mma path's kernel name per engine (QmmAffineConfig::engine): the same fields for all.
 constexpr const char *kMmaEngineKernels[] = {"qmm.affine.mma", "qmm.affine.mma_wgmma",
-                                             "qmm.affine.mma_tma", "qmm.affine.mma_tma_ahead"};
+                                             "qmm.affine.mma_tma", "qmm.affine.mma_tma_ahead",
+                                             "qmm.affine.mma_wgmma_late"};
 constexpr int kMmaEngines = static_cast<int>(std::size(kMmaEngineKernels));
 constexpr const char *kFieldNames[] = {"tile_m",    "tile_n",   "tile_k", "cluster_m",
                                        "cluster_n", "pingpong", "split_k"};
@@ -77,11 +78,13 @@ QmmAffineConfig QmmAffineConfig::from_tactic(const Tactic &tactic) {
     c.warps = v[4];
     c.split_k = v[5];
     return c;
-  } else
-    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmm.affine config (kernel " +
-                          kPathKernels[0] + ", " + kPathKernels[1] + ", " + kMmaEngineKernels[0] +
-                          ", " + kMmaEngineKernels[1] + ", " + kMmaEngineKernels[2] + " or " +
-                          kMmaEngineKernels[3] + ")");
+  } else {
+    std::string kernels = std::string(kPathKernels[0]) + ", " + kPathKernels[1];
+    for (const char *name : kMmaEngineKernels)
+      kernels += std::string(", ") + name;
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() +
+                          "' is not a qmm.affine config (kernel one of " + kernels + ")");
+  }
   const std::vector<int> v = config_fields(tactic, kFieldNames, kStreamKField, &c.stream_k);
   c.tile_m = v[0];
   c.tile_n = v[1];

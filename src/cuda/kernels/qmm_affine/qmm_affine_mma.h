@@ -17,7 +17,7 @@ namespace hone::cuda {
 // 64 of them along K (64 K each per block), the rest along the weight rows.
 struct QmmMmaKernel {
   int tile_m, tile_n, tile_k, warps, stages;
-  int engine = 0; // kQmmEngineMma (mma.sync), kQmmEngineWgmma, kQmmEngineTma(Ahead) (wgmma)
+  int engine = 0; // kQmmEngineMma (mma.sync), kQmmEngineWgmma(Late), kQmmEngineTma(Ahead)
   friend bool operator==(const QmmMmaKernel &, const QmmMmaKernel &) = default;
 };
 inline constexpr int kQmmEngineMma = 0;
@@ -26,6 +26,9 @@ inline constexpr int kQmmEngineTma = 2;   // register-A wgmma, one producer warp
 // The TMA engine with step s + 1's loads and integer dequantisation issued before the wait for
 // the wgmma of step s - 1 (qmm_affine_tma.cuh, AHEAD).
 inline constexpr int kQmmEngineTmaAhead = 3;
+// The register-A engine refilling a stage one block later, without draining its wgmma at every
+// block (qmm_affine_wgmma_rs.cuh, LATE).
+inline constexpr int kQmmEngineWgmmaLate = 4;
 constexpr bool qmm_engine_is_tma(int engine) {
   return engine == kQmmEngineTma || engine == kQmmEngineTmaAhead;
 }

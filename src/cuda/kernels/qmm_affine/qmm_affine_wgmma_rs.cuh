@@ -116,9 +116,14 @@ __device__ __forceinline__ void wgmma_issue(float (&d)[TM / 2], uint32_t (&a)[4]
   cute::warpgroup_commit_batch();
 }
 
-template <int TM, int WGN, int WK, int STAGES, int MIN_BLOCKS>
+// LATE: a stage is refilled one block later, with the block before the last: the CTA barrier at
+// a block's start then finds every wgmma of that stage done (each warp waits for all but its
+// last wgmma at every step), so no block ends by draining its wgmma (wait_group 0). The copies
+// run STAGES - 2 blocks ahead instead of STAGES - 1. Same products in the same order.
+template <int TM, int WGN, int WK, int STAGES, int MIN_BLOCKS, bool LATE = false>
 __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
     qmm_affine_wgmma_rs_kernel(const Params p) {
+  static_assert(!LATE || STAGES >= 3, "a stage is refilled two blocks after its use");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<TM, WGN, WK, STAGES>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -149,13 +154,14 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
     plan.copy_activations(smem_base + stage * L::kStage, kb);
   };
 
+  constexpr int kAhead = LATE ? STAGES - 2 : STAGES - 1; // blocks in flight before a block
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s)
+  for (int s = 0; s < kAhead; ++s)
     if (s < nblocks)
       copy_weights(kb0 + s, s);
   pdl_wait();
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < nblocks)
       copy_activations(kb0 + s, s);
     copy_async_commit();
@@ -176,12 +182,12 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
       const int i = i0 + j;
       if (i >= nblocks)
         break;
-      copy_async_wait<STAGES - 2>();
+      copy_async_wait<kAhead - 1>();
       __syncthreads();
-      const int refill = (j + STAGES - 1) % STAGES;
-      if (i + STAGES - 1 < nblocks) {
-        copy_weights(kb0 + i + STAGES - 1, refill);
-        copy_activations(kb0 + i + STAGES - 1, refill);
+      const int refill = (j + kAhead) % STAGES;
+      if (i + kAhead < nblocks) {
+        copy_weights(kb0 + i + kAhead, refill);
+        copy_activations(kb0 + i + kAhead, refill);
       }
       copy_async_commit();
       const int kb = kb0 + i;
@@ -228,12 +234,20 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
           cute::warpgroup_wait<1>();
         }
       }
-      // Every wgmma of this block has read its stage before the barrier that frees it.
-      cute::warpgroup_wait<0>();
+      if constexpr (!LATE) {
+        // Every wgmma of this block has read its stage before the barrier that frees it.
+        cute::warpgroup_wait<0>();
 #pragma unroll
-      for (int r = 0; r < TM / 2; ++r)
-        cute::warpgroup_fence_operand(d[r]);
+        for (int r = 0; r < TM / 2; ++r)
+          cute::warpgroup_fence_operand(d[r]);
+      }
     }
+  }
+  if constexpr (LATE) {
+    cute::warpgroup_wait<0>();
+#pragma unroll
+    for (int r = 0; r < TM / 2; ++r)
+      cute::warpgroup_fence_operand(d[r]);
   }
   copy_async_wait<0>();
   __syncthreads();
