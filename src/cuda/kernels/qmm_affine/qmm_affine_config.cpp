@@ -174,10 +174,6 @@ bool qmm_affine_can_implement(const QmmAffineConfig &config, int m, int n, int k
     if (k % tile_k != 0)
       return fail(reason, "k=" + std::to_string(k) + " is not a multiple of tile_k=" +
                               std::to_string(tile_k) + " (the mma path's K block)");
-    if (config.stream_k && (!qmm_engine_is_tma(config.engine) || config.split_k != 1))
-      return fail(reason, "stream_k=" + std::to_string(config.stream_k) +
-                              " is the TMA engines' (qmm.affine.mma_tma, mma_tma_ahead), with "
-                              "split_k=1");
     if (config.stream_k && k / tile_k < 2)
       return fail(reason, "stream_k needs at least 2 K blocks, k=" + std::to_string(k) + " has " +
                               std::to_string(k / tile_k));

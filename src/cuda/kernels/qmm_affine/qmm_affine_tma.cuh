@@ -37,7 +37,6 @@
 namespace hone::cuda::qmm_tma_detail {
 
 using namespace hone::cuda::kernel_detail;
-using qmm_mma_detail::dequant_pair;
 using qmm_mma_detail::exact_pair;
 using qmm_mma_detail::lds128;
 using qmm_mma_detail::lds32;
@@ -201,14 +200,13 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = TmaLayout<TM, WGN, STAGES, BK>;
-  constexpr int kBlockK = BK;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
   const int n0 = static_cast<int>(blockIdx.x) * L::kBn;
   const int m0 = static_cast<int>(blockIdx.z) * L::kTm;
   const int slice = static_cast<int>(blockIdx.y);
-  const int blocks = p.k / kBlockK;
+  const int blocks = p.k / BK;
   int kb0 = slice * blocks / p.split_k;
   int nblocks = (slice + 1) * blocks / p.split_k - kb0;
   const StreamK sk{p.units, blocks, static_cast<int>(gridDim.x)};
@@ -252,8 +250,8 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       auto load_weights = [&](int i, int s) {
         const TmaUnit at = unit(i);
         const uint32_t stage = smem_base + s * L::kStage;
-        const int window = ((at.kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
-        tma_load_2d(stage, &p.q, at.kb * (kBlockK / 8), at.n0, full + s);
+        const int window = ((at.kb * BK) >> p.group_shift) & ~(kParamGroups - 1);
+        tma_load_2d(stage, &p.q, at.kb * (BK / 8), at.n0, full + s);
         tma_load_2d(stage + L::kWeight + L::kActivation, &p.scales, window, at.n0, full + s);
         tma_load_2d(stage + L::kWeight + L::kActivation + L::kParam, &p.biases, window, at.n0,
                     full + s);
@@ -262,9 +260,8 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         const TmaUnit at = unit(i);
         const uint32_t stage = smem_base + s * L::kStage + L::kWeight;
 #pragma unroll
-        for (int a = 0; a < kBlockK / kActivationK; ++a)
-          tma_load_2d(stage + a * L::kAtom, &p.x, at.kb * kBlockK + a * kActivationK, at.m0,
-                      full + s);
+        for (int a = 0; a < BK / kActivationK; ++a)
+          tma_load_2d(stage + a * L::kAtom, &p.x, at.kb * BK + a * kActivationK, at.m0, full + s);
       };
       const int prologue = nblocks < STAGES ? nblocks : STAGES;
       for (int i = 0; i < prologue; ++i) {
@@ -307,11 +304,11 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       const uint32_t stage = smem_base + q.stage * L::kStage;
       const uint32_t x_stage = stage + L::kWeight;
       const uint32_t s_stage = stage + L::kWeight + L::kActivation;
-      const int window = ((kb * kBlockK) >> p.group_shift) & ~(kParamGroups - 1);
+      const int window = ((kb * BK) >> p.group_shift) & ~(kParamGroups - 1);
       __nv_bfloat162 sc[2], bi[2];
       // A new group starts at `step`: its scale and bias, splatted to both halves.
       const auto load_params = [&](int step) {
-        const int slot = ((kb * kBlockK + step * 16) >> p.group_shift) - window;
+        const int slot = ((kb * BK + step * 16) >> p.group_shift) - window;
         const uint32_t pick = (slot & 1) ? 0x3232u : 0x1010u;
         const uint32_t pair = static_cast<uint32_t>(slot & ~1) * 2;
 #pragma unroll
@@ -340,74 +337,53 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
             mbarrier_arrive(empty + previous);
         }
       };
-      if constexpr (AHEAD) {
-        uint4 words[2];
-        __nv_bfloat162 ex[4]; // the exact integers of the next step
-        const auto prepare = [&](int step) {
-          const int c = step >> 1, ss = step & 1;
-          if (ss == 0) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
-              words[h] = lds128(stage + L::word_offset(row, g, c));
-            }
-          }
-          if (((step * 16) & group_mask) == 0)
-            load_params(step);
-          ex[0] = exact_pair(ss ? words[0].z : words[0].x, selector);
-          ex[1] = exact_pair(ss ? words[1].z : words[1].x, selector);
-          ex[2] = exact_pair(ss ? words[0].w : words[0].y, selector);
-          ex[3] = exact_pair(ss ? words[1].w : words[1].y, selector);
-          // Formed here, not sunk past the wait by the scheduler.
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            cute::warpgroup_fence_operand(*reinterpret_cast<uint32_t *>(&ex[r]));
-        };
-        prepare(0);
-#pragma unroll
-        for (int step = 0; step < kBlockK / 16; ++step) {
-          uint32_t(&f)[4] = a[step & 1];
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
-            f[r] = *reinterpret_cast<const uint32_t *>(&w);
-          }
-          issue(step, f);
-          if (step + 1 < kBlockK / 16)
-            prepare(step + 1);
-          cute::warpgroup_wait<1>();
-          // The wgmma of step - 1 has completed only now: its A buffer stays live until here.
-          uint32_t(&retired)[4] = a[(step + 1) & 1];
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            cute::warpgroup_fence_operand(retired[r]);
-          release_previous(step);
-        }
-      } else {
-#pragma unroll
-        for (int c = 0; c < kBlockK / 32; ++c) { // 16-byte chunks of a row: 32 K, two k16 steps
-          uint4 words[2];
+      // Step `step`'s words (a 16-byte chunk per row serves two steps), its group's scale and
+      // bias where a group starts, and its exact integers.
+      uint4 words[2];
+      __nv_bfloat162 ex[4];
+      const auto prepare = [&](int step) {
+        const int c = step >> 1, ss = step & 1;
+        if (ss == 0) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const uint32_t row = static_cast<uint32_t>(row0 + g + 8 * h);
             words[h] = lds128(stage + L::word_offset(row, g, c));
           }
-#pragma unroll
-          for (int ss = 0; ss < 2; ++ss) {
-            const int step = 2 * c + ss;
-            if (((step * 16) & group_mask) == 0)
-              load_params(step);
-            uint32_t(&f)[4] = a[step & 1];
-            f[0] = dequant_pair(ss ? words[0].z : words[0].x, selector, sc[0], bi[0]);
-            f[1] = dequant_pair(ss ? words[1].z : words[1].x, selector, sc[1], bi[1]);
-            f[2] = dequant_pair(ss ? words[0].w : words[0].y, selector, sc[0], bi[0]);
-            f[3] = dequant_pair(ss ? words[1].w : words[1].y, selector, sc[1], bi[1]);
-            issue(step, f);
-            // The wgmma before this one has completed: its A buffer is refilled next.
-            cute::warpgroup_wait<1>();
-            release_previous(step);
-          }
         }
+        if (((step * 16) & group_mask) == 0)
+          load_params(step);
+        ex[0] = exact_pair(ss ? words[0].z : words[0].x, selector);
+        ex[1] = exact_pair(ss ? words[1].z : words[1].x, selector);
+        ex[2] = exact_pair(ss ? words[0].w : words[0].y, selector);
+        ex[3] = exact_pair(ss ? words[1].w : words[1].y, selector);
+      };
+      if constexpr (AHEAD)
+        prepare(0);
+#pragma unroll
+      for (int step = 0; step < BK / 16; ++step) {
+        if constexpr (!AHEAD)
+          prepare(step);
+        uint32_t(&f)[4] = a[step & 1];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
+          const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
+          f[r] = *reinterpret_cast<const uint32_t *>(&w);
+        }
+        issue(step, f);
+        if constexpr (AHEAD)
+          if (step + 1 < BK / 16)
+            prepare(step + 1);
+        // The wgmma before this one has completed: its A buffer is refilled next.
+        cute::warpgroup_wait<1>();
+        if constexpr (AHEAD) {
+          // That wgmma's A buffer stays live until here, so that ptxas places nothing of the
+          // next step in it while the wgmma may still read it.
+          uint32_t(&retired)[4] = a[(step + 1) & 1];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            cute::warpgroup_fence_operand(retired[r]);
+        }
+        release_previous(step);
       }
       previous = q.stage;
       q.advance(STAGES);
