@@ -27,3 +27,15 @@ target_link_libraries(step_ceiling PRIVATE hone_cli CLI11::CLI11 nlohmann_json::
 add_executable(qmm_probe ${CMAKE_CURRENT_LIST_DIR}/qmm_probe.cu)
 target_include_directories(qmm_probe PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(qmm_probe PRIVATE hone)
+
+# The qmv.affine and gemv.bf16 kernel harnesses built as programs (their GoogleTest forms are in
+# tests/device): every admissible config of every cell timed interleaved with a loads-only read
+# of the same rotated weights, in one table (scripts/device/qmv_ring.sh).
+foreach(harness qmv_affine gemv_bf16)
+  add_executable(${harness}_harness ${PROJECT_SOURCE_DIR}/tests/device/${harness}_kernel_test.cu)
+  string(TOUPPER ${harness} upper)
+  target_compile_definitions(${harness}_harness PRIVATE HONE_${upper}_KERNEL_TEST_MAIN)
+  target_include_directories(${harness}_harness PRIVATE ${PROJECT_SOURCE_DIR}/src
+                                                        ${PROJECT_SOURCE_DIR}/tests/device)
+  target_link_libraries(${harness}_harness PRIVATE hone)
+endforeach()

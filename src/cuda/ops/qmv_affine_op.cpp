@@ -93,7 +93,9 @@ LaunchStatus QmvAffineWorkload::launch(const Tactic &tactic, int copy) {
 
 std::optional<SummationOrder> QmvAffineWorkload::summation_order(const Tactic &tactic) const {
   const QmvAffineConfig c = QmvAffineConfig::from_tactic(tactic);
-  return SummationOrder{c.path, qmv_affine_k_slices(c)};
+  // The ring path computes the mma path's order (qmv_affine_ring.cuh): one family for the gate.
+  const KernelPath path = c.path == KernelPath::ring ? KernelPath::mma : c.path;
+  return SummationOrder{path, qmv_affine_k_slices(c)};
 }
 
 Tactic QmvAffineWorkload::single_row_default() const {
@@ -115,12 +117,11 @@ std::vector<double> QmvAffineWorkload::reference(int copy) const {
 // --- op -----------------------------------------------------------------------------------
 
 QmvAffineOp::QmvAffineOp()
-    : CudaOp(
-          "qmv.affine",
-          BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8),
-                      DimSpec::exact("n", 1, kMaxDim), DimSpec::exact("k", 1, kMaxDim),
-                      DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}},
-          Numerics::batch_invariant) {}
+    : CudaOp("qmv.affine",
+             BucketSpec{{DimSpec::exact_then_pow2_up("rows", 1, kMaxRows, 8),
+                         DimSpec::exact("n", 1, kMaxDim), DimSpec::exact("k", 1, kMaxDim),
+                         DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}},
+             Numerics::batch_invariant) {}
 
 std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
   const QmvAffineProblem p = qmv_affine_problem(bucket);

@@ -93,6 +93,8 @@ const char *to_string(KernelPath path) {
     return "stream";
   case KernelPath::grouped:
     return "grouped";
+  case KernelPath::ring:
+    return "ring";
   }
   return "?";
 }

@@ -63,8 +63,9 @@ struct KernelResources {
 // The arithmetic path of a GEMV-family kernel. The numeric values are the tactic spelling's
 // (`gemv.bf16.fma` = 0, `gemv.bf16.mma` = 1, `gemv.bf16.stream` = 2) and part of the K
 // summation order. stream: the weights-once kernels (a persistent grid whose producer warp
-// streams the weights through shared memory; mma.sync consumers).
-enum class KernelPath { fma = 0, mma = 1, stream = 2, grouped = 3 };
-const char *to_string(KernelPath path); // "fma", "mma", "stream", "grouped"
+// streams the weights through shared memory; mma.sync consumers). ring: qmv.affine's weights-once
+// kernels that keep the mma path's summation order.
+enum class KernelPath { fma = 0, mma = 1, stream = 2, grouped = 3, ring = 4 };
+const char *to_string(KernelPath path); // "fma", "mma", "stream", "grouped", "ring"
 
 } // namespace hone::cuda

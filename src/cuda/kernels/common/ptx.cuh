@@ -36,6 +36,15 @@ template <int N> __device__ __forceinline__ void copy_async_wait() {
 }
 
 // 16-byte activation load: X is small and re-read by every CTA, so it stays in L1.
+// 16 bytes from shared memory at a 32-bit shared-window address.
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
 __device__ __forceinline__ uint4 load_activation(const uint16_t *p) {
   return __ldg(reinterpret_cast<const uint4 *>(p));
 }

@@ -116,6 +116,20 @@ template <int NT> __device__ __forceinline__ int mma_partial_offset(int m_in_war
   return (tile * 32 + fragment_lane) * 4 + (mm / 8) * 2 + nn % 2;
 }
 
+// Warp `warp`'s m16n8 accumulators acc[MT][NT][4] into `partials` (shared memory, MT x NT x 128
+// floats per warp), tile by tile: tile = m16 tile x NT + n8 tile, 32 lanes x float4
+// (mma_partial_offset reads them back).
+template <int MT, int NT>
+__device__ __forceinline__ void store_mma_partials(float4 *partials, const float (&acc)[MT][NT][4],
+                                                   int warp, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+}
+
 // The mma-path epilogue: warp `warp` stores its m16n8 accumulators acc[MT][NT][4] tile by
 // tile into `partials` (this CTA's dynamic shared memory, MT x NT x 128 floats per warp), then
 // the CTA (and its cluster) reduces and stores bf16 Y through reduce_and_store.
@@ -126,12 +140,7 @@ __device__ __forceinline__ void store_mma_partials_and_reduce(const Params &p, f
                                                               int warp, int lane, int m_cta,
                                                               int row0) {
   constexpr int kFloatsPerWarp = MT * NT * 128;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      partials[(warp * MT * NT + mt * NT + nt) * 32 + lane] =
-          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+  store_mma_partials(partials, acc, warp, lane);
   reduce_and_store(p, reinterpret_cast<const float *>(partials), kFloatsPerWarp, MT * 16, NT * 8,
                    m_cta, row0, mma_partial_offset<NT>);
 }

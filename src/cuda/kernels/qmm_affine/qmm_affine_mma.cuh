@@ -100,14 +100,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_
                : "r"(addr));
 }
 
-__device__ __forceinline__ uint4 lds128(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr));
-  return v;
-}
-
 // bf16x2 (q_lo, q_hi), exact, of the nibble pair `selector` picks from `word`.
 __device__ __forceinline__ __nv_bfloat162 exact_pair(uint32_t word, uint32_t selector) {
   uint32_t z, v;

@@ -17,6 +17,8 @@
 // adds
 //   stages            ring depth: shared-memory stages of 16 rows x warps x 256 bytes
 //   ctas_per_sm       resident CTAs per SM of the persistent grid (1 or 2)
+// `qmv.affine.ring:...` (qmv_affine_ring.h) has the stream path's fields and the mma path's K
+// order.
 // k_slices = warps_k x split_k fixes the K summation order (see qmv_affine.cuh): configs of one
 // path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
@@ -31,6 +33,7 @@
 #include "cuda/kernels/common/weight_stream.h"
 
 #include "cuda/kernels/qmv_affine/qmv_affine.cuh"
+#include "cuda/kernels/qmv_affine/qmv_affine_ring.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 
 namespace hone::cuda {
@@ -185,6 +188,7 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.outputs_per_warp = 16;
       append_stream_configs(base, stream_shared_bytes, out);
     }
+  append_qmv_affine_ring_configs(bits, out);
   return out;
 }
 
@@ -198,6 +202,8 @@ const std::vector<QmvAffineConfig> &qmv_affine_configs(int bits) {
 }
 
 KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
+  if (config.path == KernelPath::ring)
+    return qmv_affine_ring_resources(config, bits);
   if (config.path == KernelPath::stream) {
     const StreamEntry *s = find_stream_kernel(config, bits);
     if (!s)
@@ -228,6 +234,8 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                void *stream) {
+  if (config.path == KernelPath::ring)
+    return qmv_affine_ring_launch(config, args, stream);
   if (config.path == KernelPath::stream) {
     const StreamEntry *s = find_stream_kernel(config, args.bits);
     const int chunk_k = qmv_affine_chunk_k(args.bits);

@@ -188,6 +188,131 @@ template <int MT> struct WeightFragment {
   uint32_t bias[MT][2];
 };
 
+// One chunk into the m16n8 accumulators: the weights of `f` dequantised in registers (per weight,
+// or FACTORED: exact integers with the chunk's one group applied per accumulator), times the
+// chunk's activations `x`. The mma path's whole arithmetic, and so its summation order: every
+// kernel that feeds a K slice's chunks through it in increasing K gets the same bits.
+template <int BITS, int NT, int MT, bool FACTORED>
+__device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
+                                          const uint4 (&x)[NT][Layout<BITS>::kXVectors]) {
+  if constexpr (FACTORED) {
+    // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
+    // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
+    // in fp32: sum_k x (q s + b) = s sum_k x q' + (b - o s) sum_k x, with q' = q + o. The
+    // activation sums come from a second mma with an all-ones A.
+    float part[MT][NT][4], xsum[NT][4];
+    if constexpr (BITS == 4) {
+      mma_int4_offset_chunk(part, xsum, x, f.q);
+    } else {
+      zero_chunk(part, xsum);
+#pragma unroll
+      for (int wi = 0; wi < 4; ++wi) {
+        uint32_t xb[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint4 &v = x[nt][wi / 2];
+          xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
+          xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
+          mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][0],
+                       xb[nt][1]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint32_t w0 = (&f.q[mt][0].x)[wi];
+          const uint32_t w1 = (&f.q[mt][1].x)[wi];
+          const uint32_t a0 = int8_exact_pair<0>(w0), a2 = int8_exact_pair<2>(w0);
+          const uint32_t a1 = int8_exact_pair<0>(w1), a3 = int8_exact_pair<2>(w1);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+            mma_m16n8k16(part[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+        }
+      }
+    }
+    constexpr float kOffset = BITS == 4 ? 128.0f : 0.0f;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float sc = __uint_as_float(f.scale[mt][h] << 16);
+        const float bi = fmaf(-kOffset, sc, __uint_as_float(f.bias[mt][h] << 16));
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int i = 2 * h; i < 2 * h + 2; ++i)
+            acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
+      }
+  } else {
+    if constexpr (BITS == 4) {
+      uint32_t s2[MT][2], b2[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          s2[mt][h] = __byte_perm(f.scale[mt][h], 0, 0x1010);
+          b2[mt][h] = __byte_perm(f.bias[mt][h], 0, 0x1010);
+        }
+#pragma unroll
+      for (int wi = 0; wi < 4; ++wi) {
+        uint32_t xb[NT][4]; // activation pairs (0,4), (1,5), (2,6), (3,7) of word wi
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          int4_activation_pairs(x[nt][wi], xb[nt]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint32_t w0 = (&f.q[mt][0].x)[wi];
+          const uint32_t w1 = (&f.q[mt][1].x)[wi];
+          uint32_t a[2][4]; // [h][pair]
+          a[0][0] = fma_bf16x2(int4_pair<0>(w0), s2[mt][0], b2[mt][0]);
+          a[0][1] = fma_bf16x2(int4_pair<1>(w0), s2[mt][0], b2[mt][0]);
+          a[0][2] = fma_bf16x2(int4_pair<2>(w0), s2[mt][0], b2[mt][0]);
+          a[0][3] = fma_bf16x2(int4_pair<3>(w0), s2[mt][0], b2[mt][0]);
+          a[1][0] = fma_bf16x2(int4_pair<0>(w1), s2[mt][1], b2[mt][1]);
+          a[1][1] = fma_bf16x2(int4_pair<1>(w1), s2[mt][1], b2[mt][1]);
+          a[1][2] = fma_bf16x2(int4_pair<2>(w1), s2[mt][1], b2[mt][1]);
+          a[1][3] = fma_bf16x2(int4_pair<3>(w1), s2[mt][1], b2[mt][1]);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            mma_m16n8k16(acc[mt][nt], a[0][0], a[1][0], a[0][1], a[1][1], xb[nt][0], xb[nt][1]);
+            mma_m16n8k16(acc[mt][nt], a[0][2], a[1][2], a[0][3], a[1][3], xb[nt][2], xb[nt][3]);
+          }
+        }
+      }
+    } else {
+      float s[MT][2], b[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          s[mt][h] = __uint_as_float(f.scale[mt][h] << 16);
+          b[mt][h] = __uint_as_float(f.bias[mt][h] << 16);
+        }
+#pragma unroll
+      for (int wi = 0; wi < 4; ++wi) {
+        uint32_t xb[NT][2]; // activation pairs (0,1), (2,3) of word wi
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint4 &v = x[nt][wi / 2];
+          xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
+          xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint32_t w0 = (&f.q[mt][0].x)[wi];
+          const uint32_t w1 = (&f.q[mt][1].x)[wi];
+          const uint32_t a0 = int8_pair<0>(w0, s[mt][0], b[mt][0]);
+          const uint32_t a2 = int8_pair<2>(w0, s[mt][0], b[mt][0]);
+          const uint32_t a1 = int8_pair<0>(w1, s[mt][1], b[mt][1]);
+          const uint32_t a3 = int8_pair<2>(w1, s[mt][1], b[mt][1]);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+            mma_m16n8k16(acc[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+        }
+      }
+    }
+  }
+}
+
 // The register pipeline of the mma and grouped kernels: chunks [c, end) J at a time, the next J
 // requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
 // (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
@@ -302,122 +427,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       load_x(chunk + 1, x_next);
     else
       load_x(chunk, x);
-    if constexpr (FACTORED) {
-      // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
-      // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
-      // in fp32: sum_k x (q s + b) = s sum_k x q' + (b - o s) sum_k x, with q' = q + o. The
-      // activation sums come from a second mma with an all-ones A.
-      float part[MT][NT][4], xsum[NT][4];
-      if constexpr (BITS == 4) {
-        mma_int4_offset_chunk(part, xsum, x, f.q);
-      } else {
-        zero_chunk(part, xsum);
-#pragma unroll
-        for (int wi = 0; wi < 4; ++wi) {
-          uint32_t xb[NT][2];
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const uint4 &v = x[nt][wi / 2];
-            xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
-            xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
-            mma_m16n8k16(xsum[nt], kBf16x2One, kBf16x2One, kBf16x2One, kBf16x2One, xb[nt][0],
-                         xb[nt][1]);
-          }
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = (&f.q[mt][0].x)[wi];
-            const uint32_t w1 = (&f.q[mt][1].x)[wi];
-            const uint32_t a0 = int8_exact_pair<0>(w0), a2 = int8_exact_pair<2>(w0);
-            const uint32_t a1 = int8_exact_pair<0>(w1), a3 = int8_exact_pair<2>(w1);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-              mma_m16n8k16(part[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
-          }
-        }
-      }
-      constexpr float kOffset = BITS == 4 ? 128.0f : 0.0f;
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float sc = __uint_as_float(f.scale[mt][h] << 16);
-          const float bi = fmaf(-kOffset, sc, __uint_as_float(f.bias[mt][h] << 16));
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 2 * h; i < 2 * h + 2; ++i)
-              acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
-        }
-    } else {
-      if constexpr (BITS == 4) {
-        uint32_t s2[MT][2], b2[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            s2[mt][h] = __byte_perm(f.scale[mt][h], 0, 0x1010);
-            b2[mt][h] = __byte_perm(f.bias[mt][h], 0, 0x1010);
-          }
-#pragma unroll
-        for (int wi = 0; wi < 4; ++wi) {
-          uint32_t xb[NT][4]; // activation pairs (0,4), (1,5), (2,6), (3,7) of word wi
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            int4_activation_pairs(x[nt][wi], xb[nt]);
-          }
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = (&f.q[mt][0].x)[wi];
-            const uint32_t w1 = (&f.q[mt][1].x)[wi];
-            uint32_t a[2][4]; // [h][pair]
-            a[0][0] = fma_bf16x2(int4_pair<0>(w0), s2[mt][0], b2[mt][0]);
-            a[0][1] = fma_bf16x2(int4_pair<1>(w0), s2[mt][0], b2[mt][0]);
-            a[0][2] = fma_bf16x2(int4_pair<2>(w0), s2[mt][0], b2[mt][0]);
-            a[0][3] = fma_bf16x2(int4_pair<3>(w0), s2[mt][0], b2[mt][0]);
-            a[1][0] = fma_bf16x2(int4_pair<0>(w1), s2[mt][1], b2[mt][1]);
-            a[1][1] = fma_bf16x2(int4_pair<1>(w1), s2[mt][1], b2[mt][1]);
-            a[1][2] = fma_bf16x2(int4_pair<2>(w1), s2[mt][1], b2[mt][1]);
-            a[1][3] = fma_bf16x2(int4_pair<3>(w1), s2[mt][1], b2[mt][1]);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              mma_m16n8k16(acc[mt][nt], a[0][0], a[1][0], a[0][1], a[1][1], xb[nt][0], xb[nt][1]);
-              mma_m16n8k16(acc[mt][nt], a[0][2], a[1][2], a[0][3], a[1][3], xb[nt][2], xb[nt][3]);
-            }
-          }
-        }
-      } else {
-        float s[MT][2], b[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            s[mt][h] = __uint_as_float(f.scale[mt][h] << 16);
-            b[mt][h] = __uint_as_float(f.bias[mt][h] << 16);
-          }
-#pragma unroll
-        for (int wi = 0; wi < 4; ++wi) {
-          uint32_t xb[NT][2]; // activation pairs (0,1), (2,3) of word wi
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const uint4 &v = x[nt][wi / 2];
-            xb[nt][0] = wi % 2 == 0 ? v.x : v.z;
-            xb[nt][1] = wi % 2 == 0 ? v.y : v.w;
-          }
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = (&f.q[mt][0].x)[wi];
-            const uint32_t w1 = (&f.q[mt][1].x)[wi];
-            const uint32_t a0 = int8_pair<0>(w0, s[mt][0], b[mt][0]);
-            const uint32_t a2 = int8_pair<2>(w0, s[mt][0], b[mt][0]);
-            const uint32_t a1 = int8_pair<0>(w1, s[mt][1], b[mt][1]);
-            const uint32_t a3 = int8_pair<2>(w1, s[mt][1], b[mt][1]);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-              mma_m16n8k16(acc[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
-          }
-        }
-      }
-    }
+    mma_chunk<BITS, NT, MT, FACTORED>(acc, f, x);
     if constexpr (kXAhead)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)

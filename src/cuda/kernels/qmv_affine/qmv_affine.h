@@ -29,10 +29,13 @@ namespace hone::cuda {
 // ctas_per_sm.
 // The grouped path (`qmv.affine.grouped:...`, 4 bits, K a multiple of 128) has the mma path's
 // fields; rows_per_cta is 4 or 8 (x 128 / group mma columns, at most two n8 tiles), async 0.
+// The ring path (`qmv.affine.ring:...`, weights once in the mma path's K order) has the stream
+// path's fields, read as in qmv_affine_ring.h.
 struct QmvAffineConfig : SplitKCta, StreamRingFields {
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
                                      // stream: the packed words once through a shared ring;
-                                     // grouped: exact-integer mma, one column per group
+                                     // grouped: exact-integer mma, one column per group;
+                                     // ring: the mma path's arithmetic, weights once
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a qmv.affine config.
   static QmvAffineConfig from_tactic(const Tactic &tactic);

@@ -16,6 +16,7 @@ namespace {
 constexpr const char *kMmaKernel = "qmv.affine.mma";
 constexpr const char *kStreamKernel = "qmv.affine.stream";
 constexpr const char *kGroupedKernel = "qmv.affine.grouped";
+constexpr const char *kRingKernel = "qmv.affine.ring";
 constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
 
 // SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
@@ -53,20 +54,35 @@ int default_k_slices(int n, int k, int bits) {
   return slices;
 }
 
+// The weights-once paths (stream, ring) take every activation row in the CTA's one row group; a
+// CTA of more than 8 rows that pads `rows` to twice or more is dominated by a smaller one.
+bool weights_once_rows_fit(const QmvAffineConfig &config, int rows, const char *path,
+                           std::string *reason) {
+  if (rows > config.rows_per_cta)
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                              " < rows=" + std::to_string(rows) + " (the " + path +
+                              " path reads the weights once for all rows)");
+  if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
+    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
+                              " pads rows=" + std::to_string(rows) + " to more than twice");
+  return true;
+}
+
 } // namespace
 
 Tactic QmvAffineConfig::to_tactic() const {
-  if (path == KernelPath::stream) {
+  if (path == KernelPath::stream || path == KernelPath::ring) {
     const int own[] = {stages, ctas_per_sm};
-    return split_k_tactic(kStreamKernel, *this, kStreamFields, own);
+    return split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
+                          kStreamFields, own);
   }
   return split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
 }
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   QmvAffineConfig c;
-  if (tactic.kernel == kStreamKernel) {
-    c.path = KernelPath::stream;
+  if (tactic.kernel == kStreamKernel || tactic.kernel == kRingKernel) {
+    c.path = tactic.kernel == kRingKernel ? KernelPath::ring : KernelPath::stream;
     const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
     c.stages = own[0];
     c.ctas_per_sm = own[1];
@@ -74,7 +90,8 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   }
   if (tactic.kernel != kMmaKernel && tactic.kernel != kGroupedKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a qmv.affine config (kernel " +
-                          kMmaKernel + ", " + kGroupedKernel + " or " + kStreamKernel + ")");
+                          kMmaKernel + ", " + kGroupedKernel + ", " + kStreamKernel + " or " +
+                          kRingKernel + ")");
   c.path = tactic.kernel == kGroupedKernel ? KernelPath::grouped : KernelPath::mma;
   parse_split_k_tactic(tactic, {}, c);
   return c;
@@ -168,17 +185,15 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
                                 " pads rows=" + std::to_string(rows) + " to more than twice");
     return true;
   }
-  if (config.path == KernelPath::stream) {
-    // Weights once: every activation row in the CTA's one row group.
-    if (rows > config.rows_per_cta)
-      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                                " < rows=" + std::to_string(rows) +
-                                " (the stream path reads the weights once for all rows)");
-    if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
-      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                                " pads rows=" + std::to_string(rows) + " to more than twice");
-    return true;
+  if (config.path == KernelPath::ring) {
+    if (k % chunk_k != 0)
+      return refuse(reason, "k=" + std::to_string(k) + " is not a multiple of " +
+                                std::to_string(chunk_k) + " (the ring path's " +
+                                std::to_string(bits) + "-bit chunk)");
+    return weights_once_rows_fit(config, rows, "ring", reason);
   }
+  if (config.path == KernelPath::stream)
+    return weights_once_rows_fit(config, rows, "stream", reason);
   return split_k_rows_fit(config, rows, 8, reason);
 }
 
