@@ -12,6 +12,7 @@
 //     src/cuda/kernels/common/config_tactic.cpp src/cuda/kernels/common/kernel_types.cpp
 //     src/cuda/kernels/common/split_k_family.cpp src/cuda/kernels/common/split_k_launch.cpp
 //     src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp
+//     src/cuda/kernels/gemv_bf16/gemv_bf16_ring.cu
 //     -lcublasLt -o gemv_bf16_kernel_test
 //   ./gemv_bf16_kernel_test [--quick] [--no-check] [--csv FILE] [--rows 1,8,16]
 //     [--shapes 14336x4096,...]
@@ -34,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/bf16.h"
+#include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "kernel_harness.cuh"
@@ -94,8 +96,10 @@ int launch(const GemvBf16Config &c, const void *x, const void *w, void *y, int r
   return gemv_bf16_launch(c, a, stream).code();
 }
 
+// The ring path keeps the mma path's order (gemv_bf16_ring.cuh).
+KernelPath order_path(KernelPath p) { return p == KernelPath::ring ? KernelPath::mma : p; }
 bool same_order(const GemvBf16Config &a, const GemvBf16Config &b) {
-  return a.path == b.path && gemv_bf16_k_slices(a) == gemv_bf16_k_slices(b);
+  return order_path(a.path) == order_path(b.path) && gemv_bf16_k_slices(a) == gemv_bf16_k_slices(b);
 }
 
 // The rows=1 stream config of `c`'s K order (the stream default with c's consumer warps).
@@ -110,6 +114,8 @@ struct CheckSummary {
   int configs = 0, failed = 0;    // tolerance gate
   int invariant = 0, variant = 0; // bitwise against the rows=1 default, same-order configs
   int stream_invariant = 0;       // stream configs bitwise equal to their order's rows=1 run
+                                  // (a difference counts in `variant`)
+  int ring_invariant = 0;         // ring configs bitwise equal to the mma path of their k_slices
                                   // (a difference counts in `variant`)
   int other_order_identical = 0;  // configs of another order that happen to match
   double worst_error = 0;
@@ -154,13 +160,36 @@ CheckSummary check_shape(int rows, int n, int k) {
     return stream_expected.back().second;
   };
 
+  // The mma path at each k_slices, all rows in one launch (its configs are batch-invariant): what
+  // a ring config of that k_slices must give bit for bit.
+  std::vector<std::pair<int, std::vector<uint16_t>>> mma_expected;
+  const std::vector<uint16_t> *default_rows = &expected;
+  auto mma_reference = [&](const GemvBf16Config &c) -> const std::vector<uint16_t> & {
+    const int slices = gemv_bf16_k_slices(c);
+    if (single.path == KernelPath::mma && slices == gemv_bf16_k_slices(single))
+      return *default_rows;
+    for (const auto &e : mma_expected)
+      if (e.first == slices)
+        return e.second;
+    for (const GemvBf16Config &e : gemv_bf16_configs())
+      if (e.path == KernelPath::mma && gemv_bf16_k_slices(e) == slices) {
+        KT_CHECK(cudaMemset(y1.p, 0xff, elements(rows, n) * 2));
+        KT_CHECK(static_cast<cudaError_t>(launch(e, x.p, w.p, y1.p, rows, n, k)));
+        KT_CHECK(cudaDeviceSynchronize());
+        mma_expected.emplace_back(slices, download(y1.p, elements(rows, n)));
+        return mma_expected.back().second;
+      }
+    std::fprintf(stderr, "no mma config with k_slices %d\n", slices);
+    std::exit(1);
+  };
+
   std::vector<GemvBf16Config> all = gemv_bf16_configs();
   all.push_back(gemv_bf16_default(rows, n, k));
   for (const GemvBf16Config &c : all) {
     // A stream config runs only where it can (all rows in one CTA, K slices not empty); the
     // other paths run every compiled config, pruned or not.
-    if (std::string why;
-        c.path == KernelPath::stream && !gemv_bf16_can_implement(c, rows, n, k, &why))
+    if (std::string why; (c.path == KernelPath::stream || c.path == KernelPath::ring) &&
+                         !gemv_bf16_can_implement(c, rows, n, k, &why))
       continue;
     KT_CHECK(cudaMemset(y.p, 0xff, elements(rows, n) * 2));
     const int status = launch(c, x.p, w.p, y.p, rows, n, k);
@@ -174,6 +203,15 @@ CheckSummary check_shape(int rows, int n, int k) {
       out.failures.push_back(c.to_tactic().str() + " rows=" + std::to_string(rows) +
                              " n=" + std::to_string(n) + " k=" + std::to_string(k) + " error " +
                              std::to_string(err) + " launch " + std::to_string(status));
+      continue;
+    }
+    if (c.path == KernelPath::ring) {
+      const bool same = got == mma_reference(c);
+      ++(same ? out.ring_invariant : out.variant);
+      if (!same)
+        out.failures.push_back("ring differs from the mma path of its k_slices: " +
+                               c.to_tactic().str() + " rows=" + std::to_string(rows) +
+                               " n=" + std::to_string(n) + " k=" + std::to_string(k));
       continue;
     }
     if (c.path == KernelPath::stream && !same_order(c, single)) {
@@ -262,6 +300,9 @@ std::string short_name(const GemvBf16Config &c) {
   if (c.path == KernelPath::stream)
     std::snprintf(buf, sizeof buf, "stream r%d w%d o%d st%d c%d", c.rows_per_cta, c.warps_k,
                   c.outputs_per_warp, c.stages, c.ctas_per_sm);
+  else if (c.path == KernelPath::ring)
+    std::snprintf(buf, sizeof buf, "ring r%d w%d k%d o%d st%d c%d", c.rows_per_cta, c.warps,
+                  c.warps_k, c.outputs_per_warp, c.stages, c.ctas_per_sm);
   else
     std::snprintf(buf, sizeof buf, "%s r%d w%d k%d o%d s%d%s", to_string(c.path), c.rows_per_cta,
                   c.warps, c.warps_k, c.outputs_per_warp, c.split_k, c.async ? " a" : "");
@@ -414,7 +455,9 @@ int run_main(int argc, char **argv) {
           cell.best_s = m, cell.best = short_name(field[g]);
         if (same_order(field[g], def) && m < cell.best_inv_s)
           cell.best_inv_s = m, cell.best_inv = short_name(field[g]);
-        const bool streamed = field[g].path == KernelPath::stream;
+        // Weights once: the stream and ring paths ("stream" columns).
+        const bool streamed =
+            field[g].path == KernelPath::stream || field[g].path == KernelPath::ring;
         if (streamed && m < cell.stream_s)
           cell.stream_s = m, cell.stream_name = short_name(field[g]);
         if (!streamed && m < cell.old_s)
@@ -497,8 +540,9 @@ TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchI
     int n, k;
   };
   const std::vector<NK> shapes =
-      testing::reduced_shapes() ? std::vector<NK>{{77, 264}, {300, 1032}}
-                                : std::vector<NK>{{1000, 4104}, {77, 264}, {1536, 2048}, {1, 8}};
+      testing::reduced_shapes()
+          ? std::vector<NK>{{77, 264}, {300, 1032}, {120, 1024}}
+          : std::vector<NK>{{1000, 4104}, {77, 264}, {1536, 2048}, {1, 8}, {120, 1024}};
   for (NK s : shapes)
     for (int rows : {1, 5, 16, 32}) {
       const CheckSummary c = check_shape(rows, s.n, s.k);
@@ -506,6 +550,8 @@ TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchI
       EXPECT_EQ(c.variant, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
       EXPECT_GT(c.invariant, 1) << "the default's order must be shared by other configs";
       EXPECT_GT(c.stream_invariant, 0) << "stream configs must run and match their order";
+      if (s.k % 32 == 0) // the ring path's chunk
+        EXPECT_GT(c.ring_invariant, 0) << "ring configs must run and match the mma path";
       for (const std::string &f : c.failures)
         ADD_FAILURE() << f;
     }
@@ -514,7 +560,7 @@ TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchI
 TEST_F(GemvBf16KernelTest, NoStreamConfigSpills) {
   int stream = 0;
   for (const GemvBf16Config &c : gemv_bf16_configs())
-    if (c.path == KernelPath::stream) {
+    if (c.path == KernelPath::stream || c.path == KernelPath::ring) {
       ++stream;
       const KernelResources r = gemv_bf16_resources(c);
       EXPECT_GT(r.registers, 0) << c.to_tactic().str();
@@ -543,8 +589,34 @@ TEST(GemvBf16KernelConfigTest, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrip
   EXPECT_NE(why.find("once"), std::string::npos) << why;
 }
 
+TEST(GemvBf16KernelConfigTest, RingConfigsCoverTheMmaOrdersAndRefuseWhatTheyCannotTake) {
+  // A ring config for every k_slices of the mma path at every row count (16 slices up to 16
+  // rows: the 32-row kernels take at most 8 consumers), so that a batch-invariant tune can pick
+  // the ring path whatever the shape's default order is.
+  for (int rows = 1; rows <= 32; ++rows)
+    for (int slices : {1, 2, 4, 8, 16}) {
+      if (slices == 16 && rows > 16)
+        continue;
+      bool found = false;
+      for (const GemvBf16Config &c : gemv_bf16_configs())
+        found = found || (c.path == KernelPath::ring && gemv_bf16_k_slices(c) == slices &&
+                          gemv_bf16_can_implement(c, rows, 4096, 4096, nullptr));
+      EXPECT_TRUE(found) << "rows=" << rows << " k_slices=" << slices;
+    }
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    if (c.path == KernelPath::ring && c.rows_per_cta == 8) {
+      EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c)) * c.ctas_per_sm,
+                kStreamMaxSharedBytes);
+      std::string why;
+      EXPECT_FALSE(gemv_bf16_can_implement(c, 9, 4096, 4096, &why));
+      EXPECT_NE(why.find("ring path reads the weights once"), std::string::npos) << why;
+      EXPECT_FALSE(gemv_bf16_can_implement(c, 1, 4096, 4104, &why));
+      EXPECT_NE(why.find("k=4104 is not a multiple of 32"), std::string::npos) << why;
+    }
+}
+
 TEST(GemvBf16KernelConfigTest, EveryConfigRoundTripsAndOldTacticsKeepTheirSpelling) {
-  int stream = 0;
+  int stream = 0, ring = 0;
   for (const GemvBf16Config &c : gemv_bf16_configs()) {
     EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
     const std::string t = c.to_tactic().str();
@@ -552,12 +624,17 @@ TEST(GemvBf16KernelConfigTest, EveryConfigRoundTripsAndOldTacticsKeepTheirSpelli
       ++stream;
       EXPECT_EQ(t.rfind("gemv.bf16.stream:", 0), 0u) << t;
       EXPECT_NE(t.find(",stages="), std::string::npos) << t;
+    } else if (c.path == KernelPath::ring) {
+      ++ring;
+      EXPECT_EQ(t.rfind("gemv.bf16.ring:", 0), 0u) << t;
+      EXPECT_NE(t.find(",stages="), std::string::npos) << t;
     } else {
       EXPECT_EQ(t.find("stages"), std::string::npos) << t;
       EXPECT_EQ(t.find("ctas_per_sm"), std::string::npos) << t;
     }
   }
   EXPECT_GT(stream, 0);
+  EXPECT_GT(ring, 0);
   EXPECT_EQ(GemvBf16Config::from_tactic(
                 Tactic::parse("gemv.bf16.mma:rows_per_cta=8,warps=4,warps_k=4,"
                               "outputs_per_warp=16,split_k=1,vec=16"))

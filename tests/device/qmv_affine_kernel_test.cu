@@ -36,7 +36,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/bf16.h"
-#include "cuda/kernels/common/weight_stream.h"
+#include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 #include "kernel_harness.cuh"
@@ -453,21 +453,20 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       const std::string t = c.to_tactic().str();
       EXPECT_EQ(c.split_k, 1) << t;
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
-      const int step = qmv_affine_ring_step_chunks(c);
+      const int step = ring_step_chunks(c);
       EXPECT_TRUE(step == 1 || step == 2 || step == 4) << t;
       // A quarter warp's 16-byte loads of rows 2i and 2i + 1 cover the 32 banks once.
-      const int pitch = qmv_affine_ring_pitch(step);
+      const int pitch = ring_pitch(step);
       EXPECT_EQ(pitch % 128, 64) << t;
-      EXPECT_GE(pitch, step * kQmvRingChunkBytes) << t;
+      EXPECT_GE(pitch, step * kRingChunkBytes) << t;
       // A step of one chunk per slice already reaches the target, or the step stays under it.
-      const int step_bytes = c.warps_k * qmv_affine_ring_tile_rows(c) * step * kQmvRingChunkBytes;
-      EXPECT_TRUE(step == 1 || step_bytes <= kQmvRingStepTarget) << t;
-      EXPECT_LE(static_cast<size_t>(qmv_affine_ring_shared_bytes(c)) * c.ctas_per_sm,
-                kStreamMaxSharedBytes)
+      const int step_bytes = c.warps_k * ring_tile_rows(c) * step * kRingChunkBytes;
+      EXPECT_TRUE(step == 1 || step_bytes <= kRingStepTarget) << t;
+      EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c)) * c.ctas_per_sm, kStreamMaxSharedBytes)
           << t;
-      EXPECT_EQ(qmv_affine_ring_shared_bytes(c),
+      EXPECT_EQ(ring_shared_bytes(c, c),
                 256 + c.warps * c.outputs_per_warp / 16 * c.rows_per_cta / 8 * 512 +
-                    c.stages * c.warps_k * qmv_affine_ring_tile_rows(c) * pitch)
+                    c.stages * c.warps_k * ring_tile_rows(c) * pitch)
           << t;
     }
     EXPECT_GT(ring, 0) << "bits=" << bits;

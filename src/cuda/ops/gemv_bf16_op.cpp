@@ -147,7 +147,9 @@ std::optional<SummationOrder> GemvBf16Workload::summation_order(const Tactic &ta
   if (is_gemv_bf16_vendor(tactic))
     return std::nullopt; // cuBLASLt promises no order across row counts
   const GemvBf16Config c = GemvBf16Config::from_tactic(tactic);
-  return SummationOrder{c.path, gemv_bf16_k_slices(c)};
+  // The ring path computes the mma path's order (gemv_bf16_ring.cuh): one family for the gate.
+  const KernelPath path = c.path == KernelPath::ring ? KernelPath::mma : c.path;
+  return SummationOrder{path, gemv_bf16_k_slices(c)};
 }
 
 Tactic GemvBf16Workload::single_row_default() const {

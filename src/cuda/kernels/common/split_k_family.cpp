@@ -86,6 +86,17 @@ bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std:
   return true;
 }
 
+bool weights_once_rows_fit(const SplitKCta &cta, int rows, const char *path, std::string *reason) {
+  if (rows > cta.rows_per_cta)
+    return refuse(reason, "rows_per_cta=" + std::to_string(cta.rows_per_cta) +
+                              " < rows=" + std::to_string(rows) + " (the " + path +
+                              " path reads the weights once for all rows)");
+  if (cta.rows_per_cta > 8 && cta.rows_per_cta >= 2 * rows)
+    return refuse(reason, "rows_per_cta=" + std::to_string(cta.rows_per_cta) +
+                              " pads rows=" + std::to_string(rows) + " to more than twice");
+  return true;
+}
+
 size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
   const size_t partials =
       static_cast<size_t>(warps) * static_cast<size_t>(kernel.floats_per_warp) * sizeof(float);

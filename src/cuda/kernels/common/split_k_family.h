@@ -141,6 +141,10 @@ std::vector<int> parse_split_k_tactic(const Tactic &tactic,
 // `rows` to twice or more, or more than two row groups re-reading the weights, is dominated by
 // another compiled config. False with the reason in *reason (when not null).
 bool split_k_rows_fit(const SplitKCta &cta, int rows, int min_rows_per_cta, std::string *reason);
+// The weights-once paths (`path`: "stream", "ring") take every activation row in the CTA's one
+// row group; a CTA of more than 8 rows that pads `rows` to twice or more is dominated by a
+// smaller one. False with the reason in *reason (when not null).
+bool weights_once_rows_fit(const SplitKCta &cta, int rows, const char *path, std::string *reason);
 
 // Enqueues `params` (the kernel's one parameter struct) on `stream` with `cta`'s grid and
 // shared memory: the ring kernel when cta.async, whose shared memory must fit the device's

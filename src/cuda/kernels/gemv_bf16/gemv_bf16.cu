@@ -18,6 +18,8 @@
 // (16 or 32), split_k 1, vec 16, and adds
 //   stages            ring depth: shared-memory stages of outputs_per_warp rows x warps x 128 K
 //   ctas_per_sm       resident CTAs per SM of the persistent grid (1 or 2)
+// `gemv.bf16.ring:...` (gemv_bf16_ring.h) has the stream path's fields and the mma path's K
+// order.
 // k_slices = warps_k x split_k fixes the K summation order (see gemv_bf16.cuh): configs of
 // one path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
@@ -29,6 +31,7 @@
 #include "cuda/kernels/common/weight_stream.h"
 
 #include "cuda/kernels/gemv_bf16/gemv_bf16.cuh"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_ring.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 
 namespace hone::cuda {
@@ -142,6 +145,7 @@ std::vector<GemvBf16Config> build_configs() {
                         out);
   }
   add_stream_configs(out);
+  append_gemv_bf16_ring_configs(out);
   return out;
 }
 
@@ -153,6 +157,8 @@ const std::vector<GemvBf16Config> &gemv_bf16_configs() {
 }
 
 KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
+  if (config.path == KernelPath::ring)
+    return gemv_bf16_ring_resources(config);
   if (config.path == KernelPath::stream) {
     const StreamEntry *s = find_stream_kernel(config);
     if (!s)
@@ -170,6 +176,8 @@ KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
 
 LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args,
                               void *stream) {
+  if (config.path == KernelPath::ring)
+    return gemv_bf16_ring_launch(config, args, stream);
   if (config.path == KernelPath::stream) {
     const StreamEntry *s = find_stream_kernel(config);
     const int chunks = (args.k + 31) / 32;

@@ -35,6 +35,23 @@ struct Params {
 
 using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
 
+// One 32-element chunk into the m16n8 accumulators: elements 8t..8t+3 of the lane's weight
+// rows (w[mt][h]: rows g and g + 8 of m16 tile mt) and activation rows (x[nt]: row g of n8 tile
+// nt) feed the first k16 step, 8t+4..8t+7 the second. The mma path's whole arithmetic, and so its
+// summation order: every kernel that feeds a K slice's chunks through it in increasing K gets
+// the same bits.
+template <int MT, int NT>
+__device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const uint4 (&w)[MT][2],
+                                          const uint4 (&x)[NT]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      mma_m16n8k16(acc[mt][nt], w[mt][0].x, w[mt][1].x, w[mt][0].y, w[mt][1].y, x[nt].x, x[nt].y);
+      mma_m16n8k16(acc[mt][nt], w[mt][0].z, w[mt][1].z, w[mt][0].w, w[mt][1].w, x[nt].z, x[nt].w);
+    }
+}
+
 // Tensor-core path. A warp owns MT tiles of 16 weight rows (the mma M dimension) and NT
 // tiles of 8 activation rows (the mma N dimension) over one K slice. K is walked in chunks
 // of 32: lane (g = lane / 4, t = lane % 4) loads 16 bytes, elements 8t..8t+7 of the chunk,
@@ -72,15 +89,7 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
   float acc[MT][NT][4]; // m16n8 accumulators, fp32
   zero_accumulators(acc);
 
-  auto multiply = [&](const uint4(&w)[MT][2], const uint4(&x)[NT]) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        mma_m16n8k16(acc[mt][nt], w[mt][0].x, w[mt][1].x, w[mt][0].y, w[mt][1].y, x[nt].x, x[nt].y);
-        mma_m16n8k16(acc[mt][nt], w[mt][0].z, w[mt][1].z, w[mt][0].w, w[mt][1].w, x[nt].z, x[nt].w);
-      }
-  };
+  auto multiply = [&](const uint4(&w)[MT][2], const uint4(&x)[NT]) { mma_chunk(acc, w, x); };
 
   const int slice_chunks = p.slice_granules / 4;
   const int total_chunks = (p.k + 31) / 32;

@@ -23,7 +23,8 @@ namespace hone::cuda {
 // tile (16 or 32), split_k = 1, async = 0; and adds stages and ctas_per_sm.
 struct GemvBf16Config : SplitKCta, StreamRingFields {
   KernelPath path = KernelPath::fma; // fma: CUDA cores; mma: mma.sync, rows on the n dimension;
-                                     // stream: weights once through a shared-memory ring
+                                     // stream: weights once through a shared-memory ring;
+                                     // ring: the mma path's arithmetic, weights once
   int vec = 16;                      // bytes per weight load
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) for a tactic that is not a gemv.bf16 config.

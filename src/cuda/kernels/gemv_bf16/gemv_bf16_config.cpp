@@ -17,6 +17,7 @@ namespace {
 constexpr const char *kMmaKernel = "gemv.bf16.mma";
 constexpr const char *kFmaKernel = "gemv.bf16.fma";
 constexpr const char *kStreamKernel = "gemv.bf16.stream";
+constexpr const char *kRingKernel = "gemv.bf16.ring";
 constexpr const char *kOwnFields[] = {"vec"}; // after the family's (split_k_tactic)
 constexpr const char *kStreamFields[] = {"vec", "stages", "ctas_per_sm"};
 
@@ -51,9 +52,10 @@ int default_k_slices(int n, int k) {
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
-  if (path == KernelPath::stream) {
+  if (path == KernelPath::stream || path == KernelPath::ring) {
     const int own[] = {vec, stages, ctas_per_sm};
-    return split_k_tactic(kStreamKernel, *this, kStreamFields, own);
+    return split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
+                          kStreamFields, own);
   }
   const int own[] = {vec};
   return split_k_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, *this, kOwnFields, own);
@@ -61,8 +63,8 @@ Tactic GemvBf16Config::to_tactic() const {
 
 GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   GemvBf16Config c;
-  if (tactic.kernel == kStreamKernel) {
-    c.path = KernelPath::stream;
+  if (tactic.kernel == kStreamKernel || tactic.kernel == kRingKernel) {
+    c.path = tactic.kernel == kRingKernel ? KernelPath::ring : KernelPath::stream;
     const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
     c.vec = own[0];
     c.stages = own[1];
@@ -75,7 +77,8 @@ GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
     c.path = KernelPath::fma;
   else
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a gemv.bf16 config (kernel " +
-                          kMmaKernel + ", " + kFmaKernel + " or " + kStreamKernel + ")");
+                          kMmaKernel + ", " + kFmaKernel + ", " + kStreamKernel + " or " +
+                          kRingKernel + ")");
   c.vec = parse_split_k_tactic(tactic, kOwnFields, c)[0];
   return c;
 }
@@ -141,17 +144,14 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
     return refuse(reason, "k_slices=" + std::to_string(gemv_bf16_k_slices(config)) +
                               " exceeds the " + std::to_string(chunks) +
                               " 32-element K chunks (empty slices)");
-  if (config.path == KernelPath::stream) {
-    // Weights once: every activation row in the CTA's one row group.
-    if (rows > config.rows_per_cta)
-      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                                " < rows=" + std::to_string(rows) +
-                                " (the stream path reads W once for all rows)");
-    if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
-      return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                                " pads rows=" + std::to_string(rows) + " to more than twice");
-    return true;
+  if (config.path == KernelPath::ring) {
+    if (k % 32 != 0)
+      return refuse(reason,
+                    "k=" + std::to_string(k) + " is not a multiple of 32 (the ring path's chunk)");
+    return weights_once_rows_fit(config, rows, "ring", reason);
   }
+  if (config.path == KernelPath::stream)
+    return weights_once_rows_fit(config, rows, "stream", reason);
   // Candidate pruning (split_k_rows_fit): the fma path has 1-row CTAs, the mma path 8.
   return split_k_rows_fit(config, rows, config.path == KernelPath::mma ? 8 : 1, reason);
 }

@@ -54,20 +54,6 @@ int default_k_slices(int n, int k, int bits) {
   return slices;
 }
 
-// The weights-once paths (stream, ring) take every activation row in the CTA's one row group; a
-// CTA of more than 8 rows that pads `rows` to twice or more is dominated by a smaller one.
-bool weights_once_rows_fit(const QmvAffineConfig &config, int rows, const char *path,
-                           std::string *reason) {
-  if (rows > config.rows_per_cta)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                              " < rows=" + std::to_string(rows) + " (the " + path +
-                              " path reads the weights once for all rows)");
-  if (config.rows_per_cta > 8 && config.rows_per_cta >= 2 * rows)
-    return refuse(reason, "rows_per_cta=" + std::to_string(config.rows_per_cta) +
-                              " pads rows=" + std::to_string(rows) + " to more than twice");
-  return true;
-}
-
 } // namespace
 
 Tactic QmvAffineConfig::to_tactic() const {

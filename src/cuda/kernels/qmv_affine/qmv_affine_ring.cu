@@ -1,12 +1,13 @@
-// qmv.affine ring path: the compiled kernels, their configs, resources and launch. The kernel is
-// in qmv_affine_ring.cuh, the tactic fields in qmv_affine_ring.h.
+// qmv.affine ring path: the compiled kernels, their configs, resources and launch. The chunk
+// policy is in qmv_affine_ring.cuh, the kernel in ../common/weight_ring.cuh, the tactic fields in
+// qmv_affine_ring.h.
 #include "cuda/kernels/qmv_affine/qmv_affine_ring.h"
 
 #include <bit>
 #include <cstdint>
 #include <vector>
 
-#include "cuda/kernels/common/weight_stream.h"
+#include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_ring.cuh"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 
@@ -14,8 +15,9 @@ namespace hone::cuda {
 
 namespace {
 
-using qmv_affine_detail::RingParams;
-using RingFn = void (*)(RingParams);
+using kernel_detail::RingArgs;
+using qmv_affine_detail::RingExtra;
+using RingFn = void (*)(RingArgs<RingExtra>);
 
 // One compiled kernel: <BITS, NT, MT> with its two dequantisations, per weight and factored
 // (one group per chunk), as the mma path.
@@ -28,13 +30,14 @@ struct RingEntry {
 };
 
 template <int BITS, int NT, int MT, int MAX_THREADS> constexpr RingEntry ring_entry() {
-  using qmv_affine_detail::qmv_affine_ring_kernel;
+  using kernel_detail::weight_ring_kernel;
+  using qmv_affine_detail::RingChunk;
   return {BITS,
           NT * 8,
           MT * 16,
           MAX_THREADS / 32 - 1,
-          {&qmv_affine_ring_kernel<BITS, NT, MT, false, MAX_THREADS>,
-           &qmv_affine_ring_kernel<BITS, NT, MT, true, MAX_THREADS>}};
+          {&weight_ring_kernel<RingChunk<BITS, NT, MT, false>, NT, MT, MAX_THREADS>,
+           &weight_ring_kernel<RingChunk<BITS, NT, MT, true>, NT, MT, MAX_THREADS>}};
 }
 
 // NOTE: MAX_THREADS caps the registers, and ptxas budgets for a multiple of 128 threads: 544
@@ -60,48 +63,16 @@ const RingEntry *find_ring_kernel(const QmvAffineConfig &c, int bits) {
   return nullptr;
 }
 
-// The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes, split as
-// warps_k K slices (a power of two: the mma path's k_slices) x warps_n row groups (any count);
-// two CTAs per SM only for CTAs of at most 8 warps (two larger ones do not fit the register file
-// at these kernels' counts).
-constexpr int kRingSlices[] = {1, 2, 4, 8, 16};
-constexpr int kRingConsumers[] = {4, 6, 8, 12, 16};
-constexpr int kRingStages[] = {4, 8};
-constexpr int kRingMaxThreadsAtTwoPerSm = 256;
-
 } // namespace
 
 void append_qmv_affine_ring_configs(int bits, std::vector<QmvAffineConfig> &out) {
-  for (const RingEntry &e : kRingKernels) {
-    if (e.bits != bits)
-      continue;
-    for (int consumers : kRingConsumers) {
-      if (consumers > e.max_consumers)
-        continue;
-      for (int slices : kRingSlices) {
-        if (consumers % slices != 0)
-          continue;
-        for (int stages : kRingStages)
-          for (int per_sm : {1, 2}) {
-            if (per_sm == 2 && (consumers + 1) * 32 > kRingMaxThreadsAtTwoPerSm)
-              continue;
-            QmvAffineConfig c;
-            c.path = KernelPath::ring;
-            c.rows_per_cta = e.rows_per_cta;
-            c.outputs_per_warp = e.outputs_per_warp;
-            c.warps = consumers;
-            c.warps_k = slices;
-            c.split_k = 1;
-            c.async = 0;
-            c.stages = stages;
-            c.ctas_per_sm = per_sm;
-            if (static_cast<size_t>(qmv_affine_ring_shared_bytes(c)) * per_sm <=
-                kStreamMaxSharedBytes)
-              out.push_back(c);
-          }
-      }
+  for (const RingEntry &e : kRingKernels)
+    if (e.bits == bits) {
+      QmvAffineConfig base;
+      base.rows_per_cta = e.rows_per_cta;
+      base.outputs_per_warp = e.outputs_per_warp;
+      append_ring_configs(base, e.max_consumers, out);
     }
-  }
 }
 
 KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bits) {
@@ -111,50 +82,33 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   // The worst of the config's two kernels (per-weight and factored dequantisation).
   const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
                         reinterpret_cast<const void *>(e->fn[1])};
-  return split_k_resources(both, static_cast<size_t>(qmv_affine_ring_shared_bytes(config)));
+  return split_k_resources(both, static_cast<size_t>(ring_shared_bytes(config, config)));
 }
 
 LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                     void *stream) {
   const RingEntry *e = find_ring_kernel(config, args.bits);
-  if (!e || args.k < 32 || args.k % 32 != 0 ||
-      (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
-      args.n < 1 || args.rows < 1 || args.rows > config.rows_per_cta || config.warps_k < 1 ||
-      config.warps % config.warps_k != 0 || config.warps > e->max_consumers ||
-      config.split_k != 1 || config.stages < 2 || config.stages > 16 || config.ctas_per_sm < 1 ||
-      reinterpret_cast<uintptr_t>(args.q) % 16 != 0)
+  // The kernel's 32-bit group-parameter offsets need n x k / group < 2^31.
+  if (!e || (args.group != 32 && args.group != 64 && args.group != 128) ||
+      args.k % args.group != 0 ||
+      static_cast<long long>(args.n) * (args.k / args.group) >= (1ll << 31))
     return LaunchStatus::invalid_value();
+  RingArgs<RingExtra> a{};
+  a.p.x = static_cast<const uint16_t *>(args.x);
+  a.p.w = reinterpret_cast<const uint8_t *>(args.q);
+  a.p.y = static_cast<uint16_t *>(args.y);
+  a.p.rows = args.rows;
+  a.p.n = args.n;
+  a.p.k = args.k;
+  a.extra.scales = static_cast<const uint16_t *>(args.scales);
+  a.extra.biases = static_cast<const uint16_t *>(args.biases);
+  a.extra.groups_per_row = args.k / args.group;
+  a.extra.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   const int chunk_k = qmv_affine_chunk_k(args.bits);
-  if (args.k % chunk_k != 0)
-    return LaunchStatus::invalid_value();
-  RingParams p{};
-  p.x = static_cast<const uint16_t *>(args.x);
-  p.q = reinterpret_cast<const uint8_t *>(args.q);
-  p.scales = static_cast<const uint16_t *>(args.scales);
-  p.biases = static_cast<const uint16_t *>(args.biases);
-  p.y = static_cast<uint16_t *>(args.y);
-  p.rows = args.rows;
-  p.n = args.n;
-  p.k = args.k;
-  p.row_bytes = args.k / 8 * args.bits;
-  p.groups_per_row = args.k / args.group;
-  p.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
-  p.warps_k = config.warps_k;
-  p.warps_n = config.warps / config.warps_k;
-  p.total_chunks = args.k / chunk_k;
-  p.slice_chunks = qmv_affine_slice_chunks(config, args.k, args.bits);
-  if (config.warps_k > p.total_chunks)
-    return LaunchStatus::invalid_value();
-  p.step_chunks = qmv_affine_ring_step_chunks(config);
-  p.steps = (p.slice_chunks + p.step_chunks - 1) / p.step_chunks;
-  p.stages = config.stages;
-  const int tile_rows = qmv_affine_ring_tile_rows(config);
-  p.tiles = (args.n + tile_rows - 1) / tile_rows;
-  p.pitch = qmv_affine_ring_pitch(p.step_chunks);
   const void *fn = reinterpret_cast<const void *>(e->fn[args.group >= chunk_k ? 1 : 0]);
-  return launch_stream_kernel(fn, config.warps,
-                              static_cast<size_t>(qmv_affine_ring_shared_bytes(config)), p.tiles,
-                              config.ctas_per_sm, &p, stream, args.chain.dependent);
+  return kernel_detail::launch_weight_ring(fn, config, config, a, chunk_k,
+                                           qmv_affine_slice_chunks(config, args.k, args.bits),
+                                           e->max_consumers, stream, args.chain.dependent);
 }
 
 } // namespace hone::cuda

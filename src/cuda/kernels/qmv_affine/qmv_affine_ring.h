@@ -10,7 +10,7 @@
 //   stages            ring depth
 //   ctas_per_sm       resident CTAs per SM of the persistent grid (1 or 2)
 // A tile is warps_n x outputs_per_warp weight rows; the chunks per ring step come from the
-// config (qmv_affine_ring_step_chunks, qmv_affine_shape.h). No CUDA header needed by includers.
+// config (ring_step_chunks, ../common/weight_ring.h). No CUDA header needed by includers.
 #pragma once
 
 #include <vector>

@@ -1,0 +1,268 @@
+// The weights-once "ring" kernel of the GEMV family (qmv.affine, gemv.bf16): an mma path's
+// arithmetic and K order over weights streamed once through a shared-memory ring by a producer
+// warp, on a persistent grid. Device code; included by the ops' ring units.
+//
+// Work split. CTA c owns the contiguous tiles [c T / C, (c + 1) T / C) of tile_rows =
+// warps_n x MT x 16 weight rows, over all of K and every activation row (rows <= NT x 8), so
+// each weight byte is read from DRAM once per call at every row count 1-32. Consumer warp
+// (warp_n, warp_k), warp_n fastest, takes the MT m16 tiles from row warp_n x MT x 16 of the
+// tile and K slice warp_k: chunks [warp_k x slice_chunks, (warp_k + 1) x slice_chunks), as the
+// mma path's warp of slice warp_k does. Warp warps_n x warps_k is the producer.
+//
+// Chunks. Every op's mma path walks K in chunks of 64 bytes of a weight row (32 bf16, 64 int8
+// or 128 int4 values); lane (g, t) takes bytes 16t..16t+15 of rows g and g + 8 of each m16
+// tile, and kXVectors 16-byte activation vectors from K offset kLaneK x t of activation row g
+// of each n8 tile. The policy `Chunk` (the op's) multiplies one chunk exactly as its mma path
+// does:
+//   Chunk::kChunkK, kLaneK, kXVectors, kAhead    values per chunk and lane, activation vectors,
+//                                                 whether a chunk's loads go a chunk ahead
+//   Chunk::Extra                                  the op's own kernel parameters
+//   Chunk::Tile    Chunk::tile(extra, p, m_warp, g)           per tile and lane (e.g. group
+//                                                             parameter offsets)
+//   Chunk::Loads   Chunk::issue(extra, tile, chunk, t, loads) the chunk's loads other than the
+//                                                             weights and activations
+//   Chunk::multiply(acc, w[MT][2], loads, x[NT][kXVectors])  the mma path's chunk arithmetic
+//
+// The ring. Step j of a tile holds, for every slice s, its chunks
+// [s x slice_chunks + j x step_chunks, + step_chunks) of every row of the tile: one bulk copy per
+// (slice, row), at stages_base + stage x stage_bytes + (s x tile_rows + row) x pitch, pitch
+// 64 mod 128 (a quarter warp's 16-byte loads of rows 2i and 2i + 1 hit distinct banks). K is a
+// multiple of the chunk (the launchers refuse other shapes), so no lane needs a K guard. Full /
+// empty mbarriers as in weight_stream.cuh.
+//
+// Numerics. Each consumer feeds its slice's chunks, in increasing K, through Chunk::multiply
+// into one accumulator per m16n8 tile, and at the end of a tile the warps_k partials of an
+// output are added in slice order from 0.0f, as reduce_and_store does. So a ring config is
+// bit-identical to every mma-path config of the same k_slices, at every row count.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "cuda/kernels/common/pdl.cuh"
+#include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/split_k_reduce.cuh"
+#include "cuda/kernels/common/weight_ring.h"
+#include "cuda/kernels/common/weight_stream.cuh"
+
+namespace hone::cuda::kernel_detail {
+
+// What every ring kernel's parameters hold (the op's own follow in RingArgs::extra).
+struct RingParams {
+  const uint16_t *x; // bf16 [rows, k]
+  const uint8_t *w;  // weights [n, row_bytes]
+  uint16_t *y;       // bf16 [rows, n]
+  int rows, n, k;
+  int row_bytes; // [bytes] of a weight row: 64 x total_chunks
+  int warps_n, warps_k;
+  int total_chunks; // k / chunk_k
+  int slice_chunks; // chunks per K slice (the mma path's)
+  int step_chunks;  // chunks per slice and ring step
+  int steps;        // ring steps per tile: ceil(slice_chunks / step_chunks)
+  int stages;       // ring depth, <= 16
+  int tiles;        // ceil(n / tile_rows)
+  int pitch;        // [bytes] a row of a stage
+};
+
+template <class Extra> struct RingArgs {
+  RingParams p;
+  Extra extra;
+};
+
+template <class Chunk, int NT, int MT, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS, 1)
+    weight_ring_kernel(const RingArgs<typename Chunk::Extra> args) {
+#if __CUDA_ARCH__ >= 900
+  const RingParams &p = args.p;
+  extern __shared__ __align__(128) uint8_t ring_shared[];
+  const int consumers = p.warps_n * p.warps_k;
+  const int tile_rows = p.warps_n * MT * 16;
+  const int stage_bytes = p.warps_k * tile_rows * p.pitch;
+  uint64_t *barriers = reinterpret_cast<uint64_t *>(ring_shared);
+  const StageRing ring{barriers, barriers + p.stages, p.stages};
+  float4 *partials = reinterpret_cast<float4 *>(ring_shared + kStreamBarrierBytes);
+  uint8_t *stages_base = ring_shared + kStreamBarrierBytes + consumers * MT * NT * 512;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int ctas = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x);
+  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
+  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
+  if (threadIdx.x == 0)
+    ring.init(consumers);
+  __syncthreads();
+
+  if (warp == consumers) {
+    // Producer: weights only, so it never waits for the kernel before it in a chain.
+    const uint64_t policy = evict_first_policy();
+    StageCursor q;
+    for (int tile = tile_begin; tile < tile_end; ++tile) {
+      const int m0 = tile * tile_rows;
+      const int valid_rows = min(tile_rows, p.n - m0);
+      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+        // Slice s's first byte of this step (its chunks [c0, c1)) and its length.
+        auto first_byte = [&](int s) { return (s * p.slice_chunks + j * p.step_chunks) * 64; };
+        auto length = [&](int s) {
+          const int c0 = s * p.slice_chunks + j * p.step_chunks;
+          const int c1 = min(min(c0 + p.step_chunks, (s + 1) * p.slice_chunks), p.total_chunks);
+          return c1 > c0 ? (c1 - c0) * 64 : 0;
+        };
+        ring.acquire_empty(q);
+        if (lane == 0) {
+          int bytes = 0; // > 0: slice 0 has a chunk in every step
+          for (int s = 0; s < p.warps_k; ++s)
+            bytes += length(s);
+          ring.expect(q, static_cast<uint32_t>(bytes * valid_rows));
+        }
+        __syncwarp();
+        uint8_t *dst = stages_base + q.stage * stage_bytes;
+        for (int i = lane; i < p.warps_k * valid_rows; i += 32) {
+          const int s = i / valid_rows, r = i - s * valid_rows;
+          const int len = length(s);
+          if (len > 0)
+            bulk_copy_to_shared(dst + (s * tile_rows + r) * p.pitch,
+                                p.w + static_cast<size_t>(m0 + r) * p.row_bytes + first_byte(s),
+                                static_cast<uint32_t>(len), ring.full_at(q), policy);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers read the activations and write y: only once the previous kernel of a dependent
+  // launch has completed.
+  pdl_wait();
+  pdl_launch_dependents();
+  constexpr int kXVectors = Chunk::kXVectors;
+  const int warp_n = warp % p.warps_n, slice = warp / p.warps_n;
+  const int g = lane >> 2, t = lane & 3;
+  // 32-bit element offsets from one base (rows x k < 2^31) keep registers for the fragments.
+  int xo[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    xo[nt] = min(nt * 8 + g, p.rows - 1) * p.k + Chunk::kLaneK * t;
+  const int c_begin = slice * p.slice_chunks;
+  const int c_end = min(c_begin + p.slice_chunks, p.total_chunks);
+  // This lane's 16 bytes of row g of its first m16 tile, in slice `slice` of a stage.
+  const int fragment = (slice * tile_rows + warp_n * MT * 16 + g) * p.pitch + 16 * t;
+  const uint32_t stages_shared = shared_address(stages_base);
+  auto load_x = [&](int chunk, uint4(&x)[NT][kXVectors]) {
+    const uint16_t *xc = p.x + static_cast<size_t>(chunk) * Chunk::kChunkK;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int v = 0; v < kXVectors; ++v)
+        x[nt][v] = load_activation(xc + xo[nt] + 8 * v);
+  };
+  // A chunk's loads besides its weights: with its activations where they go ahead.
+  struct Ahead {
+    typename Chunk::Loads loads;
+    uint4 x[NT][kXVectors];
+  };
+
+  StageCursor q;
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    const typename Chunk::Tile tl =
+        Chunk::tile(args.extra, p, tile * tile_rows + warp_n * MT * 16, g);
+    auto issue = [&](int chunk, Ahead &a) {
+      Chunk::issue(args.extra, tl, chunk, t, a.loads);
+      if constexpr (Chunk::kAhead)
+        load_x(chunk, a.x);
+    };
+    float acc[MT][NT][4];
+    zero_accumulators(acc);
+    Ahead next;
+    if (Chunk::kAhead && c_begin < c_end)
+      issue(c_begin, next);
+    int chunk = c_begin;
+    for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+      const int step_first = c_begin + j * p.step_chunks;
+      const int step_end = min(step_first + p.step_chunks, c_end);
+      ring.wait_full(q);
+      const uint32_t stage = stages_shared + q.stage * stage_bytes + fragment;
+      for (; chunk < step_end; ++chunk) {
+        // A chunk ahead where the policy says so; at use otherwise (more n8 or m16 tiles, where
+        // the copy a chunk ahead spills).
+        Ahead cur;
+        if constexpr (Chunk::kAhead) {
+          cur = next;
+          if (chunk + 1 < c_end)
+            issue(chunk + 1, next);
+        } else {
+          Chunk::issue(args.extra, tl, chunk, t, cur.loads);
+        }
+        const uint32_t words = stage + (chunk - step_first) * 64;
+        uint4 w[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            w[mt][h] = lds128(words + (mt * 16 + h * 8) * p.pitch);
+        if constexpr (Chunk::kAhead) {
+          Chunk::multiply(acc, w, cur.loads, cur.x);
+        } else {
+          uint4 x[NT][kXVectors];
+          load_x(chunk, x);
+          Chunk::multiply(acc, w, cur.loads, x);
+        }
+      }
+      ring.release(q, lane);
+    }
+
+    // The tile's outputs: the warps_k partials of each added in slice order from 0.0f (the
+    // mma path's reduce_and_store at split_k = 1), by the consumer warps only.
+    store_mma_partials(partials, acc, warp, lane);
+    const int consumer_threads = consumers * 32;
+    named_barrier(1, consumer_threads);
+    const float *pf = reinterpret_cast<const float *>(partials);
+    constexpr int kFloatsPerWarp = MT * NT * 128;
+    const int m0 = tile * tile_rows;
+    for (int o = static_cast<int>(threadIdx.x); o < tile_rows * NT * 8; o += consumer_threads) {
+      const int m_local = o % tile_rows, r = o / tile_rows;
+      if (m0 + m_local >= p.n || r >= p.rows)
+        continue;
+      const int offset =
+          (m_local / (MT * 16)) * kFloatsPerWarp + mma_partial_offset<NT>(m_local % (MT * 16), r);
+      float sum = 0.0f;
+      for (int s = 0; s < p.warps_k; ++s)
+        sum += pf[s * p.warps_n * kFloatsPerWarp + offset];
+      p.y[static_cast<size_t>(r) * p.n + m0 + m_local] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+    }
+    named_barrier(1, consumer_threads);
+  }
+#endif
+}
+
+// Host: enqueues the ring kernel `fn` (a weight_ring_kernel with `max_consumers` consumer warps
+// at most) for `cta` and `ring`. `args.p` comes with x, w, y, rows, n and k set by the op and
+// `args.extra` with the op's own; `slice_chunks` is the op's mma-path slice length at
+// cta.warps_k slices, so that the ring keeps that path's K order. Invalid value for a shape the
+// kernel cannot take (K not a multiple of `chunk_k`, weights not 16-byte aligned, a config that
+// does not fit); invalid configuration where not one CTA fits the device. Never synchronises.
+template <class Extra>
+LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const StreamRingFields &ring,
+                                RingArgs<Extra> args, int chunk_k, int slice_chunks,
+                                int max_consumers, void *stream, bool dependent) {
+  RingParams &p = args.p;
+  if (!fn || p.k < chunk_k || p.k % chunk_k != 0 || p.n < 1 ||
+      reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
+    return LaunchStatus::invalid_value();
+  p.total_chunks = p.k / chunk_k;
+  if (!ring_launch_fits(cta, ring, p.rows, p.total_chunks, max_consumers) || slice_chunks < 1)
+    return LaunchStatus::invalid_value();
+  p.row_bytes = p.total_chunks * kRingChunkBytes;
+  p.warps_k = cta.warps_k;
+  p.warps_n = cta.warps / cta.warps_k;
+  p.slice_chunks = slice_chunks;
+  p.step_chunks = ring_step_chunks(cta);
+  p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
+  p.stages = ring.stages;
+  const int tile_rows = ring_tile_rows(cta);
+  p.tiles = (p.n + tile_rows - 1) / tile_rows;
+  p.pitch = ring_pitch(p.step_chunks);
+  return launch_stream_kernel(fn, cta.warps, static_cast<size_t>(ring_shared_bytes(cta, ring)),
+                              p.tiles, ring.ctas_per_sm, &args, stream, dependent);
+}
+
+} // namespace hone::cuda::kernel_detail

@@ -1,0 +1,100 @@
+// Host side of the GEMV family's weights-once ring kernels (weight_ring.cuh): a ring config's
+// geometry, its tactic axes and whether it can launch. No CUDA header needed by includers.
+//
+// A ring config is a family config (SplitKCta + StreamRingFields) read as: warps = warps_n x
+// warps_k consumer warps (one producer warp more), warps_k K slices (the mma path's k_slices;
+// split_k 1), outputs_per_warp weight rows per consumer (16 or 32: one or two m16 tiles),
+// rows_per_cta activation rows (8, 16 or 32; rows <= rows_per_cta), stages and ctas_per_sm.
+//
+//   append_ring_configs(base, max_consumers, out);      // the tactic axes
+//   const int bytes = ring_shared_bytes(config);        // what a launch asks for
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "cuda/kernels/common/kernel_types.h"
+#include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/weight_stream.h"
+
+namespace hone::cuda {
+
+// [bytes] of one chunk of a weight row, in every op (32 bf16, 64 int8 or 128 int4 values).
+inline constexpr int kRingChunkBytes = 64;
+// [bytes] the ring step a config aims at, summed over the tile's rows and slices.
+inline constexpr int kRingStepTarget = 8192;
+
+// Weight rows of a tile: warps_n x outputs_per_warp.
+inline int ring_tile_rows(const SplitKCta &c) { return c.warps / c.warps_k * c.outputs_per_warp; }
+
+// Chunks per slice and step: the power of two in 1..4 that brings a step closest to
+// kRingStepTarget from below (one chunk where one already reaches it).
+inline int ring_step_chunks(const SplitKCta &c) {
+  const int per_chunk = c.warps_k * ring_tile_rows(c) * kRingChunkBytes;
+  int chunks = 1;
+  while (chunks < 4 && 2 * chunks * per_chunk <= kRingStepTarget)
+    chunks *= 2;
+  return chunks;
+}
+
+// [bytes] a row's pitch in a stage: step_chunks x 64, made 64 mod 128 so that the 16-byte
+// fragment loads of a quarter warp (rows 2i and 2i + 1, 64 bytes each) cover all 32 banks.
+inline int ring_pitch(int step_chunks) {
+  return kRingChunkBytes * (step_chunks % 2 == 1 ? step_chunks : step_chunks + 1);
+}
+
+// [bytes] one ring stage: every slice's step_chunks chunks of every row of the tile.
+inline int ring_stage_bytes(const SplitKCta &c) {
+  return c.warps_k * ring_tile_rows(c) * ring_pitch(ring_step_chunks(c));
+}
+
+// [bytes] dynamic shared memory: the ring's barriers, the consumers' fp32 partials (one m16n8
+// tile per lane, MT x NT of them per warp) and the stages.
+inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r) {
+  const int mt = c.outputs_per_warp / 16, nt = c.rows_per_cta / 8;
+  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c);
+}
+
+// Whether a ring config can launch `rows` activation rows over `chunks` (whole) K chunks with a
+// kernel of at most `max_consumers` consumer warps.
+inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int rows, int chunks,
+                             int max_consumers) {
+  return rows >= 1 && rows <= c.rows_per_cta && c.warps_k >= 1 && c.warps % c.warps_k == 0 &&
+         c.warps <= max_consumers && c.split_k == 1 && c.warps_k <= chunks && r.stages >= 2 &&
+         r.stages <= 16 && r.ctas_per_sm >= 1;
+}
+
+// The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
+// (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
+// warps_n row groups (any count); 4 or 8 stages; two CTAs per SM only for CTAs of at most 8
+// warps (two larger ones do not fit the register file at these kernels' counts). Appends `base`
+// (its kernel's rows_per_cta and outputs_per_warp set) at every point whose shared memory x
+// ctas_per_sm fits kStreamMaxSharedBytes, as KernelPath::ring.
+template <class Config>
+void append_ring_configs(const Config &base, int max_consumers, std::vector<Config> &out) {
+  for (int consumers : {4, 6, 8, 12, 16}) {
+    if (consumers > max_consumers)
+      continue;
+    for (int slices : {1, 2, 4, 8, 16}) {
+      if (consumers % slices != 0)
+        continue;
+      for (int stages : {4, 8})
+        for (int per_sm : {1, 2}) {
+          if (per_sm == 2 && (consumers + 1) * 32 > 256)
+            continue;
+          Config c = base;
+          c.path = KernelPath::ring;
+          c.warps = consumers;
+          c.warps_k = slices;
+          c.split_k = 1;
+          c.async = 0;
+          c.stages = stages;
+          c.ctas_per_sm = per_sm;
+          if (static_cast<size_t>(ring_shared_bytes(c, c)) * per_sm <= kStreamMaxSharedBytes)
+            out.push_back(c);
+        }
+    }
+  }
+}
+
+} // namespace hone::cuda
