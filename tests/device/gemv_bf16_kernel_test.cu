@@ -615,6 +615,25 @@ TEST(GemvBf16KernelConfigTest, RingConfigsCoverTheMmaOrdersAndRefuseWhatTheyCann
     }
 }
 
+TEST(GemvBf16KernelConfigTest, RingDefaultKeepsTheMmaDefaultOrderAndRuns) {
+  for (int n : {77, 1536, 4096, 14336, 28672})
+    for (int k : {256, 1536, 4096, 14336}) {
+      const GemvBf16Config mma = gemv_bf16_default(1, n, k);
+      for (int rows = 1; rows <= 32; ++rows) {
+        const GemvBf16Config c = gemv_bf16_ring_default(rows, n, k);
+        const std::string t = c.to_tactic().str();
+        EXPECT_EQ(c.path, KernelPath::ring) << t;
+        // The mma default's order, so the same bits: the switch changes speed only.
+        EXPECT_TRUE(same_order(c, mma)) << t << " rows " << rows;
+        EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()), c) << t;
+        std::string why;
+        const int most = c.rows_per_cta <= 16 ? 16 : 8; // consumers of its kernel
+        EXPECT_EQ(gemv_bf16_can_implement(c, rows, n, k, &why), gemv_bf16_k_slices(c) <= most)
+            << t << " rows " << rows << ": " << why;
+      }
+    }
+}
+
 TEST(GemvBf16KernelConfigTest, EveryConfigRoundTripsAndOldTacticsKeepTheirSpelling) {
   int stream = 0, ring = 0;
   for (const GemvBf16Config &c : gemv_bf16_configs()) {

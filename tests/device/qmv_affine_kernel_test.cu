@@ -495,6 +495,28 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
     }
 }
 
+TEST(QmvAffineConfig, RingDefaultKeepsTheMmaDefaultOrderAndRuns) {
+  for (int n : {72, 1000, 4096, 14336, 28672})
+    for (int k : {1152, 4096, 14336})
+      for (int bits : {4, 8})
+        for (int group : {64, 128}) {
+          const QmvAffineConfig mma = qmv_affine_default(1, n, k, bits, group);
+          for (int rows = 1; rows <= 32; ++rows) {
+            const QmvAffineConfig c = qmv_affine_ring_default(rows, n, k, bits, group);
+            const std::string t = c.to_tactic().str();
+            EXPECT_EQ(c.path, KernelPath::ring) << t;
+            // The mma default's order, so the same bits: the switch changes speed only.
+            EXPECT_EQ(qmv_affine_k_slices(c), qmv_affine_k_slices(mma)) << t << " rows " << rows;
+            EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+            std::string why;
+            const int most = c.rows_per_cta == 8 ? 16 : 8; // consumers of its kernel
+            EXPECT_EQ(qmv_affine_can_implement(c, rows, n, k, bits, group, &why),
+                      qmv_affine_k_slices(c) <= most)
+                << t << " rows " << rows << ": " << why;
+          }
+        }
+}
+
 TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
   for (int n : {72, 1000, 4096, 14336})
     for (int k : {1152, 4096, 14336})

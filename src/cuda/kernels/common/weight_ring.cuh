@@ -2,9 +2,12 @@
 // arithmetic and K order over weights streamed once through a shared-memory ring by a producer
 // warp, on a persistent grid. Device code; included by the ops' ring units.
 //
-// Work split. CTA c owns the contiguous tiles [c T / C, (c + 1) T / C) of tile_rows =
-// warps_n x MT x 16 weight rows, over all of K and every activation row (rows <= NT x 8), so
-// each weight byte is read from DRAM once per call at every row count 1-32. Consumer warp
+// Work split. CTA c owns the contiguous weight rows of the m16 tiles [c U / C, (c + 1) U / C)
+// of U = ceil(n / 16), over all of K and every activation row (rows <= NT x 8), so each weight
+// byte is read from DRAM once per call at every row count 1-32; it walks them in tiles of
+// tile_rows = warps_n x MT x 16 rows, the last one short where its range ends. Ranges in m16
+// units keep the grid balanced to 16 rows whatever the tile (whole tiles of 128-256 rows left
+// up to a seventh of the SMs idle on 28672 rows). Consumer warp
 // (warp_n, warp_k), warp_n fastest, takes the MT m16 tiles from row warp_n x MT x 16 of the
 // tile and K slice warp_k: chunks [warp_k x slice_chunks, (warp_k + 1) x slice_chunks), as the
 // mma path's warp of slice warp_k does. Warp warps_n x warps_k is the producer.
@@ -61,7 +64,7 @@ struct RingParams {
   int step_chunks;  // chunks per slice and ring step
   int steps;        // ring steps per tile: ceil(slice_chunks / step_chunks)
   int stages;       // ring depth, <= 16
-  int tiles;        // ceil(n / tile_rows)
+  int units;        // m16 tiles of the weight rows: ceil(n / 16)
   int pitch;        // [bytes] a row of a stage
 };
 
@@ -86,8 +89,10 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int ctas = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x);
-  const int tile_begin = static_cast<int>(static_cast<long long>(cta) * p.tiles / ctas);
-  const int tile_end = static_cast<int>(static_cast<long long>(cta + 1) * p.tiles / ctas);
+  // This CTA's weight rows [row_begin, row_end).
+  const int row_begin = static_cast<int>(static_cast<long long>(cta) * p.units / ctas) * 16;
+  const int row_end =
+      min(static_cast<int>(static_cast<long long>(cta + 1) * p.units / ctas) * 16, p.n);
   if (threadIdx.x == 0)
     ring.init(consumers);
   __syncthreads();
@@ -96,9 +101,8 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     // Producer: weights only, so it never waits for the kernel before it in a chain.
     const uint64_t policy = evict_first_policy();
     StageCursor q;
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
-      const int m0 = tile * tile_rows;
-      const int valid_rows = min(tile_rows, p.n - m0);
+    for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
+      const int valid_rows = min(tile_rows, row_end - m0);
       for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
         // Slice s's first byte of this step (its chunks [c0, c1)) and its length.
         auto first_byte = [&](int s) { return (s * p.slice_chunks + j * p.step_chunks) * 64; };
@@ -161,9 +165,9 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   };
 
   StageCursor q;
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
-    const typename Chunk::Tile tl =
-        Chunk::tile(args.extra, p, tile * tile_rows + warp_n * MT * 16, g);
+  for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
+    const int valid_rows = min(tile_rows, row_end - m0);
+    const typename Chunk::Tile tl = Chunk::tile(args.extra, p, m0 + warp_n * MT * 16, g);
     auto issue = [&](int chunk, Ahead &a) {
       Chunk::issue(args.extra, tl, chunk, t, a.loads);
       if constexpr (Chunk::kAhead)
@@ -216,10 +220,10 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     named_barrier(1, consumer_threads);
     const float *pf = reinterpret_cast<const float *>(partials);
     constexpr int kFloatsPerWarp = MT * NT * 128;
-    const int m0 = tile * tile_rows;
     for (int o = static_cast<int>(threadIdx.x); o < tile_rows * NT * 8; o += consumer_threads) {
       const int m_local = o % tile_rows, r = o / tile_rows;
-      if (m0 + m_local >= p.n || r >= p.rows)
+      // Rows past the CTA's range belong to the next CTA (or past n): never stored here.
+      if (m_local >= valid_rows || r >= p.rows)
         continue;
       const int offset =
           (m_local / (MT * 16)) * kFloatsPerWarp + mma_partial_offset<NT>(m_local % (MT * 16), r);
@@ -258,11 +262,10 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   p.step_chunks = ring_step_chunks(cta);
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;
-  const int tile_rows = ring_tile_rows(cta);
-  p.tiles = (p.n + tile_rows - 1) / tile_rows;
+  p.units = (p.n + 15) / 16;
   p.pitch = ring_pitch(p.step_chunks);
   return launch_stream_kernel(fn, cta.warps, static_cast<size_t>(ring_shared_bytes(cta, ring)),
-                              p.tiles, ring.ctas_per_sm, &args, stream, dependent);
+                              p.units, ring.ctas_per_sm, &args, stream, dependent);
 }
 
 } // namespace hone::cuda::kernel_detail

@@ -53,6 +53,11 @@ GemvBf16Config gemv_bf16_default(int rows, int n, int k);
 // k_slices consumer warps, depends on k alone). gemv_bf16_default returns it only when
 // kGemvBf16DefaultIsStream (gemv_bf16_config.cpp) is set, which waits for the H200 sweep.
 GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k);
+// The ring path's default (weights once, the mma default's K order and so its bits):
+// gemv_bf16_default returns it where it can run once kGemvBf16DefaultIsRing
+// (gemv_bf16_config.cpp) is set. A config of 16 K slices at more than 16 rows is not compiled:
+// check it with gemv_bf16_can_implement.
+GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k);
 // False with a reason when `config` cannot run this shape (alignment, rows, K multiple).
 bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
                              std::string *reason);

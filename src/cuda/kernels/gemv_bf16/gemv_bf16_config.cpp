@@ -1,5 +1,6 @@
 // gemv.bf16 host logic: tactic conversion, the static default and can_implement. The compiled
 // kernels and the config list are in gemv_bf16.cu.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,6 +26,16 @@ constexpr const char *kStreamFields[] = {"vec", "stages", "ctas_per_sm"};
 // Flip it only after the H200 sweep of tests/device/gemv_bf16_kernel_test.cu shows the stream
 // default at or above the mma default in every cell (docs/notes/gemv_bf16.md, v6).
 constexpr bool kGemvBf16DefaultIsStream = false;
+
+// SWITCH: true makes the ring path's default (gemv_bf16_ring_default) the default where it can
+// run. It computes the mma default's bits (same K order), so flipping it changes no output, only
+// speed: set it after the H200 table of bench/gemv_bf16_harness shows the ring default at or
+// above the mma default in every cell (docs/notes/gemv_bf16.md, v8).
+constexpr bool kGemvBf16DefaultIsRing = false;
+
+// The ring default: as many consumer warps as its kernel takes (16 up to 16 rows, 8 at 32), as
+// K slices (the mma default's) x row groups; 4 stages of ~8-16 KB, one CTA per SM.
+constexpr int kRingDefaultStages = 4;
 
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks of 32, fewer below;
 // weight tiles of 16 rows (more tiles balance the persistent grid better), 4 stages of 20 KB
@@ -102,7 +113,29 @@ GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k) {
   return c;
 }
 
+GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k) {
+  GemvBf16Config c;
+  c.path = KernelPath::ring;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  c.vec = 16;
+  c.warps_k = default_k_slices(n, k);
+  c.warps = std::max(c.rows_per_cta <= 16 ? 16 : 8, c.warps_k);
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = kRingDefaultStages;
+  c.ctas_per_sm = 1;
+  return c;
+}
+
 GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
+  if (kGemvBf16DefaultIsRing && k % 32 == 0) {
+    // The ring default where it can run (K a multiple of 32, its k_slices within the kernel's
+    // consumers); the mma default's bits either way.
+    const GemvBf16Config c = gemv_bf16_ring_default(rows, n, k);
+    if (gemv_bf16_can_implement(c, rows, n, k, nullptr))
+      return c;
+  }
   if constexpr (kGemvBf16DefaultIsStream)
     return gemv_bf16_stream_default(rows, n, k);
   GemvBf16Config c;

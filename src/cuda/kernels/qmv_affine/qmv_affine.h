@@ -66,6 +66,11 @@ QmvAffineConfig qmv_affine_stream_default(int rows, int n, int k, int bits, int 
 // its K order a function of (k, group, k_slices)). qmv_affine_default returns it only when
 // kQmvAffineDefaultIsGrouped (qmv_affine_config.cpp) is set.
 QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int bits, int group);
+// The ring path's default (weights once, the mma default's K order and so its bits):
+// qmv_affine_default returns it where it can run once kQmvAffineDefaultIsRing
+// (qmv_affine_config.cpp) is set. A config of 16 K slices at more than 8 rows is not compiled:
+// check it with qmv_affine_can_implement.
+QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int group);
 // False with a reason when `config` cannot run this shape.
 bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
                               int group, std::string *reason);

@@ -1,5 +1,6 @@
 // qmv.affine host logic: tactic conversion, the static default and can_implement. The
 // compiled kernels and the config list are in qmv_affine.cu.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ constexpr bool kQmvAffineDefaultIsStream = false;
 // where it can run (K a multiple of 128). Set after the H200 sweep of the kernel harness showed
 // it faster than the per-weight default in every cell (docs/notes/qmv_affine.md, v6).
 constexpr bool kQmvAffineDefaultIsGrouped = false;
+
+// SWITCH: true makes the ring path's default (qmv_affine_ring_default) the default where it can
+// run. It computes the mma default's bits (same K order), so flipping it changes no output,
+// only speed: set it after the H200 table of scripts/device/qmv_ring.sh shows the ring default
+// at or above the mma default in every cell (docs/notes/qmv_affine.md, v8).
+constexpr bool kQmvAffineDefaultIsRing = false;
+
+// The ring default: as many consumer warps as its kernel takes (16 with one m16 and one n8 tile
+// per warp, 8 with more), as K slices (the mma default's) x row groups; 4 stages of ~8-16 KB,
+// one CTA per SM.
+constexpr int kRingDefaultStages = 4;
 
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks, fewer below; 8 stages
 // of 20 KB, one CTA per SM.
@@ -114,7 +126,28 @@ QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int /*bits*/,
   return c;
 }
 
+QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int /*group*/) {
+  QmvAffineConfig c;
+  c.path = KernelPath::ring;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  c.warps_k = default_k_slices(n, k, bits);
+  c.warps = std::max(c.rows_per_cta == 8 ? 16 : 8, c.warps_k);
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = kRingDefaultStages;
+  c.ctas_per_sm = 1;
+  return c;
+}
+
 QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) {
+  if (kQmvAffineDefaultIsRing && k % qmv_affine_chunk_k(bits) == 0) {
+    // The ring default where it can run (K a multiple of the chunk, its k_slices within the
+    // kernel's consumers); the mma default's bits either way.
+    const QmvAffineConfig c = qmv_affine_ring_default(rows, n, k, bits, group);
+    if (qmv_affine_can_implement(c, rows, n, k, bits, group, nullptr))
+      return c;
+  }
   if constexpr (kQmvAffineDefaultIsStream)
     return qmv_affine_stream_default(rows, n, k, bits, group);
   if (kQmvAffineDefaultIsGrouped && bits == 4 && k % 128 == 0)
