@@ -39,6 +39,7 @@
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "kernel_harness.cuh"
+#include "path_filter.h"
 
 #ifdef HONE_GEMV_BF16_KERNEL_TEST_MAIN
 #include <cublasLt.h>
@@ -190,6 +191,9 @@ CheckSummary check_shape(int rows, int n, int k) {
     // other paths run every compiled config, pruned or not.
     if (std::string why; (c.path == KernelPath::stream || c.path == KernelPath::ring) &&
                          !gemv_bf16_can_implement(c, rows, n, k, &why))
+      continue;
+    // HONE_TEST_PATHS (path_filter.h): the default always runs.
+    if (!testing::path_selected(c.path) && !(c == all.back()))
       continue;
     KT_CHECK(cudaMemset(y.p, 0xff, elements(rows, n) * 2));
     const int status = launch(c, x.p, w.p, y.p, rows, n, k);
@@ -412,7 +416,8 @@ int run_main(int argc, char **argv) {
       for (const GemvBf16Config &c : gemv_bf16_configs()) {
         std::string why;
         const bool is_def = c.to_tactic() == def.to_tactic();
-        if (!is_def && gemv_bf16_can_implement(c, rows, s.n, s.k, &why))
+        if (!is_def && testing::path_selected(c.path) &&
+            gemv_bf16_can_implement(c, rows, s.n, s.k, &why))
           field.push_back(c);
       }
       CublasGemm gemm(rows, s.n, s.k);
@@ -548,9 +553,11 @@ TEST_F(GemvBf16KernelTest, EveryConfigMatchesTheReferenceAndDefaultOrderIsBatchI
       const CheckSummary c = check_shape(rows, s.n, s.k);
       EXPECT_EQ(c.failed, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
       EXPECT_EQ(c.variant, 0) << "n=" << s.n << " k=" << s.k << " rows=" << rows;
-      EXPECT_GT(c.invariant, 1) << "the default's order must be shared by other configs";
-      EXPECT_GT(c.stream_invariant, 0) << "stream configs must run and match their order";
-      if (s.k % 32 == 0) // the ring path's chunk
+      if (testing::path_selected(KernelPath::mma))
+        EXPECT_GT(c.invariant, 1) << "the default's order must be shared by other configs";
+      if (testing::path_selected(KernelPath::stream))
+        EXPECT_GT(c.stream_invariant, 0) << "stream configs must run and match their order";
+      if (s.k % 32 == 0 && testing::path_selected(KernelPath::ring)) // the ring path's chunk
         EXPECT_GT(c.ring_invariant, 0) << "ring configs must run and match the mma path";
       for (const std::string &f : c.failures)
         ADD_FAILURE() << f;

@@ -40,6 +40,7 @@
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 #include "kernel_harness.cuh"
+#include "path_filter.h"
 
 #ifndef HONE_QMV_AFFINE_KERNEL_TEST_MAIN
 #include <gtest/gtest.h>
@@ -171,16 +172,8 @@ std::string where(const Problem &p) {
          " group=" + std::to_string(p.group);
 }
 
-// HONE_QMV_PATHS (a comma-separated list of paths: mma, stream, grouped, ring) restricts the
-// configs checked and timed to those paths (the default and the references still run); unset,
-// every path. For compute-sanitizer runs of one path and focused timing tables.
-bool path_selected(KernelPath path) {
-  const char *v = std::getenv("HONE_QMV_PATHS");
-  if (!v || !*v)
-    return true;
-  const std::string list = "," + std::string(v) + ",";
-  return list.find("," + std::string(to_string(path)) + ",") != std::string::npos;
-}
+// HONE_TEST_PATHS (path_filter.h) restricts the configs checked and timed.
+using testing::path_selected;
 bool path_selected(const QmvAffineConfig &c) { return path_selected(c.path); }
 
 // Every admissible config at the problem's shape against the reference, then bitwise batch

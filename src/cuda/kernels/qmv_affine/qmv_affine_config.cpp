@@ -32,7 +32,7 @@ constexpr bool kQmvAffineDefaultIsGrouped = false;
 
 // SWITCH: true makes the ring path's default (qmv_affine_ring_default) the default where it can
 // run. It computes the mma default's bits (same K order), so flipping it changes no output,
-// only speed: set it after the H200 table of scripts/device/qmv_ring.sh shows the ring default
+// only speed: set it after the H200 table of scripts/device/weight_ring.sh shows the ring default
 // at or above the mma default in every cell (docs/notes/qmv_affine.md, v8).
 constexpr bool kQmvAffineDefaultIsRing = false;
 
