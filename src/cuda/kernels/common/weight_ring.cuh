@@ -27,11 +27,15 @@
 //   Chunk::multiply(acc, w[MT][2], loads, x[NT][kXVectors])  the mma path's chunk arithmetic
 //
 // The ring. Step j of a tile holds, for every slice s, its chunks
-// [s x slice_chunks + j x step_chunks, + step_chunks) of every row of the tile: one bulk copy per
-// (slice, row), at stages_base + stage x stage_bytes + (s x tile_rows + row) x pitch, pitch
-// 64 mod 128 (a quarter warp's 16-byte loads of rows 2i and 2i + 1 hit distinct banks). K is a
-// multiple of the chunk (the launchers refuse other shapes), so no lane needs a K guard. Full /
-// empty mbarriers as in weight_stream.cuh.
+// [s x slice_chunks + j x step_chunks, + step_chunks) of every row of the tile. Each (slice,
+// chunk) is one plane of tile_rows x 64 bytes, at stages_base + stage x stage_bytes + (s x
+// step_chunks + chunk) x tile_rows x 64, filled by one TMA box of the weights' 2-D tensor map
+// (16 words x tile_rows; a short tile takes boxes of 16 rows, so that no row of the next CTA's
+// range is read). Rows are 64 bytes apart: a quarter warp's 16-byte loads of rows 2i and 2i + 1
+// cover the 32 banks once. (One bulk copy per row and chunk, 64-256 bytes each, measured 70-90
+// cycles of the producer per copy on the H200 and held every config under 0.2 of the read
+// ceiling: docs/notes/qmv_affine.md, v8.) K is a multiple of the chunk (the launchers refuse
+// other shapes), so no lane needs a K guard. Full / empty mbarriers as in weight_stream.cuh.
 //
 // Numerics. Each consumer feeds its slice's chunks, in increasing K, through Chunk::multiply
 // into one accumulator per m16n8 tile, and at the end of a tile the warps_k partials of an
@@ -46,6 +50,7 @@
 #include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
+#include "cuda/kernels/common/tensor_map.h"
 #include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/common/weight_stream.cuh"
 
@@ -53,6 +58,8 @@ namespace hone::cuda::kernel_detail {
 
 // What every ring kernel's parameters hold (the op's own follow in RingArgs::extra).
 struct RingParams {
+  CUtensorMap tile_map;  // uint32 words [n][row_bytes / 4], box {16, tile_rows}
+  CUtensorMap row16_map; // the same, box {16, 16}: a short tile's rows
   const uint16_t *x; // bf16 [rows, k]
   const uint8_t *w;  // weights [n, row_bytes]
   uint16_t *y;       // bf16 [rows, n]
@@ -65,7 +72,6 @@ struct RingParams {
   int steps;        // ring steps per tile: ceil(slice_chunks / step_chunks)
   int stages;       // ring depth, <= 16
   int units;        // m16 tiles of the weight rows: ceil(n / 16)
-  int pitch;        // [bytes] a row of a stage
 };
 
 template <class Extra> struct RingArgs {
@@ -75,13 +81,13 @@ template <class Extra> struct RingArgs {
 
 template <class Chunk, int NT, int MT, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS, 1)
-    weight_ring_kernel(const RingArgs<typename Chunk::Extra> args) {
+    weight_ring_kernel(const __grid_constant__ RingArgs<typename Chunk::Extra> args) {
 #if __CUDA_ARCH__ >= 900
   const RingParams &p = args.p;
   extern __shared__ __align__(128) uint8_t ring_shared[];
   const int consumers = p.warps_n * p.warps_k;
   const int tile_rows = p.warps_n * MT * 16;
-  const int stage_bytes = p.warps_k * tile_rows * p.pitch;
+  const int stage_bytes = p.warps_k * p.step_chunks * tile_rows * 64;
   uint64_t *barriers = reinterpret_cast<uint64_t *>(ring_shared);
   const StageRing ring{barriers, barriers + p.stages, p.stages};
   float4 *partials = reinterpret_cast<float4 *>(ring_shared + kStreamBarrierBytes);
@@ -98,35 +104,42 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   __syncthreads();
 
   if (warp == consumers) {
-    // Producer: weights only, so it never waits for the kernel before it in a chain.
-    const uint64_t policy = evict_first_policy();
-    StageCursor q;
-    for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
-      const int valid_rows = min(tile_rows, row_end - m0);
-      for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
-        // Slice s's first byte of this step (its chunks [c0, c1)) and its length.
-        auto first_byte = [&](int s) { return (s * p.slice_chunks + j * p.step_chunks) * 64; };
-        auto length = [&](int s) {
-          const int c0 = s * p.slice_chunks + j * p.step_chunks;
-          const int c1 = min(min(c0 + p.step_chunks, (s + 1) * p.slice_chunks), p.total_chunks);
-          return c1 > c0 ? (c1 - c0) * 64 : 0;
-        };
-        ring.acquire_empty(q);
-        if (lane == 0) {
-          int bytes = 0; // > 0: slice 0 has a chunk in every step
+    // Producer (one lane): weights only, so it never waits for the kernel before it in a chain.
+    if (lane == 0) {
+      prefetch_tensor_map(&p.tile_map);
+      prefetch_tensor_map(&p.row16_map);
+      const uint32_t stages_shared = shared_address(stages_base);
+      StageCursor q;
+      for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
+        const int valid_rows = min(tile_rows, row_end - m0);
+        const bool whole = valid_rows == tile_rows;
+        const int boxes = (valid_rows + 15) / 16; // of 16 rows, for a short tile
+        const uint32_t plane_bytes = (whole ? tile_rows : boxes * 16) * 64; // as TMA counts
+        for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
+          // Slice s's chunks of this step: [first(s), first(s) + count(s)).
+          auto first = [&](int s) { return s * p.slice_chunks + j * p.step_chunks; };
+          auto count = [&](int s) {
+            const int c0 = first(s);
+            return max(0,
+                       min(min(c0 + p.step_chunks, (s + 1) * p.slice_chunks), p.total_chunks) - c0);
+          };
+          ring.acquire_empty(q);
+          int chunks = 0; // > 0: slice 0 has a chunk in every step
           for (int s = 0; s < p.warps_k; ++s)
-            bytes += length(s);
-          ring.expect(q, static_cast<uint32_t>(bytes * valid_rows));
-        }
-        __syncwarp();
-        uint8_t *dst = stages_base + q.stage * stage_bytes;
-        for (int i = lane; i < p.warps_k * valid_rows; i += 32) {
-          const int s = i / valid_rows, r = i - s * valid_rows;
-          const int len = length(s);
-          if (len > 0)
-            bulk_copy_to_shared(dst + (s * tile_rows + r) * p.pitch,
-                                p.w + static_cast<size_t>(m0 + r) * p.row_bytes + first_byte(s),
-                                static_cast<uint32_t>(len), ring.full_at(q), policy);
+            chunks += count(s);
+          ring.expect(q, static_cast<uint32_t>(chunks) * plane_bytes);
+          const uint32_t stage = stages_shared + q.stage * stage_bytes;
+          for (int s = 0; s < p.warps_k; ++s)
+            for (int c = 0; c < count(s); ++c) {
+              const uint32_t plane = stage + (s * p.step_chunks + c) * tile_rows * 64;
+              const int word = (first(s) + c) * 16;
+              if (whole)
+                tma_load_2d(plane, &p.tile_map, word, m0, ring.full_at(q));
+              else
+                for (int b = 0; b < boxes; ++b)
+                  tma_load_2d(plane + b * 16 * 64, &p.row16_map, word, m0 + b * 16,
+                              ring.full_at(q));
+            }
         }
       }
     }
@@ -147,8 +160,8 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     xo[nt] = min(nt * 8 + g, p.rows - 1) * p.k + Chunk::kLaneK * t;
   const int c_begin = slice * p.slice_chunks;
   const int c_end = min(c_begin + p.slice_chunks, p.total_chunks);
-  // This lane's 16 bytes of row g of its first m16 tile, in slice `slice` of a stage.
-  const int fragment = (slice * tile_rows + warp_n * MT * 16 + g) * p.pitch + 16 * t;
+  // This lane's 16 bytes of row g of its first m16 tile, in the first plane of slice `slice`.
+  const int fragment = (slice * p.step_chunks * tile_rows + warp_n * MT * 16 + g) * 64 + 16 * t;
   const uint32_t stages_shared = shared_address(stages_base);
   auto load_x = [&](int chunk, uint4(&x)[NT][kXVectors]) {
     const uint16_t *xc = p.x + static_cast<size_t>(chunk) * Chunk::kChunkK;
@@ -195,13 +208,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
         } else {
           Chunk::issue(args.extra, tl, chunk, t, cur.loads);
         }
-        const uint32_t words = stage + (chunk - step_first) * 64;
+        const uint32_t words = stage + (chunk - step_first) * tile_rows * 64;
         uint4 w[MT][2];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            w[mt][h] = lds128(words + (mt * 16 + h * 8) * p.pitch);
+            w[mt][h] = lds128(words + (mt * 16 + h * 8) * 64);
         if constexpr (Chunk::kAhead) {
           Chunk::multiply(acc, w, cur.loads, cur.x);
         } else {
@@ -263,7 +276,14 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;
   p.units = (p.n + 15) / 16;
-  p.pitch = ring_pitch(p.step_chunks);
+  const int tile_rows = ring_tile_rows(cta);
+  const uint64_t words = static_cast<uint64_t>(p.row_bytes) / 4;
+  if (tile_rows > 256 ||
+      !encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.w, words, p.n, p.row_bytes, 16,
+                 static_cast<uint32_t>(tile_rows), CU_TENSOR_MAP_SWIZZLE_NONE) ||
+      !encode_2d(&p.row16_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.w, words, p.n, p.row_bytes, 16, 16,
+                 CU_TENSOR_MAP_SWIZZLE_NONE))
+    return LaunchStatus::invalid_value();
   return launch_stream_kernel(fn, cta.warps, static_cast<size_t>(ring_shared_bytes(cta, ring)),
                               p.units, ring.ctas_per_sm, &args, stream, dependent);
 }

@@ -37,15 +37,9 @@ inline int ring_step_chunks(const SplitKCta &c) {
   return chunks;
 }
 
-// [bytes] a row's pitch in a stage: step_chunks x 64, made 64 mod 128 so that the 16-byte
-// fragment loads of a quarter warp (rows 2i and 2i + 1, 64 bytes each) cover all 32 banks.
-inline int ring_pitch(int step_chunks) {
-  return kRingChunkBytes * (step_chunks % 2 == 1 ? step_chunks : step_chunks + 1);
-}
-
-// [bytes] one ring stage: every slice's step_chunks chunks of every row of the tile.
+// [bytes] one ring stage: a plane of tile_rows x 64 bytes per slice and chunk of the step.
 inline int ring_stage_bytes(const SplitKCta &c) {
-  return c.warps_k * ring_tile_rows(c) * ring_pitch(ring_step_chunks(c));
+  return c.warps_k * ring_step_chunks(c) * ring_tile_rows(c) * kRingChunkBytes;
 }
 
 // [bytes] dynamic shared memory: the ring's barriers, the consumers' fp32 partials (one m16n8
@@ -61,7 +55,7 @@ inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int 
                              int max_consumers) {
   return rows >= 1 && rows <= c.rows_per_cta && c.warps_k >= 1 && c.warps % c.warps_k == 0 &&
          c.warps <= max_consumers && c.split_k == 1 && c.warps_k <= chunks && r.stages >= 2 &&
-         r.stages <= 16 && r.ctas_per_sm >= 1;
+         r.stages <= 16 && r.ctas_per_sm >= 1 && ring_tile_rows(c) <= 256; // a TMA box's rows
 }
 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes

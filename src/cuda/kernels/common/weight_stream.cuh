@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 
 #include "cuda/kernels/common/pdl.cuh"
@@ -86,6 +87,20 @@ __device__ __forceinline__ void bulk_copy_to_shared(void *dst, const void *src, 
                "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy)
                : "memory");
 #endif
+}
+
+// TMA: box (c0, c1) of the 2-D tensor map `map` (a __grid_constant__ kernel parameter) into this
+// CTA's shared memory at `dst`; completes the box's bytes of transaction on `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
+                                            uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+               "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
+               : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
 // An L2 cache policy for data read once (createpolicy ... evict_first).

@@ -98,18 +98,6 @@ template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
   }
 };
 
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
-                                            uint64_t *bar) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-               "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-               "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
-               : "memory");
-}
-
-__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map) {
-  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-
 __device__ __forceinline__ void flag_release(unsigned long long *flag, unsigned long long value) {
   asm volatile("st.release.gpu.global.b64 [%0], %1;" ::"l"(flag), "l"(value) : "memory");
 }
