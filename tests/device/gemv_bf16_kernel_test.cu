@@ -610,6 +610,11 @@ TEST(GemvBf16KernelConfigTest, RingConfigsCoverTheMmaOrdersAndRefuseWhatTheyCann
                           gemv_bf16_can_implement(c, rows, 4096, 4096, nullptr));
       EXPECT_TRUE(found) << "rows=" << rows << " k_slices=" << slices;
     }
+  // Every listed ring config can launch (a TMA box holds at most 256 rows of a tile).
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    if (c.path == KernelPath::ring)
+      EXPECT_TRUE(ring_launch_fits(c, c, c.rows_per_cta, 1 << 20, c.rows_per_cta <= 16 ? 16 : 8))
+          << c.to_tactic().str();
   for (const GemvBf16Config &c : gemv_bf16_configs())
     if (c.path == KernelPath::ring && c.rows_per_cta == 8) {
       EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c)) * c.ctas_per_sm,

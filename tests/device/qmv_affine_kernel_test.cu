@@ -175,6 +175,11 @@ std::string where(const Problem &p) {
 // HONE_TEST_PATHS (path_filter.h) restricts the configs checked and timed.
 using testing::path_selected;
 bool path_selected(const QmvAffineConfig &c) { return path_selected(c.path); }
+// HONE_TEST_TACTIC (a tactic string): time only that config beside the default (profiles).
+bool tactic_selected(const QmvAffineConfig &c) {
+  const char *v = std::getenv("HONE_TEST_TACTIC");
+  return !v || !*v || c.to_tactic().str() == v;
+}
 
 // Every admissible config at the problem's shape against the reference, then bitwise batch
 // invariance against the rows=1 default run row by row.
@@ -801,7 +806,7 @@ int run_main(int argc, char **argv) {
         const QmvAffineConfig def = qmv_affine_default(rows, n, k, bits, group);
         std::vector<QmvAffineConfig> field{def};
         for (const QmvAffineConfig &c : qmv_affine_configs(bits))
-          if (std::string why; !(c == def) && path_selected(c) &&
+          if (std::string why; !(c == def) && path_selected(c) && tactic_selected(c) &&
                                qmv_affine_can_implement(c, rows, n, k, bits, group, &why))
             field.push_back(c);
         std::vector<std::unique_ptr<GraphBatch>> graphs;

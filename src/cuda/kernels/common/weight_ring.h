@@ -84,7 +84,9 @@ void append_ring_configs(const Config &base, int max_consumers, std::vector<Conf
           c.async = 0;
           c.stages = stages;
           c.ctas_per_sm = per_sm;
-          if (static_cast<size_t>(ring_shared_bytes(c, c)) * per_sm <= kStreamMaxSharedBytes)
+          // A tile is one TMA box high: at most 256 rows.
+          if (ring_tile_rows(c) <= 256 &&
+              static_cast<size_t>(ring_shared_bytes(c, c)) * per_sm <= kStreamMaxSharedBytes)
             out.push_back(c);
         }
     }
