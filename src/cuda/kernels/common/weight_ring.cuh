@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   const int row_end =
       min(static_cast<int>(static_cast<long long>(cta + 1) * p.units / ctas) * 16, p.n);
   if (threadIdx.x == 0)
-    ring.init(consumers);
+    ring.init(consumers, /*arrivals_per_warp=*/1);
   __syncthreads();
 
   if (warp == consumers) {
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
           Chunk::multiply(acc, w, cur.loads, x);
         }
       }
-      ring.release(q, lane);
+      ring.release_warp(q, lane);
     }
 
     // The tile's outputs: the warps_k partials of each added in slice order from 0.0f (the

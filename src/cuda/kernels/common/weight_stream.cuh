@@ -150,10 +150,11 @@ struct StageRing {
     return full + q.stage;
   }
   // REQUIRES: one thread per CTA, then a CTA barrier before the mbarriers are used.
-  __device__ __forceinline__ void init(int consumer_warps) const {
+  // `arrivals_per_warp`: 32 for release() (every consumer thread), 1 for release_warp().
+  __device__ __forceinline__ void init(int consumer_warps, int arrivals_per_warp = 32) const {
     for (int s = 0; s < stages; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s, static_cast<uint32_t>(consumer_warps) * 32u);
+      mbarrier_init(empty + s, static_cast<uint32_t>(consumer_warps * arrivals_per_warp));
     }
     mbarrier_init_fence();
   }
@@ -176,6 +177,17 @@ struct StageRing {
   __device__ __forceinline__ void release(const StageCursor &q, int /*lane*/) const {
     fence_proxy_async_shared();
     mbarrier_arrive(empty + q.stage);
+  }
+  // Consumer warp (every lane calls it; the ring initialised with one arrival per warp): hands
+  // step q's stage back with one arrival once every lane's reads of it are done. The reads are
+  // loads whose values the warp has used, the __syncwarp orders every lane before the arrival,
+  // and the arrival (release) and the producer's wait (acquire) order them before the next TMA
+  // write of the stage; as CUTLASS's TMA pipelines, no proxy fence: that one orders generic
+  // writes before async-proxy reads, and cost a fence per thread and step.
+  __device__ __forceinline__ void release_warp(const StageCursor &q, int lane) const {
+    __syncwarp();
+    if (lane == 0)
+      mbarrier_arrive(empty + q.stage);
   }
 };
 
