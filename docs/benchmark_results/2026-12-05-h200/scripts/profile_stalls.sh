@@ -18,8 +18,7 @@ for tactic in \
   case $tactic in *ring*) name=weight_ring_kernel ;; *) name=qmv_affine_mma_kernel ;; esac
   HONE_TEST_TACTIC=$tactic timeout 150 ncu --kernel-name "regex:$name" --launch-skip 1 \
     --launch-count 1 --section SpeedOfLight --section Occupancy --page raw \
-    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-    --metrics gpu__time_duration.sum,sm__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|gpu__time_duration\.sum|sm__warps_active\.avg\.per_cycle_active|smsp__issue_active\.avg\.per_cycle_active' \
     build/bench/qmv_affine_harness --no-check --shapes 28672x4096 --rows 1 --formats 4x64 \
     >"$out/ncu_$i.log" 2>&1
   echo "== $i $tactic: rc $?"
