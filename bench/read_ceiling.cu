@@ -7,6 +7,12 @@
 //           per 64-byte chunk of each row (the gemv.bf16 / qmv.affine mma pattern), J chunks
 //           in flight per lane, k = slices of K
 //   lines   the same split, but one warp instruction reads 512 contiguous bytes of one row
+//   tma     a persistent grid of one producer lane and one consumer warp per CTA: TMA boxes of
+//           box_words 32-bit words x box_rows rows into a ring of `stages` boxes, over CTA
+//           ranges of 16-row units (short tiles in 16-row boxes), as the GEMV family's ring
+//           kernel (src/cuda/kernels/common/weight_ring.cuh) walks its weights; the consumer
+//           reads one word per lane of each box. It says what a box shape can read, without the
+//           kernel's arithmetic.
 //
 // Shapes are rows x bytes per row; the default set is the weight matrices of the gemv.bf16
 // matrix (bf16: n x 2k) and of the qmv.affine matrix (int4: n x k/2, packed words only).
@@ -28,11 +34,14 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
+#include "cuda/kernels/common/tensor_map.h"
+#include "cuda/kernels/common/weight_stream.cuh"
 #include "kernel_harness.cuh"
 
 namespace hone::cuda::read_ceiling {
 
-using namespace harness; // NOLINT
+using namespace harness;       // NOLINT
+using namespace kernel_detail; // NOLINT
 
 __device__ __forceinline__ void sink_fold(uint32_t acc, uint32_t *sink) {
   if (acc == 0x9e3779b9u) // never true for the fill below; keeps every load alive
@@ -115,6 +124,57 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
   sink_fold(acc, sink);
 }
 
+// One CTA: warp 1 lane 0 copies, warp 0 consumes. CTA c owns the rows of the 16-row units
+// [c U / C, (c + 1) U / C), walked in tiles of box_rows rows and, per tile, all of K in boxes of
+// box_words words.
+__global__ void __launch_bounds__(64)
+    tma_ring_kernel(const __grid_constant__ CUtensorMap tile_map,
+                    const __grid_constant__ CUtensorMap row16_map, int n, int row_words,
+                    int box_words, int box_rows, int stages, uint32_t *sink) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) uint8_t tma_shared[];
+  uint64_t *bars = reinterpret_cast<uint64_t *>(tma_shared);
+  const StageRing ring{bars, bars + stages, stages};
+  const uint32_t stages_shared = shared_address(tma_shared + kStreamBarrierBytes);
+  const int box_bytes = box_words * 4 * box_rows;
+  const int units = (n + 15) / 16, ctas = static_cast<int>(gridDim.x);
+  const int cta = static_cast<int>(blockIdx.x);
+  const int row_begin = static_cast<int>(static_cast<long long>(cta) * units / ctas) * 16;
+  const int row_end = min(static_cast<int>(static_cast<long long>(cta + 1) * units / ctas) * 16, n);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (threadIdx.x == 0)
+    ring.init(1, 1);
+  __syncthreads();
+  StageCursor q;
+  uint32_t acc = 0;
+  for (int m0 = row_begin; m0 < row_end; m0 += box_rows) {
+    const int valid = min(box_rows, row_end - m0);
+    const bool whole = valid == box_rows;
+    const int boxes = (valid + 15) / 16;
+    for (int kw = 0; kw < row_words; kw += box_words, q.advance(stages)) {
+      const uint32_t stage = stages_shared + q.stage * box_bytes;
+      if (threadIdx.x == 32) {
+        ring.acquire_empty(q);
+        ring.expect(q, static_cast<uint32_t>((whole ? box_rows : boxes * 16) * box_words * 4));
+        if (whole)
+          tma_load_2d(stage, &tile_map, kw, m0, ring.full_at(q));
+        else
+          for (int b = 0; b < boxes; ++b)
+            tma_load_2d(stage + b * 16 * box_words * 4, &row16_map, kw, m0 + b * 16,
+                        ring.full_at(q));
+      } else if (threadIdx.x < 32) {
+        ring.wait_full(q);
+        uint32_t v;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + 4 * lane) : "memory");
+        acc ^= v;
+        ring.release_warp(q, lane);
+      }
+    }
+  }
+  sink_fold(acc, sink);
+#endif
+}
+
 __global__ void fill_kernel(uint32_t *p, size_t count) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
@@ -122,13 +182,17 @@ __global__ void fill_kernel(uint32_t *p, size_t count) {
 }
 
 struct Candidate {
-  std::string pattern; // stream, rows, lines
+  std::string pattern; // stream, rows, lines, tma
   int j = 0, slices = 0, ctas = 0;
   std::function<void(int, cudaStream_t)> launch;
+  int box_words = 0, box_rows = 0, stages = 0; // tma
   std::string name() const {
     char buf[64];
     if (pattern == "stream")
       std::snprintf(buf, sizeof buf, "stream %d CTA", ctas);
+    else if (pattern == "tma")
+      std::snprintf(buf, sizeof buf, "tma %dBx%d s%d (%d CTA)", box_words * 4, box_rows, stages,
+                    ctas);
     else
       std::snprintf(buf, sizeof buf, "%s J%d k%d (%d CTA)", pattern.c_str(), j, slices, ctas);
     return buf;
@@ -140,6 +204,7 @@ struct Candidate {
 int main(int argc, char **argv) {
   using namespace hone::cuda::read_ceiling; // NOLINT
   using namespace hone::cuda::harness;      // NOLINT
+  using hone::cuda::encode_2d;
   // gemv.bf16 matrix (n x 2k bytes), then qmv.affine int4 (n x k/2)
   std::vector<int> shapes = {4096, 8192, 6144,  8192, 14336, 8192, 4096, 28672, 8960,
                              3072, 1536, 17920, 2048, 4096,  4096, 2048, 14336, 2048,
@@ -223,6 +288,43 @@ int main(int argc, char **argv) {
       add(tile_kernel<4, false>, "rows", 4);
       add(tile_kernel<8, true>, "lines", 8);
     }
+    // TMA boxes of 64-256 bytes a row, 8-32 KB a box, 4 stages, one or two CTAs per SM.
+    std::vector<std::shared_ptr<std::vector<CUtensorMap>>> maps;
+    if (row_bytes % 256 == 0) {
+      KT_CHECK(cudaFuncSetAttribute(tma_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kStreamBarrierBytes + 4 * 32768));
+      const int box_shapes[][2] = {{16, 256}, {32, 128}, {32, 256}, {64, 64}, {64, 128}};
+      for (const auto &bs : box_shapes)
+        for (int per_sm : {1, 2}) {
+          const int box_words = bs[0], box_rows = bs[1], stages = 4;
+          const int box_bytes = box_words * 4 * box_rows;
+          if (per_sm == 2 && box_bytes > 16384)
+            continue;
+          auto m = std::make_shared<std::vector<CUtensorMap>>(2 * copies);
+          bool ok = true;
+          for (int c = 0; c < copies; ++c)
+            ok = ok &&
+                 encode_2d(&(*m)[2 * c], CU_TENSOR_MAP_DATA_TYPE_UINT32, base + bytes * c,
+                           row_bytes / 4, n, row_bytes, box_words, box_rows,
+                           CU_TENSOR_MAP_SWIZZLE_NONE) &&
+                 encode_2d(&(*m)[2 * c + 1], CU_TENSOR_MAP_DATA_TYPE_UINT32, base + bytes * c,
+                           row_bytes / 4, n, row_bytes, box_words, 16, CU_TENSOR_MAP_SWIZZLE_NONE);
+          if (!ok) {
+            std::fprintf(stderr, "read_ceiling: tensor map refused (%dx%d)\n", box_words, box_rows);
+            continue;
+          }
+          maps.push_back(m);
+          const int ctas = std::min(sms * per_sm, tiles);
+          const size_t shared = kStreamBarrierBytes + static_cast<size_t>(stages) * box_bytes;
+          Candidate c{"tma", 0, 0, ctas, {}, box_words, box_rows, stages};
+          c.launch = [=](int copy, cudaStream_t st) {
+            tma_ring_kernel<<<ctas, 64, shared, st>>>((*m)[2 * copy], (*m)[2 * copy + 1], n,
+                                                      row_bytes / 4, box_words, box_rows, stages,
+                                                      sink_p);
+          };
+          cands.push_back(c);
+        }
+    }
     const int batch = 40;
     std::vector<std::unique_ptr<GraphBatch>> graphs;
     for (const Candidate &c : cands)
@@ -248,11 +350,16 @@ int main(int argc, char **argv) {
                          {"j", c.j},
                          {"k_slices", c.slices},
                          {"ctas", c.ctas},
+                         {"box_words", c.box_words},
+                         {"box_rows", c.box_rows},
+                         {"stages", c.stages},
                          {"median_s", sec},
                          {"samples_s", t[i]},
                          {"fraction_of_read_bandwidth", bytes / sec / bw}});
       if (c.pattern == "stream")
         best.stream_us = std::min(best.stream_us, sec * 1e6);
+      else if (c.pattern == "tma")
+        continue; // its own rows in the table above, not the GEMV patterns' best
       else if (sec * 1e6 < best.rows_us)
         best.rows_us = sec * 1e6, best.rows_name = c.name();
     }

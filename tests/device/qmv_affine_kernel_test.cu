@@ -452,12 +452,19 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       EXPECT_EQ(c.split_k, 1) << t;
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
       const int step = ring_step_chunks(c);
-      EXPECT_TRUE(step == 1 || step == 2 || step == 4) << t;
+      // Box rows of 128 or 256 bytes: 4 chunks where the step stays within the target.
+      EXPECT_TRUE(step == 2 || step == 4) << t;
       // A tile is one TMA box high (at most 256 rows).
       EXPECT_LE(ring_tile_rows(c), 256) << t;
-      // A step of one chunk per slice already reaches the target, or the step stays under it.
-      const int step_bytes = c.warps_k * ring_tile_rows(c) * step * kRingChunkBytes;
-      EXPECT_TRUE(step == 1 || step_bytes <= kRingStepTarget) << t;
+      const int per_chunk = c.warps_k * ring_tile_rows(c) * kRingChunkBytes;
+      EXPECT_EQ(step == 4, 4 * per_chunk <= kRingStepTarget) << t;
+      // A launch never takes more chunks per step than a slice has, nor fewer than it needs.
+      for (int slice_chunks : {1, 2, 3, 4, 5, 64}) {
+        const int launch = ring_launch_step_chunks(c, slice_chunks);
+        EXPECT_LE(launch, step) << t;
+        EXPECT_TRUE(launch <= slice_chunks && (launch == step || 2 * launch > slice_chunks))
+            << t << " slice_chunks=" << slice_chunks;
+      }
       EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c)) * c.ctas_per_sm, kStreamMaxSharedBytes)
           << t;
       EXPECT_EQ(ring_shared_bytes(c, c),

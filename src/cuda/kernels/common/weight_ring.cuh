@@ -27,15 +27,19 @@
 //   Chunk::multiply(acc, w[MT][2], loads, x[NT][kXVectors])  the mma path's chunk arithmetic
 //
 // The ring. Step j of a tile holds, for every slice s, its chunks
-// [s x slice_chunks + j x step_chunks, + step_chunks) of every row of the tile. Each (slice,
-// chunk) is one plane of tile_rows x 64 bytes, at stages_base + stage x stage_bytes + (s x
-// step_chunks + chunk) x tile_rows x 64, filled by one TMA box of the weights' 2-D tensor map
-// (16 words x tile_rows; a short tile takes boxes of 16 rows, so that no row of the next CTA's
-// range is read). Rows are 64 bytes apart: a quarter warp's 16-byte loads of rows 2i and 2i + 1
-// cover the 32 banks once. (One bulk copy per row and chunk, 64-256 bytes each, measured 70-90
-// cycles of the producer per copy on the H200 and held every config under 0.2 of the read
-// ceiling: docs/notes/qmv_affine.md, v8.) K is a multiple of the chunk (the launchers refuse
-// other shapes), so no lane needs a K guard. Full / empty mbarriers as in weight_stream.cuh.
+// [s x slice_chunks + j x step_chunks, + step_chunks) of every row of the tile: one plane per
+// slice of tile_rows rows of step_chunks x 64 bytes (the row stride), at stages_base + stage x
+// stage_bytes + s x tile_rows x row stride, filled by one TMA box of the weights' 2-D tensor map
+// (16 x step_chunks words x tile_rows; a short tile takes boxes of 16 rows, so that no row of
+// the next CTA's range is read). Chunk i of the step sits at byte 64 i of its row. A slice's last
+// step may be short: its box still loads step_chunks chunks (the next slice's, or zeros past K,
+// which the consumers skip), and counts them all, as TMA does. (One bulk copy per row and chunk
+// measured 70-90 cycles of the producer per copy on the H200, and boxes of one chunk, 64-byte
+// rows, 0.26-0.38 of the read ceiling: docs/notes/qmv_affine.md, v8.) Rows 128 or 256 bytes
+// apart put a quarter warp's 16-byte loads of rows 2i and 2i + 1 on the same banks, twice the
+// wavefronts of conflict-free loads; shared memory is not what bounds these kernels. K is a
+// multiple of the chunk (the launchers refuse other shapes), so no lane needs a K guard. Full /
+// empty mbarriers as in weight_stream.cuh.
 //
 // Numerics. Each consumer feeds its slice's chunks, in increasing K, through Chunk::multiply
 // into one accumulator per m16n8 tile, and at the end of a tile the warps_k partials of an
@@ -58,13 +62,11 @@ namespace hone::cuda::kernel_detail {
 
 // What every ring kernel's parameters hold (the op's own follow in RingArgs::extra).
 struct RingParams {
-  CUtensorMap tile_map;  // uint32 words [n][row_bytes / 4], box {16, tile_rows}
-  CUtensorMap row16_map; // the same, box {16, 16}: a short tile's rows
-  const uint16_t *x; // bf16 [rows, k]
-  const uint8_t *w;  // weights [n, row_bytes]
-  uint16_t *y;       // bf16 [rows, n]
+  CUtensorMap tile_map;  // uint32 words [n][k / chunk_k x 16], box {16 x step_chunks, tile_rows}
+  CUtensorMap row16_map; // the same, box {16 x step_chunks, 16}: a short tile's rows
+  const uint16_t *x;     // bf16 [rows, k]
+  uint16_t *y;           // bf16 [rows, n]
   int rows, n, k;
-  int row_bytes; // [bytes] of a weight row: 64 x total_chunks
   int warps_n, warps_k;
   int total_chunks; // k / chunk_k
   int slice_chunks; // chunks per K slice (the mma path's)
@@ -87,7 +89,9 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   extern __shared__ __align__(128) uint8_t ring_shared[];
   const int consumers = p.warps_n * p.warps_k;
   const int tile_rows = p.warps_n * MT * 16;
-  const int stage_bytes = p.warps_k * p.step_chunks * tile_rows * 64;
+  const int row_stride = p.step_chunks * 64; // [bytes] between a plane's rows
+  const int plane_stride = tile_rows * row_stride;
+  const int stage_bytes = p.warps_k * plane_stride;
   uint64_t *barriers = reinterpret_cast<uint64_t *>(ring_shared);
   const StageRing ring{barriers, barriers + p.stages, p.stages};
   float4 *partials = reinterpret_cast<float4 *>(ring_shared + kStreamBarrierBytes);
@@ -114,7 +118,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
         const int valid_rows = min(tile_rows, row_end - m0);
         const bool whole = valid_rows == tile_rows;
         const int boxes = (valid_rows + 15) / 16; // of 16 rows, for a short tile
-        const uint32_t plane_bytes = (whole ? tile_rows : boxes * 16) * 64; // as TMA counts
+        const uint32_t plane_bytes = (whole ? tile_rows : boxes * 16) * row_stride; // as TMA counts
         for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
           // Slice s's chunks of this step: [first(s), first(s) + count(s)).
           auto first = [&](int s) { return s * p.slice_chunks + j * p.step_chunks; };
@@ -124,22 +128,23 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
                        min(min(c0 + p.step_chunks, (s + 1) * p.slice_chunks), p.total_chunks) - c0);
           };
           ring.acquire_empty(q);
-          int chunks = 0; // > 0: slice 0 has a chunk in every step
+          int planes = 0; // > 0: slice 0 has a chunk in every step
           for (int s = 0; s < p.warps_k; ++s)
-            chunks += count(s);
-          ring.expect(q, static_cast<uint32_t>(chunks) * plane_bytes);
+            planes += count(s) > 0;
+          ring.expect(q, static_cast<uint32_t>(planes) * plane_bytes);
           const uint32_t stage = stages_shared + q.stage * stage_bytes;
-          for (int s = 0; s < p.warps_k; ++s)
-            for (int c = 0; c < count(s); ++c) {
-              const uint32_t plane = stage + (s * p.step_chunks + c) * tile_rows * 64;
-              const int word = (first(s) + c) * 16;
-              if (whole)
-                tma_load_2d(plane, &p.tile_map, word, m0, ring.full_at(q));
-              else
-                for (int b = 0; b < boxes; ++b)
-                  tma_load_2d(plane + b * 16 * 64, &p.row16_map, word, m0 + b * 16,
-                              ring.full_at(q));
-            }
+          for (int s = 0; s < p.warps_k; ++s) {
+            if (count(s) == 0)
+              continue;
+            const uint32_t plane = stage + s * plane_stride;
+            const int word = first(s) * 16;
+            if (whole)
+              tma_load_2d(plane, &p.tile_map, word, m0, ring.full_at(q));
+            else
+              for (int b = 0; b < boxes; ++b)
+                tma_load_2d(plane + b * 16 * row_stride, &p.row16_map, word, m0 + b * 16,
+                            ring.full_at(q));
+          }
         }
       }
     }
@@ -160,8 +165,8 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     xo[nt] = min(nt * 8 + g, p.rows - 1) * p.k + Chunk::kLaneK * t;
   const int c_begin = slice * p.slice_chunks;
   const int c_end = min(c_begin + p.slice_chunks, p.total_chunks);
-  // This lane's 16 bytes of row g of its first m16 tile, in the first plane of slice `slice`.
-  const int fragment = (slice * p.step_chunks * tile_rows + warp_n * MT * 16 + g) * 64 + 16 * t;
+  // This lane's 16 bytes of row g of its first m16 tile, in the plane of slice `slice`.
+  const int fragment = slice * plane_stride + (warp_n * MT * 16 + g) * row_stride + 16 * t;
   const uint32_t stages_shared = shared_address(stages_base);
   auto load_x = [&](int chunk, uint4(&x)[NT][kXVectors]) {
     const uint16_t *xc = p.x + static_cast<size_t>(chunk) * Chunk::kChunkK;
@@ -188,9 +193,35 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     };
     float acc[MT][NT][4];
     zero_accumulators(acc);
-    Ahead next;
+    // Chunk c multiplies with the loads in `use`; where the policy loads a chunk ahead, chunk
+    // c + 1's go into `fill` meanwhile. Two buffers taken in turn (ping-pong), so that no copy of
+    // a register waits on a load still in flight: with one buffer and a copy, nvcc moved the
+    // next chunk's registers right after issuing their loads, and the consumers waited a load
+    // latency every chunk (long-scoreboard stalls, docs/notes/qmv_affine.md, v8).
+    auto multiply_chunk = [&](int c, uint32_t words, Ahead &use, Ahead &fill) {
+      if constexpr (Chunk::kAhead) {
+        if (c + 1 < c_end)
+          issue(c + 1, fill);
+      } else {
+        Chunk::issue(args.extra, tl, c, t, use.loads);
+      }
+      uint4 w[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w[mt][h] = lds128(words + (mt * 16 + h * 8) * row_stride);
+      if constexpr (Chunk::kAhead) {
+        Chunk::multiply(acc, w, use.loads, use.x);
+      } else {
+        uint4 x[NT][kXVectors];
+        load_x(c, x);
+        Chunk::multiply(acc, w, use.loads, x);
+      }
+    };
+    Ahead even, odd; // the loads of chunks c_begin + 2i and c_begin + 2i + 1
     if (Chunk::kAhead && c_begin < c_end)
-      issue(c_begin, next);
+      issue(c_begin, even);
     int chunk = c_begin;
     for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
       const int step_first = c_begin + j * p.step_chunks;
@@ -198,30 +229,11 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
       ring.wait_full(q);
       const uint32_t stage = stages_shared + q.stage * stage_bytes + fragment;
       for (; chunk < step_end; ++chunk) {
-        // A chunk ahead where the policy says so; at use otherwise (more n8 or m16 tiles, where
-        // the copy a chunk ahead spills).
-        Ahead cur;
-        if constexpr (Chunk::kAhead) {
-          cur = next;
-          if (chunk + 1 < c_end)
-            issue(chunk + 1, next);
-        } else {
-          Chunk::issue(args.extra, tl, chunk, t, cur.loads);
-        }
-        const uint32_t words = stage + (chunk - step_first) * tile_rows * 64;
-        uint4 w[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            w[mt][h] = lds128(words + (mt * 16 + h * 8) * 64);
-        if constexpr (Chunk::kAhead) {
-          Chunk::multiply(acc, w, cur.loads, cur.x);
-        } else {
-          uint4 x[NT][kXVectors];
-          load_x(chunk, x);
-          Chunk::multiply(acc, w, cur.loads, x);
-        }
+        const uint32_t words = stage + (chunk - step_first) * 64;
+        if (((chunk - c_begin) & 1) == 0)
+          multiply_chunk(chunk, words, even, odd);
+        else
+          multiply_chunk(chunk, words, odd, even);
       }
       ring.release_warp(q, lane);
     }
@@ -252,37 +264,39 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
 }
 
 // Host: enqueues the ring kernel `fn` (a weight_ring_kernel with `max_consumers` consumer warps
-// at most) for `cta` and `ring`. `args.p` comes with x, w, y, rows, n and k set by the op and
+// at most) for `cta` and `ring` over the weights `w` (rows of k / chunk_k x 64 bytes, the
+// tensor maps' source). `args.p` comes with x, y, rows, n and k set by the op and
 // `args.extra` with the op's own; `slice_chunks` is the op's mma-path slice length at
 // cta.warps_k slices, so that the ring keeps that path's K order. Invalid value for a shape the
 // kernel cannot take (K not a multiple of `chunk_k`, weights not 16-byte aligned, a config that
 // does not fit); invalid configuration where not one CTA fits the device. Never synchronises.
 template <class Extra>
 LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const StreamRingFields &ring,
-                                RingArgs<Extra> args, int chunk_k, int slice_chunks,
+                                const void *w, RingArgs<Extra> args, int chunk_k, int slice_chunks,
                                 int max_consumers, void *stream, bool dependent) {
   RingParams &p = args.p;
   if (!fn || p.k < chunk_k || p.k % chunk_k != 0 || p.n < 1 ||
-      reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
+      reinterpret_cast<uintptr_t>(w) % 16 != 0)
     return LaunchStatus::invalid_value();
   p.total_chunks = p.k / chunk_k;
   if (!ring_launch_fits(cta, ring, p.rows, p.total_chunks, max_consumers) || slice_chunks < 1)
     return LaunchStatus::invalid_value();
-  p.row_bytes = p.total_chunks * kRingChunkBytes;
+  const uint64_t row_bytes = static_cast<uint64_t>(p.total_chunks) * kRingChunkBytes;
   p.warps_k = cta.warps_k;
   p.warps_n = cta.warps / cta.warps_k;
   p.slice_chunks = slice_chunks;
-  p.step_chunks = ring_step_chunks(cta);
+  p.step_chunks = ring_launch_step_chunks(cta, slice_chunks);
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;
   p.units = (p.n + 15) / 16;
   const int tile_rows = ring_tile_rows(cta);
-  const uint64_t words = static_cast<uint64_t>(p.row_bytes) / 4;
+  const uint64_t words = row_bytes / 4;
+  const auto box_words = static_cast<uint32_t>(16 * p.step_chunks);
   if (tile_rows > 256 ||
-      !encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.w, words, p.n, p.row_bytes, 16,
+      !encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
                  static_cast<uint32_t>(tile_rows), CU_TENSOR_MAP_SWIZZLE_NONE) ||
-      !encode_2d(&p.row16_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.w, words, p.n, p.row_bytes, 16, 16,
-                 CU_TENSOR_MAP_SWIZZLE_NONE))
+      !encode_2d(&p.row16_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
+                 16, CU_TENSOR_MAP_SWIZZLE_NONE))
     return LaunchStatus::invalid_value();
   return launch_stream_kernel(fn, cta.warps, static_cast<size_t>(ring_shared_bytes(cta, ring)),
                               p.units, ring.ctas_per_sm, &args, stream, dependent);

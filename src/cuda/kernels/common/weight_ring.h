@@ -21,23 +21,32 @@ namespace hone::cuda {
 
 // [bytes] of one chunk of a weight row, in every op (32 bf16, 64 int8 or 128 int4 values).
 inline constexpr int kRingChunkBytes = 64;
-// [bytes] the ring step a config aims at, summed over the tile's rows and slices.
-inline constexpr int kRingStepTarget = 8192;
-
 // Weight rows of a tile: warps_n x outputs_per_warp.
 inline int ring_tile_rows(const SplitKCta &c) { return c.warps / c.warps_k * c.outputs_per_warp; }
 
-// Chunks per slice and step: the power of two in 1..4 that brings a step closest to
-// kRingStepTarget from below (one chunk where one already reaches it).
+// [bytes] a ring step may reach, summed over the tile's rows and slices.
+inline constexpr int kRingStepTarget = 32768;
+
+// Chunks per slice and step: 4 where such a step stays within kRingStepTarget, else 2. A slice's
+// chunks of a step arrive as one TMA box {16 x chunks words, tile rows}, so each box row is 128
+// or 256 bytes: on the H200 boxes of 64-byte rows (one chunk) held every ring config at 0.26-0.38
+// of the loads-only read (docs/notes/qmv_affine.md, v8). The launch takes fewer where a K slice
+// has fewer chunks (ring_launch_step_chunks).
 inline int ring_step_chunks(const SplitKCta &c) {
   const int per_chunk = c.warps_k * ring_tile_rows(c) * kRingChunkBytes;
-  int chunks = 1;
-  while (chunks < 4 && 2 * chunks * per_chunk <= kRingStepTarget)
-    chunks *= 2;
+  return 4 * per_chunk <= kRingStepTarget ? 4 : 2;
+}
+
+// The chunks per step a launch uses: ring_step_chunks, halved while a K slice (slice_chunks) is
+// shorter, so that a box reads no chunk of the next slice where a whole step fits in one.
+inline int ring_launch_step_chunks(const SplitKCta &c, int slice_chunks) {
+  int chunks = ring_step_chunks(c);
+  while (chunks > 1 && chunks > slice_chunks)
+    chunks /= 2;
   return chunks;
 }
 
-// [bytes] one ring stage: a plane of tile_rows x 64 bytes per slice and chunk of the step.
+// [bytes] one ring stage: a plane of tile_rows x (step chunks x 64) bytes per slice.
 inline int ring_stage_bytes(const SplitKCta &c) {
   return c.warps_k * ring_step_chunks(c) * ring_tile_rows(c) * kRingChunkBytes;
 }

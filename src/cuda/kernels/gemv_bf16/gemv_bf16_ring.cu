@@ -74,15 +74,14 @@ LaunchStatus gemv_bf16_ring_launch(const GemvBf16Config &config, const GemvBf16A
     return LaunchStatus::invalid_value();
   RingArgs<RingExtra> a{};
   a.p.x = static_cast<const uint16_t *>(args.x);
-  a.p.w = static_cast<const uint8_t *>(args.w);
   a.p.y = static_cast<uint16_t *>(args.y);
   a.p.rows = args.rows;
   a.p.n = args.n;
   a.p.k = args.k;
   // The mma path's slice: gemv_bf16_slice_granules / 4 chunks of 32.
-  return kernel_detail::launch_weight_ring(reinterpret_cast<const void *>(e->fn), config, config, a,
-                                           32, gemv_bf16_slice_granules(config, args.k) / 4,
-                                           e->max_consumers, stream, args.chain.dependent);
+  return kernel_detail::launch_weight_ring(
+      reinterpret_cast<const void *>(e->fn), config, config, args.w, a, 32,
+      gemv_bf16_slice_granules(config, args.k) / 4, e->max_consumers, stream, args.chain.dependent);
 }
 
 } // namespace hone::cuda

@@ -95,7 +95,6 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
     return LaunchStatus::invalid_value();
   RingArgs<RingExtra> a{};
   a.p.x = static_cast<const uint16_t *>(args.x);
-  a.p.w = reinterpret_cast<const uint8_t *>(args.q);
   a.p.y = static_cast<uint16_t *>(args.y);
   a.p.rows = args.rows;
   a.p.n = args.n;
@@ -106,7 +105,7 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
   a.extra.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   const int chunk_k = qmv_affine_chunk_k(args.bits);
   const void *fn = reinterpret_cast<const void *>(e->fn[args.group >= chunk_k ? 1 : 0]);
-  return kernel_detail::launch_weight_ring(fn, config, config, a, chunk_k,
+  return kernel_detail::launch_weight_ring(fn, config, config, args.q, a, chunk_k,
                                            qmv_affine_slice_chunks(config, args.k, args.bits),
                                            e->max_consumers, stream, args.chain.dependent);
 }

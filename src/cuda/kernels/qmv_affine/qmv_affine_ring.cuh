@@ -56,8 +56,11 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        l.scale[mt][h] = __ldg(e.scales + tl.so[mt][h] + group);
-        l.bias[mt][h] = __ldg(e.biases + tl.so[mt][h] + group);
+        // Unsigned (< 2^31): a zero-extended index costs one LEA pair per address, where the
+        // signed sum was sign-extended and shifted as 64 bits (five instructions, SASS).
+        const uint32_t i = static_cast<uint32_t>(tl.so[mt][h] + group);
+        l.scale[mt][h] = __ldg(e.scales + i);
+        l.bias[mt][h] = __ldg(e.biases + i);
       }
   }
 
