@@ -18,7 +18,7 @@
 // of each n8 tile. The policy `Chunk` (the op's) multiplies one chunk exactly as its mma path
 // does:
 //   Chunk::kChunkK, kLaneK, kXVectors, kAhead    values per chunk and lane, activation vectors,
-//                                                 whether a chunk's loads go a chunk ahead
+//                                                 whether the op's loads go a chunk ahead
 //   Chunk::Extra                                  the op's own kernel parameters
 //   Chunk::Tile    Chunk::tile(extra, p, m_warp, g)           per tile and lane (e.g. group
 //                                                             parameter offsets)
@@ -37,7 +37,12 @@
 // measured 70-90 cycles of the producer per copy on the H200, and boxes of one chunk, 64-byte
 // rows, 0.26-0.38 of the read ceiling: docs/notes/qmv_affine.md, v8.) Rows 128 or 256 bytes
 // apart put a quarter warp's 16-byte loads of rows 2i and 2i + 1 on the same banks, twice the
-// wavefronts of conflict-free loads; shared memory is not what bounds these kernels. K is a
+// wavefronts of conflict-free loads; shared memory is not what bounds these kernels. After the
+// slices' planes, a stage holds the activations of the same chunks: per slice and chunk of the
+// step one block of NT x 8 rows of chunk_k bf16, one TMA box of the activations' tensor map each
+// (rows past `rows` zero-filled; their outputs are never stored). So a consumer reads both
+// operands from shared memory: with activations read from global memory per chunk, the ring's
+// consumers waited on them (long-scoreboard stalls), at 17-32 rows most. K is a
 // multiple of the chunk (the launchers refuse other shapes), so no lane needs a K guard. Full /
 // empty mbarriers as in weight_stream.cuh.
 //
@@ -47,6 +52,7 @@
 // bit-identical to every mma-path config of the same k_slices, at every row count.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -64,9 +70,10 @@ namespace hone::cuda::kernel_detail {
 struct RingParams {
   CUtensorMap tile_map;  // uint32 words [n][k / chunk_k x 16], box {16 x step_chunks, tile_rows}
   CUtensorMap row16_map; // the same, box {16 x step_chunks, 16}: a short tile's rows
-  const uint16_t *x;     // bf16 [rows, k]
+  CUtensorMap x_map;     // bf16 [rows][k], box {chunk_k, x_rows}: one chunk's activations
   uint16_t *y;           // bf16 [rows, n]
   int rows, n, k;
+  int x_rows; // activation rows an activation box copies: min(rows, NT x 8)
   int warps_n, warps_k;
   int total_chunks; // k / chunk_k
   int slice_chunks; // chunks per K slice (the mma path's)
@@ -91,7 +98,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   const int tile_rows = p.warps_n * MT * 16;
   const int row_stride = p.step_chunks * 64; // [bytes] between a plane's rows
   const int plane_stride = tile_rows * row_stride;
-  const int stage_bytes = p.warps_k * plane_stride;
+  // The activations of one chunk: room for NT x 8 rows of kChunkK bf16, of which the box fills
+  // x_rows (rows past `rows` are never written, nor read: a lane of such a row reads row
+  // rows - 1, whose outputs are not stored).
+  constexpr int kXRowBytes = Chunk::kChunkK * 2;
+  constexpr int kXBlockBytes = NT * 8 * kXRowBytes;
+  const int x_blocks = p.warps_k * plane_stride; // [bytes] from a stage's start
+  const int stage_bytes = x_blocks + p.warps_k * p.step_chunks * kXBlockBytes;
   uint64_t *barriers = reinterpret_cast<uint64_t *>(ring_shared);
   const StageRing ring{barriers, barriers + p.stages, p.stages};
   float4 *partials = reinterpret_cast<float4 *>(ring_shared + kStreamBarrierBytes);
@@ -108,10 +121,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   __syncthreads();
 
   if (warp == consumers) {
-    // Producer (one lane): weights only, so it never waits for the kernel before it in a chain.
+    // Producer (one lane). The weights of its first step go out before the wait for the kernel
+    // before it in a chain (they do not depend on it); the activations only after it.
     if (lane == 0) {
       prefetch_tensor_map(&p.tile_map);
       prefetch_tensor_map(&p.row16_map);
+      prefetch_tensor_map(&p.x_map);
+      bool waited = false;
       const uint32_t stages_shared = shared_address(stages_base);
       StageCursor q;
       for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
@@ -128,10 +144,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
                        min(min(c0 + p.step_chunks, (s + 1) * p.slice_chunks), p.total_chunks) - c0);
           };
           ring.acquire_empty(q);
-          int planes = 0; // > 0: slice 0 has a chunk in every step
-          for (int s = 0; s < p.warps_k; ++s)
+          int planes = 0, chunks = 0; // > 0: slice 0 has a chunk in every step
+          for (int s = 0; s < p.warps_k; ++s) {
             planes += count(s) > 0;
-          ring.expect(q, static_cast<uint32_t>(planes) * plane_bytes);
+            chunks += count(s);
+          }
+          ring.expect(q, static_cast<uint32_t>(planes) * plane_bytes +
+                             static_cast<uint32_t>(chunks * p.x_rows * kXRowBytes));
           const uint32_t stage = stages_shared + q.stage * stage_bytes;
           for (int s = 0; s < p.warps_k; ++s) {
             if (count(s) == 0)
@@ -145,6 +164,14 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
                 tma_load_2d(plane + b * 16 * row_stride, &p.row16_map, word, m0 + b * 16,
                             ring.full_at(q));
           }
+          if (!waited) {
+            pdl_wait();
+            waited = true;
+          }
+          for (int s = 0; s < p.warps_k; ++s)
+            for (int c = 0; c < count(s); ++c)
+              tma_load_2d(stage + x_blocks + (s * p.step_chunks + c) * kXBlockBytes, &p.x_map,
+                          (first(s) + c) * Chunk::kChunkK, 0, ring.full_at(q));
         }
       }
     }
@@ -158,39 +185,29 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   constexpr int kXVectors = Chunk::kXVectors;
   const int warp_n = warp % p.warps_n, slice = warp / p.warps_n;
   const int g = lane >> 2, t = lane & 3;
-  // 32-bit element offsets from one base (rows x k < 2^31) keep registers for the fragments.
-  int xo[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    xo[nt] = min(nt * 8 + g, p.rows - 1) * p.k + Chunk::kLaneK * t;
   const int c_begin = slice * p.slice_chunks;
   const int c_end = min(c_begin + p.slice_chunks, p.total_chunks);
-  // This lane's 16 bytes of row g of its first m16 tile, in the plane of slice `slice`.
+  // This lane's 16 bytes of row g of its first m16 tile, in the plane of slice `slice`, and of
+  // activation row g at its K offset in a chunk's activation block.
   const int fragment = slice * plane_stride + (warp_n * MT * 16 + g) * row_stride + 16 * t;
+  const int x_fragment = x_blocks + slice * p.step_chunks * kXBlockBytes + Chunk::kLaneK * 2 * t;
+  // Activation row nt x 8 + g, clamped to the last row: at one row every lane of a quarter warp
+  // reads the same bytes (one broadcast), where distinct rows of zeros took 8 x the wavefronts.
+  int x_row[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    x_row[nt] = min(nt * 8 + g, p.rows - 1) * kXRowBytes;
   const uint32_t stages_shared = shared_address(stages_base);
-  auto load_x = [&](int chunk, uint4(&x)[NT][kXVectors]) {
-    const uint16_t *xc = p.x + static_cast<size_t>(chunk) * Chunk::kChunkK;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int v = 0; v < kXVectors; ++v)
-        x[nt][v] = load_activation(xc + xo[nt] + 8 * v);
-  };
-  // A chunk's loads besides its weights: with its activations where they go ahead.
+  // A chunk's loads besides its weights and activations (the op's, e.g. group parameters).
   struct Ahead {
     typename Chunk::Loads loads;
-    uint4 x[NT][kXVectors];
   };
 
   StageCursor q;
   for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
     const int valid_rows = min(tile_rows, row_end - m0);
     const typename Chunk::Tile tl = Chunk::tile(args.extra, p, m0 + warp_n * MT * 16, g);
-    auto issue = [&](int chunk, Ahead &a) {
-      Chunk::issue(args.extra, tl, chunk, t, a.loads);
-      if constexpr (Chunk::kAhead)
-        load_x(chunk, a.x);
-    };
+    auto issue = [&](int chunk, Ahead &a) { Chunk::issue(args.extra, tl, chunk, t, a.loads); };
     float acc[MT][NT][4];
     zero_accumulators(acc);
     // Chunk c multiplies with the loads in `use`; where the policy loads a chunk ahead, chunk
@@ -198,7 +215,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     // a register waits on a load still in flight: with one buffer and a copy, nvcc moved the
     // next chunk's registers right after issuing their loads, and the consumers waited a load
     // latency every chunk (long-scoreboard stalls, docs/notes/qmv_affine.md, v8).
-    auto multiply_chunk = [&](int c, uint32_t words, Ahead &use, Ahead &fill) {
+    auto multiply_chunk = [&](int c, uint32_t words, uint32_t xs, Ahead &use, Ahead &fill) {
       if constexpr (Chunk::kAhead) {
         if (c + 1 < c_end)
           issue(c + 1, fill);
@@ -211,13 +228,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           w[mt][h] = lds128(words + (mt * 16 + h * 8) * row_stride);
-      if constexpr (Chunk::kAhead) {
-        Chunk::multiply(acc, w, use.loads, use.x);
-      } else {
-        uint4 x[NT][kXVectors];
-        load_x(c, x);
-        Chunk::multiply(acc, w, use.loads, x);
-      }
+      uint4 x[NT][kXVectors];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int v = 0; v < kXVectors; ++v)
+          x[nt][v] = lds128(xs + x_row[nt] + 16 * v);
+      Chunk::multiply(acc, w, use.loads, x);
     };
     Ahead even, odd; // the loads of chunks c_begin + 2i and c_begin + 2i + 1
     if (Chunk::kAhead && c_begin < c_end)
@@ -227,13 +244,14 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
       const int step_first = c_begin + j * p.step_chunks;
       const int step_end = min(step_first + p.step_chunks, c_end);
       ring.wait_full(q);
-      const uint32_t stage = stages_shared + q.stage * stage_bytes + fragment;
+      const uint32_t stage = stages_shared + q.stage * stage_bytes;
       for (; chunk < step_end; ++chunk) {
-        const uint32_t words = stage + (chunk - step_first) * 64;
+        const uint32_t words = stage + fragment + (chunk - step_first) * 64;
+        const uint32_t xs = stage + x_fragment + (chunk - step_first) * kXBlockBytes;
         if (((chunk - c_begin) & 1) == 0)
-          multiply_chunk(chunk, words, even, odd);
+          multiply_chunk(chunk, words, xs, even, odd);
         else
-          multiply_chunk(chunk, words, odd, even);
+          multiply_chunk(chunk, words, xs, odd, even);
       }
       ring.release_warp(q, lane);
     }
@@ -264,20 +282,22 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
 }
 
 // Host: enqueues the ring kernel `fn` (a weight_ring_kernel with `max_consumers` consumer warps
-// at most) for `cta` and `ring` over the weights `w` (rows of k / chunk_k x 64 bytes, the
-// tensor maps' source). `args.p` comes with x, y, rows, n and k set by the op and
-// `args.extra` with the op's own; `slice_chunks` is the op's mma-path slice length at
-// cta.warps_k slices, so that the ring keeps that path's K order. Invalid value for a shape the
-// kernel cannot take (K not a multiple of `chunk_k`, weights not 16-byte aligned, a config that
-// does not fit); invalid configuration where not one CTA fits the device. Never synchronises.
+// at most) for `cta` and `ring` over the weights `w` (rows of k / chunk_k x 64 bytes) and the
+// activations `x` (bf16 [rows, k]), the tensor maps' sources. `args.p` comes with y, rows, n and
+// k set by the op and `args.extra` with the op's own; `slice_chunks` is the op's mma-path slice
+// length at cta.warps_k slices, so that the ring keeps that path's K order. Invalid value for a
+// shape the kernel cannot take (K not a multiple of `chunk_k`, weights or activations not
+// 16-byte aligned, a config that does not fit); invalid configuration where not one CTA fits
+// the device. Never synchronises.
 template <class Extra>
 LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const StreamRingFields &ring,
-                                const void *w, RingArgs<Extra> args, int chunk_k, int slice_chunks,
-                                int max_consumers, void *stream, bool dependent) {
+                                const void *w, const void *x, RingArgs<Extra> args, int chunk_k,
+                                int slice_chunks, int max_consumers, void *stream, bool dependent) {
   RingParams &p = args.p;
   if (!fn || p.k < chunk_k || p.k % chunk_k != 0 || p.n < 1 ||
-      reinterpret_cast<uintptr_t>(w) % 16 != 0)
+      reinterpret_cast<uintptr_t>(w) % 16 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return LaunchStatus::invalid_value();
+  const int x_chunk_bytes = chunk_k * 2;
   p.total_chunks = p.k / chunk_k;
   if (!ring_launch_fits(cta, ring, p.rows, p.total_chunks, max_consumers) || slice_chunks < 1)
     return LaunchStatus::invalid_value();
@@ -285,7 +305,8 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   p.warps_k = cta.warps_k;
   p.warps_n = cta.warps / cta.warps_k;
   p.slice_chunks = slice_chunks;
-  p.step_chunks = ring_launch_step_chunks(cta, slice_chunks);
+  p.step_chunks = ring_launch_step_chunks(cta, x_chunk_bytes, slice_chunks);
+  p.x_rows = std::min(p.rows, cta.rows_per_cta);
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;
   p.units = (p.n + 15) / 16;
@@ -296,9 +317,14 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
       !encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
                  static_cast<uint32_t>(tile_rows), CU_TENSOR_MAP_SWIZZLE_NONE) ||
       !encode_2d(&p.row16_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
-                 16, CU_TENSOR_MAP_SWIZZLE_NONE))
+                 16, CU_TENSOR_MAP_SWIZZLE_NONE) ||
+      !encode_2d(&p.x_map, CU_TENSOR_MAP_DATA_TYPE_UINT16, x, static_cast<uint64_t>(p.k),
+                 static_cast<uint64_t>(p.rows), static_cast<uint64_t>(p.k) * 2,
+                 static_cast<uint32_t>(chunk_k), static_cast<uint32_t>(p.x_rows),
+                 CU_TENSOR_MAP_SWIZZLE_NONE))
     return LaunchStatus::invalid_value();
-  return launch_stream_kernel(fn, cta.warps, static_cast<size_t>(ring_shared_bytes(cta, ring)),
+  return launch_stream_kernel(fn, cta.warps,
+                              static_cast<size_t>(ring_shared_bytes(cta, ring, x_chunk_bytes)),
                               p.units, ring.ctas_per_sm, &args, stream, dependent);
 }
 

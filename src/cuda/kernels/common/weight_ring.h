@@ -5,9 +5,12 @@
 // warps_k consumer warps (one producer warp more), warps_k K slices (the mma path's k_slices;
 // split_k 1), outputs_per_warp weight rows per consumer (16 or 32: one or two m16 tiles),
 // rows_per_cta activation rows (8, 16 or 32; rows <= rows_per_cta), stages and ctas_per_sm.
+// A stage holds the step's weights and the activations of the same K: `x_chunk_bytes` per
+// activation row and chunk (the op's chunk of K in bf16: 64 for gemv.bf16, 128 / 256 for 8 / 4
+// bit qmv.affine).
 //
-//   append_ring_configs(base, max_consumers, out);      // the tactic axes
-//   const int bytes = ring_shared_bytes(config);        // what a launch asks for
+//   append_ring_configs(base, max_consumers, x_chunk_bytes, out);  // the tactic axes
+//   const int bytes = ring_shared_bytes(config, config, x_chunk_bytes); // what a launch asks
 #pragma once
 
 #include <cstddef>
@@ -24,38 +27,52 @@ inline constexpr int kRingChunkBytes = 64;
 // Weight rows of a tile: warps_n x outputs_per_warp.
 inline int ring_tile_rows(const SplitKCta &c) { return c.warps / c.warps_k * c.outputs_per_warp; }
 
-// [bytes] a ring step may reach, summed over the tile's rows and slices.
-inline constexpr int kRingStepTarget = 32768;
+// [bytes] of one chunk of every K slice in a stage: the tile's weights and the CTA's
+// activation rows.
+inline int ring_chunk_bytes(const SplitKCta &c, int x_chunk_bytes) {
+  return c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * x_chunk_bytes);
+}
 
-// Chunks per slice and step: 4 where such a step stays within kRingStepTarget, else 2. A slice's
-// chunks of a step arrive as one TMA box {16 x chunks words, tile rows}, so each box row is 128
-// or 256 bytes: on the H200 boxes of 64-byte rows (one chunk) held every ring config at 0.26-0.38
-// of the loads-only read (docs/notes/qmv_affine.md, v8). The launch takes fewer where a K slice
-// has fewer chunks (ring_launch_step_chunks).
-inline int ring_step_chunks(const SplitKCta &c) {
-  const int per_chunk = c.warps_k * ring_tile_rows(c) * kRingChunkBytes;
-  return 4 * per_chunk <= kRingStepTarget ? 4 : 2;
+// [bytes] the ring step a config aims at, and the most a two-chunk step may take, summed over
+// the slices' weights and activations.
+inline constexpr int kRingStepTarget = 40960;
+inline constexpr int kRingStepMax = 65536;
+
+// Chunks per slice and step: 4 where such a step stays within kRingStepTarget, 2 where two stay
+// within kRingStepMax, else 1. A slice's chunks of a step arrive as one TMA box {16 x chunks
+// words, tile rows}, so each box row is 64-256 bytes: on the H200 boxes of 64-byte rows read at
+// most 0.58-0.70 of the bandwidth, 256-byte rows within 2 % of the loads-only patterns
+// (read_ceiling's tma pattern, docs/notes/qmv_affine.md, v8). So a step of two chunks is worth
+// two stages instead of four (append_ring_configs): with one chunk per step the 8-slice, 32-row
+// tiles of qmv.affine lost a third of their speed on 4096-row matrices (H200, 2026-12-05). One
+// chunk only where two exceed kRingStepMax: many slices of 32 activation rows, whose activations
+// outweigh their weights. The launch takes fewer where a K slice has fewer chunks
+// (ring_launch_step_chunks).
+inline int ring_step_chunks(const SplitKCta &c, int x_chunk_bytes) {
+  const int per_chunk = ring_chunk_bytes(c, x_chunk_bytes);
+  return 4 * per_chunk <= kRingStepTarget ? 4 : 2 * per_chunk <= kRingStepMax ? 2 : 1;
 }
 
 // The chunks per step a launch uses: ring_step_chunks, halved while a K slice (slice_chunks) is
 // shorter, so that a box reads no chunk of the next slice where a whole step fits in one.
-inline int ring_launch_step_chunks(const SplitKCta &c, int slice_chunks) {
-  int chunks = ring_step_chunks(c);
+inline int ring_launch_step_chunks(const SplitKCta &c, int x_chunk_bytes, int slice_chunks) {
+  int chunks = ring_step_chunks(c, x_chunk_bytes);
   while (chunks > 1 && chunks > slice_chunks)
     chunks /= 2;
   return chunks;
 }
 
-// [bytes] one ring stage: a plane of tile_rows x (step chunks x 64) bytes per slice.
-inline int ring_stage_bytes(const SplitKCta &c) {
-  return c.warps_k * ring_step_chunks(c) * ring_tile_rows(c) * kRingChunkBytes;
+// [bytes] one ring stage: per slice, a plane of tile_rows x (step chunks x 64) bytes of weights,
+// then per chunk of the step one block of rows_per_cta x x_chunk_bytes of activations.
+inline int ring_stage_bytes(const SplitKCta &c, int x_chunk_bytes) {
+  return ring_step_chunks(c, x_chunk_bytes) * ring_chunk_bytes(c, x_chunk_bytes);
 }
 
 // [bytes] dynamic shared memory: the ring's barriers, the consumers' fp32 partials (one m16n8
 // tile per lane, MT x NT of them per warp) and the stages.
-inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r) {
+inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r, int x_chunk_bytes) {
   const int mt = c.outputs_per_warp / 16, nt = c.rows_per_cta / 8;
-  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c);
+  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c, x_chunk_bytes);
 }
 
 // Whether a ring config can launch `rows` activation rows over `chunks` (whole) K chunks with a
@@ -69,35 +86,44 @@ inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int 
 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
 // (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
-// warps_n row groups (any count); 4 or 8 stages; two CTAs per SM only for CTAs of at most 8
+// warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit); two CTAs per SM only
+// for CTAs of at most 8
 // warps (two larger ones do not fit the register file at these kernels' counts). Appends `base`
 // (its kernel's rows_per_cta and outputs_per_warp set) at every point whose shared memory x
 // ctas_per_sm fits kStreamMaxSharedBytes, as KernelPath::ring.
 template <class Config>
-void append_ring_configs(const Config &base, int max_consumers, std::vector<Config> &out) {
+void append_ring_configs(const Config &base, int max_consumers, int x_chunk_bytes,
+                         std::vector<Config> &out) {
   for (int consumers : {4, 6, 8, 12, 16}) {
     if (consumers > max_consumers)
       continue;
     for (int slices : {1, 2, 4, 8, 16}) {
       if (consumers % slices != 0)
         continue;
-      for (int stages : {4, 8})
-        for (int per_sm : {1, 2}) {
-          if (per_sm == 2 && (consumers + 1) * 32 > 256)
-            continue;
-          Config c = base;
-          c.path = KernelPath::ring;
-          c.warps = consumers;
-          c.warps_k = slices;
-          c.split_k = 1;
-          c.async = 0;
+      for (int per_sm : {1, 2}) {
+        if (per_sm == 2 && (consumers + 1) * 32 > 256)
+          continue;
+        Config c = base;
+        c.path = KernelPath::ring;
+        c.warps = consumers;
+        c.warps_k = slices;
+        c.split_k = 1;
+        c.async = 0;
+        c.ctas_per_sm = per_sm;
+        // A tile is one TMA box high: at most 256 rows.
+        if (ring_tile_rows(c) > 256)
+          continue;
+        auto fits = [&](int stages) {
           c.stages = stages;
-          c.ctas_per_sm = per_sm;
-          // A tile is one TMA box high: at most 256 rows.
-          if (ring_tile_rows(c) <= 256 &&
-              static_cast<size_t>(ring_shared_bytes(c, c)) * per_sm <= kStreamMaxSharedBytes)
+          return static_cast<size_t>(ring_shared_bytes(c, c, x_chunk_bytes)) * per_sm <=
+                 kStreamMaxSharedBytes;
+        };
+        // Two stages only where four do not fit (many slices of 32 activation rows).
+        const bool four = fits(4);
+        for (int stages : {2, 4, 8})
+          if ((stages != 2 || !four) && fits(stages))
             out.push_back(c);
-        }
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "hone/error.h"
@@ -34,7 +35,7 @@ constexpr bool kGemvBf16DefaultIsStream = false;
 constexpr bool kGemvBf16DefaultIsRing = false;
 
 // The ring default: as many consumer warps as its kernel takes (16 up to 16 rows, 8 at 32), as
-// K slices (the mma default's) x row groups; 4 stages of ~8-16 KB, one CTA per SM.
+// K slices (the mma default's) x row groups; 4 stages (2 where 4 do not fit), one CTA per SM.
 constexpr int kRingDefaultStages = 4;
 
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks of 32, fewer below;
@@ -125,6 +126,9 @@ GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k) {
   c.async = 0;
   c.stages = kRingDefaultStages;
   c.ctas_per_sm = 1;
+  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
+  if (static_cast<size_t>(ring_shared_bytes(c, c, 64)) > kStreamMaxSharedBytes)
+    c.stages = 2;
   return c;
 }
 

@@ -13,6 +13,9 @@ namespace hone::cuda {
 
 namespace {
 
+// [bytes] of one chunk (32 values) of an activation row in a ring stage.
+constexpr int kXChunkBytes = 64;
+
 using gemv_bf16_detail::RingExtra;
 using kernel_detail::RingArgs;
 using RingFn = void (*)(RingArgs<RingExtra>);
@@ -55,7 +58,7 @@ void append_gemv_bf16_ring_configs(std::vector<GemvBf16Config> &out) {
     base.rows_per_cta = e.rows_per_cta;
     base.outputs_per_warp = e.outputs_per_warp;
     base.vec = 16;
-    append_ring_configs(base, e.max_consumers, out);
+    append_ring_configs(base, e.max_consumers, kXChunkBytes, out);
   }
 }
 
@@ -64,7 +67,8 @@ KernelResources gemv_bf16_ring_resources(const GemvBf16Config &config) {
   if (!e)
     return {};
   const void *fns[] = {reinterpret_cast<const void *>(e->fn)};
-  return split_k_resources(fns, static_cast<size_t>(ring_shared_bytes(config, config)));
+  return split_k_resources(fns,
+                           static_cast<size_t>(ring_shared_bytes(config, config, kXChunkBytes)));
 }
 
 LaunchStatus gemv_bf16_ring_launch(const GemvBf16Config &config, const GemvBf16Args &args,
@@ -73,14 +77,13 @@ LaunchStatus gemv_bf16_ring_launch(const GemvBf16Config &config, const GemvBf16A
   if (!e || config.vec != 16)
     return LaunchStatus::invalid_value();
   RingArgs<RingExtra> a{};
-  a.p.x = static_cast<const uint16_t *>(args.x);
   a.p.y = static_cast<uint16_t *>(args.y);
   a.p.rows = args.rows;
   a.p.n = args.n;
   a.p.k = args.k;
   // The mma path's slice: gemv_bf16_slice_granules / 4 chunks of 32.
   return kernel_detail::launch_weight_ring(
-      reinterpret_cast<const void *>(e->fn), config, config, args.w, a, 32,
+      reinterpret_cast<const void *>(e->fn), config, config, args.w, args.x, a, 32,
       gemv_bf16_slice_granules(config, args.k) / 4, e->max_consumers, stream, args.chain.dependent);
 }
 

@@ -17,9 +17,8 @@ template <int NT, int MT> struct RingChunk {
   static constexpr int kChunkK = 32; // 64 bytes of a weight row
   static constexpr int kLaneK = 8;   // lane t: elements 8t..8t+7 of a chunk
   static constexpr int kXVectors = 1;
-  // Activations a chunk ahead at one n8 tile; at two, the 16-consumer kernel spilled with them
-  // (-Xptxas -v), so from two n8 tiles on they load at use.
-  static constexpr bool kAhead = NT == 1;
+  // No loads of its own besides the weights and activations, which come from the ring stage.
+  static constexpr bool kAhead = false;
   using Extra = RingExtra;
   struct Tile {};
   struct Loads {};

@@ -6,6 +6,7 @@
 
 #include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 #include "hone/error.h"
@@ -37,8 +38,8 @@ constexpr bool kQmvAffineDefaultIsGrouped = false;
 constexpr bool kQmvAffineDefaultIsRing = false;
 
 // The ring default: as many consumer warps as its kernel takes (16 with one m16 and one n8 tile
-// per warp, 8 with more), as K slices (the mma default's) x row groups; 4 stages of ~8-16 KB,
-// one CTA per SM.
+// per warp, 8 with more), as K slices (the mma default's) x row groups; 4 stages (2 where 4 do
+// not fit), one CTA per SM.
 constexpr int kRingDefaultStages = 4;
 
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks, fewer below; 8 stages
@@ -137,6 +138,10 @@ QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int /*
   c.async = 0;
   c.stages = kRingDefaultStages;
   c.ctas_per_sm = 1;
+  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
+  if (static_cast<size_t>(ring_shared_bytes(c, c, 2 * qmv_affine_chunk_k(bits))) >
+      kStreamMaxSharedBytes)
+    c.stages = 2;
   return c;
 }
 

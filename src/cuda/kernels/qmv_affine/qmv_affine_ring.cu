@@ -71,7 +71,7 @@ void append_qmv_affine_ring_configs(int bits, std::vector<QmvAffineConfig> &out)
       QmvAffineConfig base;
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
-      append_ring_configs(base, e.max_consumers, out);
+      append_ring_configs(base, e.max_consumers, 2 * qmv_affine_chunk_k(bits), out);
     }
 }
 
@@ -82,7 +82,8 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   // The worst of the config's two kernels (per-weight and factored dequantisation).
   const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
                         reinterpret_cast<const void *>(e->fn[1])};
-  return split_k_resources(both, static_cast<size_t>(ring_shared_bytes(config, config)));
+  return split_k_resources(
+      both, static_cast<size_t>(ring_shared_bytes(config, config, 2 * qmv_affine_chunk_k(bits))));
 }
 
 LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
@@ -94,7 +95,6 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
       static_cast<long long>(args.n) * (args.k / args.group) >= (1ll << 31))
     return LaunchStatus::invalid_value();
   RingArgs<RingExtra> a{};
-  a.p.x = static_cast<const uint16_t *>(args.x);
   a.p.y = static_cast<uint16_t *>(args.y);
   a.p.rows = args.rows;
   a.p.n = args.n;
@@ -105,7 +105,7 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
   a.extra.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   const int chunk_k = qmv_affine_chunk_k(args.bits);
   const void *fn = reinterpret_cast<const void *>(e->fn[args.group >= chunk_k ? 1 : 0]);
-  return kernel_detail::launch_weight_ring(fn, config, config, args.q, a, chunk_k,
+  return kernel_detail::launch_weight_ring(fn, config, config, args.q, args.x, a, chunk_k,
                                            qmv_affine_slice_chunks(config, args.k, args.bits),
                                            e->max_consumers, stream, args.chain.dependent);
 }

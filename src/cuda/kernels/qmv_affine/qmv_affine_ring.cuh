@@ -24,9 +24,8 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
   static constexpr int kChunkK = L::kChunkK;
   static constexpr int kLaneK = L::kLaneK;
   static constexpr int kXVectors = L::kXVectors;
-  // Loads a chunk ahead where registers allow (as the mma path's kXAhead); at four m16 x n8
-  // tiles the copy a chunk ahead spilled.
-  static constexpr bool kAhead = NT * MT <= 2;
+  // The group parameters a chunk ahead (the activations come from the ring stage).
+  static constexpr bool kAhead = true;
   using Extra = RingExtra;
   // A lane's rows' first group parameter: n x groups_per_row < 2^31 (the launcher checks).
   struct Tile {
