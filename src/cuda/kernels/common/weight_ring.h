@@ -33,24 +33,22 @@ inline int ring_chunk_bytes(const SplitKCta &c, int x_chunk_bytes) {
   return c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * x_chunk_bytes);
 }
 
-// [bytes] the ring step a config aims at, and the most a two-chunk step may take, summed over
-// the slices' weights and activations.
+// [bytes] a ring step may reach, summed over the slices' weights and activations.
 inline constexpr int kRingStepTarget = 40960;
-inline constexpr int kRingStepMax = 65536;
 
-// Chunks per slice and step: 4 where such a step stays within kRingStepTarget, 2 where two stay
-// within kRingStepMax, else 1. A slice's chunks of a step arrive as one TMA box {16 x chunks
-// words, tile rows}, so each box row is 64-256 bytes: on the H200 boxes of 64-byte rows read at
-// most 0.58-0.70 of the bandwidth, 256-byte rows within 2 % of the loads-only patterns
-// (read_ceiling's tma pattern, docs/notes/qmv_affine.md, v8). So a step of two chunks is worth
-// two stages instead of four (append_ring_configs): with one chunk per step the 8-slice, 32-row
-// tiles of qmv.affine lost a third of their speed on 4096-row matrices (H200, 2026-12-05). One
-// chunk only where two exceed kRingStepMax: many slices of 32 activation rows, whose activations
-// outweigh their weights. The launch takes fewer where a K slice has fewer chunks
+// Chunks per slice and step: 4, 2 or 1, the most whose step stays within kRingStepTarget. A
+// slice's chunks of a step arrive as one TMA box {16 x chunks words, tile rows}, so each box row
+// is 64-256 bytes: on the H200 boxes of 64-byte rows read at most 0.58-0.70 of the bandwidth,
+// 256-byte rows within 2 % of the loads-only patterns (read_ceiling's tma pattern,
+// docs/notes/qmv_affine.md, v8). One chunk where two exceed the target: many slices of 32
+// activation rows, whose activations outweigh their weights, and the 8-slice 32-row tiles of
+// 8 activation rows, which lost a third of their speed on 4096-row matrices for it (H200,
+// 2026-12-05, call 5). Two chunks in two stages there is the next thing to measure
+// (docs/notes/device_plan.md). The launch takes fewer where a K slice has fewer chunks
 // (ring_launch_step_chunks).
 inline int ring_step_chunks(const SplitKCta &c, int x_chunk_bytes) {
   const int per_chunk = ring_chunk_bytes(c, x_chunk_bytes);
-  return 4 * per_chunk <= kRingStepTarget ? 4 : 2 * per_chunk <= kRingStepMax ? 2 : 1;
+  return 4 * per_chunk <= kRingStepTarget ? 4 : 2 * per_chunk <= kRingStepTarget ? 2 : 1;
 }
 
 // The chunks per step a launch uses: ring_step_chunks, halved while a K slice (slice_chunks) is
