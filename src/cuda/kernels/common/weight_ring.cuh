@@ -39,12 +39,13 @@
 // apart put a quarter warp's 16-byte loads of rows 2i and 2i + 1 on the same banks, twice the
 // wavefronts of conflict-free loads; shared memory is not what bounds these kernels. After the
 // slices' planes, a stage holds the activations of the same chunks: per slice and chunk of the
-// step one block of NT x 8 rows of chunk_k bf16, one TMA box of the activations' tensor map each
-// (rows past `rows` zero-filled; their outputs are never stored). So a consumer reads both
-// operands from shared memory: with activations read from global memory per chunk, the ring's
-// consumers waited on them (long-scoreboard stalls), at 17-32 rows most. K is a
-// multiple of the chunk (the launchers refuse other shapes), so no lane needs a K guard. Full /
-// empty mbarriers as in weight_stream.cuh.
+// step one block with room for NT x 8 rows of chunk_k bf16, of which one TMA box of the
+// activations' tensor map fills the min(rows, NT x 8) there are (lanes of later rows read the
+// last one; their outputs are never stored). So a consumer reads both operands from shared
+// memory: with activations read from global memory per chunk, the ring's consumers waited on
+// them (long-scoreboard stalls), at 17-32 rows most. K is a multiple of the chunk (the launchers
+// refuse other shapes), so no lane needs a K guard. Full / empty mbarriers as in
+// weight_stream.cuh.
 //
 // Numerics. Each consumer feeds its slice's chunks, in increasing K, through Chunk::multiply
 // into one accumulator per m16n8 tile, and at the end of a tile the warps_k partials of an
