@@ -139,8 +139,8 @@ __global__ void __launch_bounds__(64)
   const int box_bytes = box_words * 4 * box_rows;
   const int units = (n + 15) / 16, ctas = static_cast<int>(gridDim.x);
   const int cta = static_cast<int>(blockIdx.x);
-  const int row_begin = static_cast<int>(static_cast<long long>(cta) * units / ctas) * 16;
-  const int row_end = min(static_cast<int>(static_cast<long long>(cta + 1) * units / ctas) * 16, n);
+  const int row_begin = stream_first_tile(cta, ctas, units) * 16;
+  const int row_end = min(stream_first_tile(cta + 1, ctas, units) * 16, n);
   const int lane = static_cast<int>(threadIdx.x) & 31;
   if (threadIdx.x == 0)
     ring.init(1, 1);

@@ -451,28 +451,29 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       const std::string t = c.to_tactic().str();
       EXPECT_EQ(c.split_k, 1) << t;
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
-      const int xb = 2 * qmv_affine_chunk_k(bits); // an activation row's bytes per chunk
-      const int step = ring_step_chunks(c, xb);
+      const int chunk_k = qmv_affine_chunk_k(bits); // bf16 activations per row and chunk
+      const int step = ring_step_chunks(c, chunk_k);
       // The most chunks (4, 2, 1) whose step stays within the target.
       EXPECT_TRUE(step == 1 || step == 2 || step == 4) << t;
       // A tile is one TMA box high (at most 256 rows).
       EXPECT_LE(ring_tile_rows(c), 256) << t;
       // A stage's chunk: every slice's weights of the tile and the CTA's activation rows.
-      const int per_chunk = c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * xb);
-      EXPECT_EQ(ring_chunk_bytes(c, xb), per_chunk) << t;
+      const int per_chunk =
+          c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * 2 * chunk_k);
+      EXPECT_EQ(ring_chunk_bytes(c, chunk_k), per_chunk) << t;
       EXPECT_EQ(step == 4, 4 * per_chunk <= kRingStepTarget) << t;
       EXPECT_EQ(step >= 2, 2 * per_chunk <= kRingStepTarget) << t;
       // A launch never takes more chunks per step than a slice has, nor fewer than it needs.
       for (int slice_chunks : {1, 2, 3, 4, 5, 64}) {
-        const int launch = ring_launch_step_chunks(c, xb, slice_chunks);
+        const int launch = ring_launch_step_chunks(c, chunk_k, slice_chunks);
         EXPECT_LE(launch, step) << t;
         EXPECT_TRUE(launch <= slice_chunks && (launch == step || 2 * launch > slice_chunks))
             << t << " slice_chunks=" << slice_chunks;
       }
-      EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c, xb)) * c.ctas_per_sm,
+      EXPECT_LE(static_cast<size_t>(ring_shared_bytes(c, c, chunk_k)) * c.ctas_per_sm,
                 kStreamMaxSharedBytes)
           << t;
-      EXPECT_EQ(ring_shared_bytes(c, c, xb),
+      EXPECT_EQ(ring_shared_bytes(c, c, chunk_k),
                 256 + c.warps * c.outputs_per_warp / 16 * c.rows_per_cta / 8 * 512 +
                     c.stages * step * per_chunk)
           << t;

@@ -17,13 +17,13 @@
 // tile, and kXVectors 16-byte activation vectors from K offset kLaneK x t of activation row g
 // of each n8 tile. The policy `Chunk` (the op's) multiplies one chunk exactly as its mma path
 // does:
-//   Chunk::kChunkK, kLaneK, kXVectors, kAhead    values per chunk and lane, activation vectors,
-//                                                 whether the op's loads go a chunk ahead
+//   Chunk::kChunkK, kLaneK, kXVectors            values per chunk and lane, activation vectors
 //   Chunk::Extra                                  the op's own kernel parameters
 //   Chunk::Tile    Chunk::tile(extra, p, m_warp, g)           per tile and lane (e.g. group
 //                                                             parameter offsets)
 //   Chunk::Loads   Chunk::issue(extra, tile, chunk, t, loads) the chunk's loads other than the
-//                                                             weights and activations
+//                                                             weights and activations, issued
+//                                                             a chunk ahead
 //   Chunk::multiply(acc, w[MT][2], loads, x[NT][kXVectors])  the mma path's chunk arithmetic
 //
 // The ring. Step j of a tile holds, for every slice s, its chunks
@@ -211,18 +211,14 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     auto issue = [&](int chunk, Ahead &a) { Chunk::issue(args.extra, tl, chunk, t, a.loads); };
     float acc[MT][NT][4];
     zero_accumulators(acc);
-    // Chunk c multiplies with the loads in `use`; where the policy loads a chunk ahead, chunk
-    // c + 1's go into `fill` meanwhile. Two buffers taken in turn (ping-pong), so that no copy of
-    // a register waits on a load still in flight: with one buffer and a copy, nvcc moved the
-    // next chunk's registers right after issuing their loads, and the consumers waited a load
-    // latency every chunk (long-scoreboard stalls, docs/notes/qmv_affine.md, v8).
+    // Chunk c multiplies with the loads in `use` while chunk c + 1's go into `fill`. Two
+    // buffers taken in turn (ping-pong), so that no copy of a register waits on a load still in
+    // flight: with one buffer and a copy, nvcc moved the next chunk's registers right after
+    // issuing their loads, and the consumers waited a load latency every chunk (long-scoreboard
+    // stalls, docs/notes/qmv_affine.md, v8).
     auto multiply_chunk = [&](int c, uint32_t words, uint32_t xs, Ahead &use, Ahead &fill) {
-      if constexpr (Chunk::kAhead) {
-        if (c + 1 < c_end)
-          issue(c + 1, fill);
-      } else {
-        Chunk::issue(args.extra, tl, c, t, use.loads);
-      }
+      if (c + 1 < c_end)
+        issue(c + 1, fill);
       uint4 w[MT][2];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -238,7 +234,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
       Chunk::multiply(acc, w, use.loads, x);
     };
     Ahead even, odd; // the loads of chunks c_begin + 2i and c_begin + 2i + 1
-    if (Chunk::kAhead && c_begin < c_end)
+    if (c_begin < c_end)
       issue(c_begin, even);
     int chunk = c_begin;
     for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
@@ -298,7 +294,6 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   if (!fn || p.k < chunk_k || p.k % chunk_k != 0 || p.n < 1 ||
       reinterpret_cast<uintptr_t>(w) % 16 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return LaunchStatus::invalid_value();
-  const int x_chunk_bytes = chunk_k * 2;
   p.total_chunks = p.k / chunk_k;
   if (!ring_launch_fits(cta, ring, p.rows, p.total_chunks, max_consumers) || slice_chunks < 1)
     return LaunchStatus::invalid_value();
@@ -306,7 +301,7 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   p.warps_k = cta.warps_k;
   p.warps_n = cta.warps / cta.warps_k;
   p.slice_chunks = slice_chunks;
-  p.step_chunks = ring_launch_step_chunks(cta, x_chunk_bytes, slice_chunks);
+  p.step_chunks = ring_launch_step_chunks(cta, chunk_k, slice_chunks);
   p.x_rows = std::min(p.rows, cta.rows_per_cta);
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;
@@ -314,8 +309,8 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   const int tile_rows = ring_tile_rows(cta);
   const uint64_t words = row_bytes / 4;
   const auto box_words = static_cast<uint32_t>(16 * p.step_chunks);
-  if (tile_rows > 256 ||
-      !encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
+  // ring_launch_fits held the tile to one TMA box's 256 rows.
+  if (!encode_2d(&p.tile_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
                  static_cast<uint32_t>(tile_rows), CU_TENSOR_MAP_SWIZZLE_NONE) ||
       !encode_2d(&p.row16_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, w, words, p.n, row_bytes, box_words,
                  16, CU_TENSOR_MAP_SWIZZLE_NONE) ||
@@ -325,8 +320,8 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
                  CU_TENSOR_MAP_SWIZZLE_NONE))
     return LaunchStatus::invalid_value();
   return launch_stream_kernel(fn, cta.warps,
-                              static_cast<size_t>(ring_shared_bytes(cta, ring, x_chunk_bytes)),
-                              p.units, ring.ctas_per_sm, &args, stream, dependent);
+                              static_cast<size_t>(ring_shared_bytes(cta, ring, chunk_k)), p.units,
+                              ring.ctas_per_sm, &args, stream, dependent);
 }
 
 } // namespace hone::cuda::kernel_detail

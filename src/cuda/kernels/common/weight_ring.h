@@ -5,12 +5,12 @@
 // warps_k consumer warps (one producer warp more), warps_k K slices (the mma path's k_slices;
 // split_k 1), outputs_per_warp weight rows per consumer (16 or 32: one or two m16 tiles),
 // rows_per_cta activation rows (8, 16 or 32; rows <= rows_per_cta), stages and ctas_per_sm.
-// A stage holds the step's weights and the activations of the same K: `x_chunk_bytes` per
-// activation row and chunk (the op's chunk of K in bf16: 64 for gemv.bf16, 128 / 256 for 8 / 4
-// bit qmv.affine).
+// A stage holds the step's weights and the activations of the same K: `chunk_k` bf16 values per
+// activation row and chunk (the op's chunk of K: 32 for gemv.bf16, 64 / 128 for 8 / 4-bit
+// qmv.affine).
 //
-//   append_ring_configs(base, max_consumers, x_chunk_bytes, out);  // the tactic axes
-//   const int bytes = ring_shared_bytes(config, config, x_chunk_bytes); // what a launch asks
+//   append_ring_configs(base, max_consumers, chunk_k, out);  // the tactic axes
+//   const int bytes = ring_shared_bytes(config, config, chunk_k); // what a launch asks
 #pragma once
 
 #include <cstddef>
@@ -29,8 +29,8 @@ inline int ring_tile_rows(const SplitKCta &c) { return c.warps / c.warps_k * c.o
 
 // [bytes] of one chunk of every K slice in a stage: the tile's weights and the CTA's
 // activation rows.
-inline int ring_chunk_bytes(const SplitKCta &c, int x_chunk_bytes) {
-  return c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * x_chunk_bytes);
+inline int ring_chunk_bytes(const SplitKCta &c, int chunk_k) {
+  return c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * 2 * chunk_k);
 }
 
 // [bytes] a ring step may reach, summed over the slices' weights and activations.
@@ -46,31 +46,37 @@ inline constexpr int kRingStepTarget = 40960;
 // 2026-12-05, call 5). Two chunks in two stages there is the next thing to measure
 // (docs/notes/device_plan.md). The launch takes fewer where a K slice has fewer chunks
 // (ring_launch_step_chunks).
-inline int ring_step_chunks(const SplitKCta &c, int x_chunk_bytes) {
-  const int per_chunk = ring_chunk_bytes(c, x_chunk_bytes);
+inline int ring_step_chunks(const SplitKCta &c, int chunk_k) {
+  const int per_chunk = ring_chunk_bytes(c, chunk_k);
   return 4 * per_chunk <= kRingStepTarget ? 4 : 2 * per_chunk <= kRingStepTarget ? 2 : 1;
 }
 
 // The chunks per step a launch uses: ring_step_chunks, halved while a K slice (slice_chunks) is
 // shorter, so that a box reads no chunk of the next slice where a whole step fits in one.
-inline int ring_launch_step_chunks(const SplitKCta &c, int x_chunk_bytes, int slice_chunks) {
-  int chunks = ring_step_chunks(c, x_chunk_bytes);
+inline int ring_launch_step_chunks(const SplitKCta &c, int chunk_k, int slice_chunks) {
+  int chunks = ring_step_chunks(c, chunk_k);
   while (chunks > 1 && chunks > slice_chunks)
     chunks /= 2;
   return chunks;
 }
 
 // [bytes] one ring stage: per slice, a plane of tile_rows x (step chunks x 64) bytes of weights,
-// then per chunk of the step one block of rows_per_cta x x_chunk_bytes of activations.
-inline int ring_stage_bytes(const SplitKCta &c, int x_chunk_bytes) {
-  return ring_step_chunks(c, x_chunk_bytes) * ring_chunk_bytes(c, x_chunk_bytes);
+// then per chunk of the step one block of rows_per_cta x chunk_k bf16 activations.
+inline int ring_stage_bytes(const SplitKCta &c, int chunk_k) {
+  return ring_step_chunks(c, chunk_k) * ring_chunk_bytes(c, chunk_k);
 }
 
 // [bytes] dynamic shared memory: the ring's barriers, the consumers' fp32 partials (one m16n8
 // tile per lane, MT x NT of them per warp) and the stages.
-inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r, int x_chunk_bytes) {
+inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r, int chunk_k) {
   const int mt = c.outputs_per_warp / 16, nt = c.rows_per_cta / 8;
-  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c, x_chunk_bytes);
+  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c, chunk_k);
+}
+
+// Whether a ring config's shared memory, ctas_per_sm times over, fits an SM.
+inline bool ring_fits(const SplitKCta &c, const StreamRingFields &r, int chunk_k) {
+  return static_cast<size_t>(ring_shared_bytes(c, r, chunk_k)) * r.ctas_per_sm <=
+         kStreamMaxSharedBytes;
 }
 
 // Whether a ring config can launch `rows` activation rows over `chunks` (whole) K chunks with a
@@ -85,12 +91,11 @@ inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
 // (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
 // warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit); two CTAs per SM only
-// for CTAs of at most 8
-// warps (two larger ones do not fit the register file at these kernels' counts). Appends `base`
-// (its kernel's rows_per_cta and outputs_per_warp set) at every point whose shared memory x
-// ctas_per_sm fits kStreamMaxSharedBytes, as KernelPath::ring.
+// for CTAs of at most 8 warps (two larger ones do not fit the register file at these kernels'
+// counts). Appends `base` (its kernel's rows_per_cta and outputs_per_warp set) at every point
+// that fits (ring_fits), as KernelPath::ring.
 template <class Config>
-void append_ring_configs(const Config &base, int max_consumers, int x_chunk_bytes,
+void append_ring_configs(const Config &base, int max_consumers, int chunk_k,
                          std::vector<Config> &out) {
   for (int consumers : {4, 6, 8, 12, 16}) {
     if (consumers > max_consumers)
@@ -113,8 +118,7 @@ void append_ring_configs(const Config &base, int max_consumers, int x_chunk_byte
           continue;
         auto fits = [&](int stages) {
           c.stages = stages;
-          return static_cast<size_t>(ring_shared_bytes(c, c, x_chunk_bytes)) * per_sm <=
-                 kStreamMaxSharedBytes;
+          return ring_fits(c, c, chunk_k);
         };
         // Two stages only where four do not fit (many slices of 32 activation rows).
         const bool four = fits(4);

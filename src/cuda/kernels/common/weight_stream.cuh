@@ -241,8 +241,8 @@ __device__ __forceinline__ StreamCta stream_cta_begin(uint8_t *shared, int mt, i
               static_cast<int>(threadIdx.x) & 31,
               static_cast<int>(threadIdx.x) >> 5};
   const int ctas = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x);
-  s.tile_begin = static_cast<int>(static_cast<long long>(cta) * tiles / ctas);
-  s.tile_end = static_cast<int>(static_cast<long long>(cta + 1) * tiles / ctas);
+  s.tile_begin = stream_first_tile(cta, ctas, tiles);
+  s.tile_end = stream_first_tile(cta + 1, ctas, tiles);
   if (threadIdx.x == 0)
     s.ring.init(consumers);
   __syncthreads();

@@ -13,6 +13,12 @@
 #include "cuda/kernels/common/kernel_types.h"
 #include "cuda/kernels/common/split_k_family.h"
 
+#if defined(__CUDACC__)
+#define HONE_WEIGHT_STREAM_FN __host__ __device__ __forceinline__
+#else
+#define HONE_WEIGHT_STREAM_FN inline
+#endif
+
 namespace hone::cuda {
 
 // [bytes] the largest dynamic shared memory a stream config may ask for (sm_90 opt-in is
@@ -30,7 +36,8 @@ int persistent_ctas(const void *kernel, int threads, size_t shared_bytes, int ti
 
 // The first weight-row tile of CTA `cta` of `ctas` over `tiles` (CTA c owns
 // [stream_first_tile(c), stream_first_tile(c + 1))): contiguous, sizes differ by at most one.
-inline int stream_first_tile(int cta, int ctas, int tiles) {
+// The stream kernels' persistent grid and read_ceiling's tma pattern (over 16-row units).
+HONE_WEIGHT_STREAM_FN int stream_first_tile(int cta, int ctas, int tiles) {
   return static_cast<int>(static_cast<long long>(cta) * tiles / ctas);
 }
 

@@ -9,6 +9,7 @@
 #include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/common/weight_ring.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_ring.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "hone/error.h"
 
@@ -127,7 +128,7 @@ GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k) {
   c.stages = kRingDefaultStages;
   c.ctas_per_sm = 1;
   // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (static_cast<size_t>(ring_shared_bytes(c, c, 64)) > kStreamMaxSharedBytes)
+  if (!ring_fits(c, c, kGemvBf16RingChunkK))
     c.stages = 2;
   return c;
 }

@@ -13,9 +13,6 @@ namespace hone::cuda {
 
 namespace {
 
-// [bytes] of one chunk (32 values) of an activation row in a ring stage.
-constexpr int kXChunkBytes = 64;
-
 using gemv_bf16_detail::RingExtra;
 using kernel_detail::RingArgs;
 using RingFn = void (*)(RingArgs<RingExtra>);
@@ -58,7 +55,7 @@ void append_gemv_bf16_ring_configs(std::vector<GemvBf16Config> &out) {
     base.rows_per_cta = e.rows_per_cta;
     base.outputs_per_warp = e.outputs_per_warp;
     base.vec = 16;
-    append_ring_configs(base, e.max_consumers, kXChunkBytes, out);
+    append_ring_configs(base, e.max_consumers, kGemvBf16RingChunkK, out);
   }
 }
 
@@ -67,8 +64,8 @@ KernelResources gemv_bf16_ring_resources(const GemvBf16Config &config) {
   if (!e)
     return {};
   const void *fns[] = {reinterpret_cast<const void *>(e->fn)};
-  return split_k_resources(fns,
-                           static_cast<size_t>(ring_shared_bytes(config, config, kXChunkBytes)));
+  return split_k_resources(
+      fns, static_cast<size_t>(ring_shared_bytes(config, config, kGemvBf16RingChunkK)));
 }
 
 LaunchStatus gemv_bf16_ring_launch(const GemvBf16Config &config, const GemvBf16Args &args,
@@ -83,7 +80,7 @@ LaunchStatus gemv_bf16_ring_launch(const GemvBf16Config &config, const GemvBf16A
   a.p.k = args.k;
   // The mma path's slice: gemv_bf16_slice_granules / 4 chunks of 32.
   return kernel_detail::launch_weight_ring(
-      reinterpret_cast<const void *>(e->fn), config, config, args.w, args.x, a, 32,
+      reinterpret_cast<const void *>(e->fn), config, config, args.w, args.x, a, kGemvBf16RingChunkK,
       gemv_bf16_slice_granules(config, args.k) / 4, e->max_consumers, stream, args.chain.dependent);
 }
 

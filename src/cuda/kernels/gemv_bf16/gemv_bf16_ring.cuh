@@ -14,11 +14,9 @@ namespace hone::cuda::gemv_bf16_detail {
 struct RingExtra {}; // gemv.bf16 has no parameters of its own
 
 template <int NT, int MT> struct RingChunk {
-  static constexpr int kChunkK = 32; // 64 bytes of a weight row
+  static constexpr int kChunkK = kGemvBf16RingChunkK; // 64 bytes of a weight row
   static constexpr int kLaneK = 8;   // lane t: elements 8t..8t+7 of a chunk
   static constexpr int kXVectors = 1;
-  // No loads of its own besides the weights and activations, which come from the ring stage.
-  static constexpr bool kAhead = false;
   using Extra = RingExtra;
   struct Tile {};
   struct Loads {};

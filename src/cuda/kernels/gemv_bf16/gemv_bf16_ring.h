@@ -12,6 +12,9 @@
 
 namespace hone::cuda {
 
+// Elements per chunk of a weight row (64 bytes), the ring's unit of K.
+inline constexpr int kGemvBf16RingChunkK = 32;
+
 // Appends every compiled ring config.
 void append_gemv_bf16_ring_configs(std::vector<GemvBf16Config> &out);
 // Empty resources for a config that is not a compiled ring config.

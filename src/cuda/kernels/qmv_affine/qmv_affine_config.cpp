@@ -139,8 +139,7 @@ QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int /*
   c.stages = kRingDefaultStages;
   c.ctas_per_sm = 1;
   // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (static_cast<size_t>(ring_shared_bytes(c, c, 2 * qmv_affine_chunk_k(bits))) >
-      kStreamMaxSharedBytes)
+  if (!ring_fits(c, c, qmv_affine_chunk_k(bits)))
     c.stages = 2;
   return c;
 }

@@ -71,7 +71,7 @@ void append_qmv_affine_ring_configs(int bits, std::vector<QmvAffineConfig> &out)
       QmvAffineConfig base;
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
-      append_ring_configs(base, e.max_consumers, 2 * qmv_affine_chunk_k(bits), out);
+      append_ring_configs(base, e.max_consumers, qmv_affine_chunk_k(bits), out);
     }
 }
 
@@ -83,7 +83,7 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
                         reinterpret_cast<const void *>(e->fn[1])};
   return split_k_resources(
-      both, static_cast<size_t>(ring_shared_bytes(config, config, 2 * qmv_affine_chunk_k(bits))));
+      both, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
 }
 
 LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,

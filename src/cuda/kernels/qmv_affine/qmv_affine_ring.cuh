@@ -24,8 +24,6 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
   static constexpr int kChunkK = L::kChunkK;
   static constexpr int kLaneK = L::kLaneK;
   static constexpr int kXVectors = L::kXVectors;
-  // The group parameters a chunk ahead (the activations come from the ring stage).
-  static constexpr bool kAhead = true;
   using Extra = RingExtra;
   // A lane's rows' first group parameter: n x groups_per_row < 2^31 (the launcher checks).
   struct Tile {
