@@ -389,13 +389,20 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
 
 DecodeStep::~DecodeStep() = default;
 
-void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) { run(nullptr, stream, d, pdl); }
-
-void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
-  run(&op, stream, d, pdl);
+void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) {
+  run(nullptr, stream, d, StepLaunch{pdl, 0});
 }
 
-void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl) {
+void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) {
+  run(nullptr, stream, d, launch);
+}
+
+void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
+  run(&op, stream, d, StepLaunch{pdl, 0});
+}
+
+void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const StepLaunch &launch) {
+  const bool pdl = launch.pdl;
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;
@@ -504,6 +511,9 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, bool pdl) 
       t.kv_indptr_host = st.indptr_host.data();
       t.kv_last_page_len_host = st.last_host.data();
       t.dependent = pdl;
+      // The step's page table is uploaded when the step is made: no kernel of the chain writes
+      // it, so decode.paged may read it before its wait.
+      t.prefetch_kib = pdl ? launch.kv_prefetch_kib : 0;
       ops::decode_paged(t, plan, stream);
     }
     if (on(StepOp::o_proj))

@@ -63,6 +63,15 @@ struct StepOptions {
   std::string weights;
 };
 
+// How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
+// cuBLASLt's and qmm's a programmatic dependent launch; with it, `kv_prefetch_kib` KiB per CTA
+// of each layer's cached K and V that decode.paged asks L2 for before its griddepcontrol.wait
+// (ops::cuda::ChainLaunch::prefetch_kib; 0: none).
+struct StepLaunch {
+  bool pdl = false;
+  int kv_prefetch_kib = 0;
+};
+
 // The kinds of launch in a step, in chain order (for the per-op breakdown).
 enum class StepOp {
   rmsnorm,
@@ -99,6 +108,9 @@ public:
   // before it reads anything); no bit of the outputs changes. Run it once before capturing it
   // in a CUDA graph (workspaces grow on the first run).
   void enqueue(void *stream, Dispatcher &d, bool pdl);
+  // The same with the whole chain launch: PDL and, with it, decode.paged's L2 prefetch of its
+  // first cached K and V tiles before its wait (StepLaunch::kv_prefetch_kib).
+  void enqueue(void *stream, Dispatcher &d, const StepLaunch &launch);
   // Only the launches of one kind, every layer, on the same buffers (for the breakdown).
   void enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl);
 
@@ -131,7 +143,7 @@ public:
 
 private:
   struct State;
-  void run(const StepOp *only, void *stream, Dispatcher &d, bool pdl);
+  void run(const StepOp *only, void *stream, Dispatcher &d, const StepLaunch &launch);
   std::unique_ptr<State> s_;
 };
 

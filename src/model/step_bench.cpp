@@ -81,6 +81,8 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+StepLaunch launch_of(const StepVariant &v) { return {v.pdl, v.pdl ? v.kv_prefetch_kib : 0}; }
+
 int launches_of(StepOp op, const DecodeStep &step) {
   const int64_t layers = step.spec().layers;
   switch (op) {
@@ -128,8 +130,9 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     StepVariantResult r;
     r.name = v.name;
     r.pdl = v.pdl;
+    r.kv_prefetch_kib = v.pdl ? v.kv_prefetch_kib : 0;
     step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, v.pdl);
+    step.enqueue(s, *v.dispatcher, launch_of(v));
     if (out.variants.empty()) {
       HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -155,7 +158,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
                                       cudaMemcpyDeviceToDevice, s));
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       Graph check(s, [&] {
-        step.enqueue(s, *v.dispatcher, true);
+        step.enqueue(s, *v.dispatcher, launch_of(v));
         count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
         count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
       });
@@ -163,7 +166,8 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       r.mismatches = read_count();
       r.check_replays = options.check_replays;
     }
-    graphs.push_back(std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, v.pdl); }));
+    graphs.push_back(
+        std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, launch_of(v)); }));
   }
   Events events;
   // Replays per sample from the first variant's time.

@@ -25,6 +25,7 @@ struct StepVariant {
   std::string name;
   Dispatcher *dispatcher = nullptr;
   bool pdl = false;
+  int kv_prefetch_kib = 0; // with pdl: StepLaunch::kv_prefetch_kib
 };
 
 struct StepBenchOptions {
@@ -37,6 +38,7 @@ struct StepBenchOptions {
 struct StepVariantResult {
   std::string name;
   bool pdl = false;
+  int kv_prefetch_kib = 0;
   double seconds = 0; // median per step
   double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the

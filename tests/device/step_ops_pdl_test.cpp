@@ -4,6 +4,9 @@
 // register and cp.async pipelines, CUDA cores, split-K clusters, the weights-once stream). A
 // kernel that read an activation before griddepcontrol.wait would read the poison of its replay
 // (or a stale value), so every replay must give the bits of the same chain launched without PDL.
+// decode.paged, which with ChainLaunch::prefetch_kib reads its page table and asks L2 for cached
+// K and V before its wait, runs after kv_append and a q producer, with the new tokens' cache
+// slots poisoned by every replay.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -13,11 +16,15 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
+#include "cuda/ops/decode_paged_entry.h"
 #include "device_test.h"
+#include "hone/dispatcher.h"
 #include "hone/ops/cuda.h"
+#include "hone/settings.h"
 #include "step_op_test_util.h"
 
 namespace hone::cuda {
@@ -34,6 +41,33 @@ class StepOpsPdlTest : public PdlDeviceTest {};
 
 // Graph replays of a dependent chain (20 under HONE_DEVICE_TEST_REDUCED, else 1000).
 int replay_count() { return reduced_shapes() ? 20 : 1000; }
+
+// A kv_append of `batch` requests into the paged caches of a test (pages of `page_size`,
+// `hkv` x `head_dim` per token): every field but k, v and their strides.
+ops::cuda::KvAppendTensors paged_append(DeviceBuffer &k_cache, DeviceBuffer &v_cache,
+                                        const DeviceBuffer &indptr, const DeviceBuffer &indices,
+                                        const DeviceBuffer &last, int batch, int num_pages, int hkv,
+                                        int head_dim, int page_size, bool dependent) {
+  ops::cuda::KvAppendTensors kv;
+  kv.k_cache = k_cache.data();
+  kv.v_cache = v_cache.data();
+  kv.kv_indptr = indptr.as<const int32_t>();
+  kv.kv_indices = indices.as<const int32_t>();
+  kv.kv_last_page_len = last.as<const int32_t>();
+  kv.batch = batch;
+  kv.num_pages = num_pages;
+  kv.hkv = hkv;
+  kv.head_dim = head_dim;
+  kv.page_size = page_size;
+  kv.dependent = dependent;
+  return kv;
+}
+
+// bf16 words of `v` that are finite (exponent not all ones: poison is 0xffff, a NaN).
+size_t count_finite(const std::vector<uint16_t> &v) {
+  return static_cast<size_t>(
+      std::count_if(v.begin(), v.end(), [](uint16_t x) { return (x & 0x7f80u) != 0x7f80u; }));
+}
 
 // `poison()` then `chain(true)` (the dependent chain) captured once in a CUDA graph on `stream`
 // and replayed `replays` times: how many replays' `outputs()` differ from `serial`.
@@ -118,21 +152,11 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
     rope.theta = 1e6;
     rope.dependent = dependent;
     ops::cuda::rope(rope, stream);
-    ops::cuda::KvAppendTensors kv;
+    ops::cuda::KvAppendTensors kv = paged_append(k_cache, v_cache, dindptr, dindices, dlast, rows,
+                                                 num_pages, hkv, head_dim, page_size, dependent);
     kv.k = static_cast<const uint16_t *>(c.data()) + hq * head_dim;
     kv.v = static_cast<const uint16_t *>(c.data()) + (hq + hkv) * head_dim;
     kv.k_stride = kv.v_stride = 2 * inter;
-    kv.k_cache = k_cache.data();
-    kv.v_cache = v_cache.data();
-    kv.kv_indptr = dindptr.as<const int32_t>();
-    kv.kv_indices = dindices.as<const int32_t>();
-    kv.kv_last_page_len = dlast.as<const int32_t>();
-    kv.batch = rows;
-    kv.num_pages = num_pages;
-    kv.hkv = hkv;
-    kv.head_dim = head_dim;
-    kv.page_size = page_size;
-    kv.dependent = dependent;
     ops::cuda::kv_append(kv, stream);
   };
   const auto poison = [&] {
@@ -160,6 +184,119 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
   const int replays = replay_count();
   const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
   EXPECT_EQ(mismatched, 0) << "of " << replays << " replays";
+  HONE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// rmsnorm (q, not dependent: it follows the poison in stream order) -> kv_append of the new
+// token -> decode.paged over the paged cache, split in chunks of 4 pages; every replay restores
+// the cache with the new tokens' slots poisoned and poisons q and o. decode.paged with
+// prefetch_kib > 0 reads its page table and asks L2 for its first K and V tiles, the new token's
+// among them, before griddepcontrol.wait: its o must still be the serial chain's, bit for bit.
+TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSerialChain) {
+  const int hq = 16, hkv = 4, head_dim = 128, page_size = 16;
+  const std::vector<int> lengths{700, 33, 2000}; // with the new token
+  const int batch = static_cast<int>(lengths.size());
+  // Pages of every request from a shuffled pool with spares.
+  std::vector<int32_t> indptr{0}, last;
+  for (int len : lengths) {
+    indptr.push_back(indptr.back() + (len + page_size - 1) / page_size);
+    last.push_back(len - (indptr.back() - indptr[indptr.size() - 2] - 1) * page_size);
+  }
+  const int num_pages = indptr.back() + 5;
+  std::vector<int32_t> indices(static_cast<size_t>(num_pages));
+  for (int i = 0; i < num_pages; ++i)
+    indices[static_cast<size_t>(i)] = (i * 37 + 11) % num_pages; // 37 is prime to num_pages
+  ASSERT_NE(num_pages % 37, 0);
+  indices.resize(static_cast<size_t>(indptr.back()));
+  const size_t token = static_cast<size_t>(hkv) * head_dim;
+  const size_t cache = static_cast<size_t>(num_pages) * page_size * token;
+  std::vector<uint16_t> k_host = random_bf16(cache), v_host = random_bf16(cache);
+  for (int b = 0; b < batch; ++b) { // the new token's slot: poison, as before its append
+    const size_t page = static_cast<size_t>(indices[static_cast<size_t>(indptr[b + 1] - 1)]);
+    const size_t slot = (page * page_size + static_cast<size_t>(last[b] - 1)) * token;
+    std::fill_n(k_host.begin() + static_cast<std::ptrdiff_t>(slot), token, uint16_t{0xffff});
+    std::fill_n(v_host.begin() + static_cast<std::ptrdiff_t>(slot), token, uint16_t{0xffff});
+  }
+  const size_t q_count = static_cast<size_t>(batch) * hq * head_dim;
+  const size_t new_count = static_cast<size_t>(batch) * token;
+  DeviceBuffer k_pristine = upload(k_host), v_pristine = upload(v_host);
+  DeviceBuffer k_cache = upload(k_host), v_cache = upload(v_host);
+  DeviceBuffer q_src = upload(random_bf16(q_count)), norm_w = upload(random_bf16(head_dim));
+  DeviceBuffer k_new = upload(random_bf16(new_count)), v_new = upload(random_bf16(new_count));
+  DeviceBuffer q = poisoned(q_count * 2), o = poisoned(q_count * 2);
+  DeviceBuffer dindptr = upload(indptr), dindices = upload(indices), dlast = upload(last);
+  cudaStream_t stream = nullptr;
+  HONE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Dispatcher d(cuda_backend(), DispatcherOptions::from_settings(Settings::from_env()));
+  const ops::cuda::DecodePagedPlan plan = decode_paged_plan_with(
+      indptr.data(), last.data(), batch, hq, hkv, head_dim, page_size, 4 * page_size, d);
+  ASSERT_GT(plan.max_chunks, 1) << "the test wants the split kernel and the merge kernel";
+
+  int prefetch_kib = 0;
+  const auto chain = [&](bool dependent) {
+    ops::cuda::RmsnormTensors n;
+    n.x = q_src.data();
+    n.w = norm_w.data();
+    n.out = q.data();
+    n.rows = batch * hq;
+    n.hidden = head_dim;
+    n.dependent = false;
+    ops::cuda::rmsnorm(n, stream);
+    ops::cuda::KvAppendTensors kv = paged_append(k_cache, v_cache, dindptr, dindices, dlast, batch,
+                                                 num_pages, hkv, head_dim, page_size, dependent);
+    kv.k = k_new.data();
+    kv.v = v_new.data();
+    ops::cuda::kv_append(kv, stream);
+    ops::cuda::DecodePagedTensors t;
+    t.q = q.data();
+    t.k_cache = k_cache.data();
+    t.v_cache = v_cache.data();
+    t.kv_indptr = dindptr.as<const int32_t>();
+    t.kv_indices = dindices.as<const int32_t>();
+    t.kv_last_page_len = dlast.as<const int32_t>();
+    t.o = o.data();
+    t.batch = batch;
+    t.num_pages = num_pages;
+    t.hq = hq;
+    t.hkv = hkv;
+    t.head_dim = head_dim;
+    t.page_size = page_size;
+    t.scale = 0.088f;
+    t.kv_indptr_host = indptr.data();
+    t.kv_last_page_len_host = last.data();
+    t.dependent = dependent;
+    t.prefetch_kib = prefetch_kib;
+    decode_paged_run(t, plan, stream, /*check_pages=*/false);
+  };
+  const auto poison = [&] {
+    HONE_CUDA_CHECK(cudaMemcpyAsync(k_cache.data(), k_pristine.data(), k_cache.size(),
+                                    cudaMemcpyDeviceToDevice, stream));
+    HONE_CUDA_CHECK(cudaMemcpyAsync(v_cache.data(), v_pristine.data(), v_cache.size(),
+                                    cudaMemcpyDeviceToDevice, stream));
+    for (DeviceBuffer *b : {&q, &o})
+      HONE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0xff, b->size(), stream));
+  };
+  const auto outputs = [&] {
+    HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return download_bf16(o, q_count);
+  };
+
+  poison();
+  chain(false);
+  const std::vector<uint16_t> serial = outputs();
+  // Every output finite: the appended tokens replaced the poison before attention read them.
+  ASSERT_EQ(count_finite(serial), q_count) << "the serial chain left poison in o";
+
+  const int replays = replay_count();
+  for (int kib : {0, 8, 64, 1 << 20}) {
+    prefetch_kib = kib;
+    const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
+    EXPECT_EQ(mismatched, 0) << "prefetch_kib=" << kib << ": of " << replays << " replays";
+  }
+  // Out of range: refused, naming the value.
+  prefetch_kib = -1;
+  testing::expect_invalid_call([&] { chain(true); }, "prefetch_kib=-1");
+  HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
   HONE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -279,10 +416,8 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
   poison();
   chain(false);
   const std::vector<uint16_t> serial = outputs();
-  size_t finite = 0;
-  for (uint16_t v : serial)
-    finite += (v & 0x7f80u) != 0x7f80u ? 1 : 0;
-  ASSERT_EQ(finite, act) << "the serial chain left outputs unwritten or not finite:" << paths;
+  ASSERT_EQ(count_finite(serial), act)
+      << "the serial chain left outputs unwritten or not finite:" << paths;
 
   const int replays = replay_count();
   const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);

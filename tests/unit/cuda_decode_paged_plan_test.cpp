@@ -171,6 +171,20 @@ TEST(DecodePagedSplitTest, ChunksFollowPagesAndWorkspaceFollowsChunks) {
   EXPECT_EQ(t.chunks, 1 + 1 + 2 + 19);
 }
 
+TEST(DecodePagedPrefetchTest, TilesPerWarpCoverTheKibPerCtaRoundedUp) {
+  // A tile round of 4 warps at head_dim 128: 4 x 16 tokens x 128 x 2 bytes x (K, V) = 32 KiB.
+  EXPECT_EQ(decode_paged_prefetch_tiles(0, 4, 128), 0);
+  EXPECT_EQ(decode_paged_prefetch_tiles(-8, 4, 128), 0);
+  EXPECT_EQ(decode_paged_prefetch_tiles(1, 4, 128), 1);
+  EXPECT_EQ(decode_paged_prefetch_tiles(32, 4, 128), 1);
+  EXPECT_EQ(decode_paged_prefetch_tiles(33, 4, 128), 2);
+  EXPECT_EQ(decode_paged_prefetch_tiles(256, 4, 128), 8);
+  EXPECT_EQ(decode_paged_prefetch_tiles(256, 8, 128), 4);
+  EXPECT_EQ(decode_paged_prefetch_tiles(256, 4, 64), 16);
+  EXPECT_EQ(decode_paged_prefetch_tiles(256, 2, 256), 8);
+  EXPECT_EQ(decode_paged_prefetch_tiles(kDecodePagedMaxPrefetchKib, 1, 64), 1 << 16);
+}
+
 TEST(DecodePagedHeuristicTest, SplitsLongContextsOverEverySmAndLeavesFullBatchesWhole) {
   const int slots = kH200.sms * kH200.ctas_per_sm;
   const auto chunk = [&](const std::vector<int32_t> &lengths, int hkv = 8, int ps = 16) {

@@ -89,6 +89,10 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                    "Graph replays of a PDL step compared bit for bit with PDL off")
       ->capture_default_str();
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
+  app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
+                   "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
+                   "per CTA of cached K and V before its wait")
+      ->check(CLI::Range(0, 1 << 20));
   app_->add_option("--seed", options_.seed, "Weights, cache and inputs")->capture_default_str();
   app_->add_option("--json", options_.json_path, "Also write the results as JSON");
   app_->add_option("--weights", options_.weights,
@@ -190,10 +194,14 @@ int StepCommand::run() {
   bo.samples = options_.samples;
   bo.check_replays = options_.check_replays;
   bo.breakdown = !options_.no_breakdown;
-  const std::vector<model::StepVariant> variants = {{"default", &defaults, false},
-                                                    {"default+pdl", &defaults, true},
-                                                    {"tuned", &tuned, false},
-                                                    {"tuned+pdl", &tuned, true}};
+  std::vector<model::StepVariant> variants = {{"default", &defaults, false},
+                                              {"default+pdl", &defaults, true},
+                                              {"tuned", &tuned, false},
+                                              {"tuned+pdl", &tuned, true}};
+  // Measured beside the chain tactics, not one of them yet: the chain pick below is 2 or 3.
+  if (options_.kv_prefetch_kib > 0)
+    variants.push_back({"tuned+pdl+kv" + std::to_string(options_.kv_prefetch_kib) + "k", &tuned,
+                        true, options_.kv_prefetch_kib});
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The chain tactic this run measures: PDL where its replays were bit-identical to PDL off and
   // it beats the tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.

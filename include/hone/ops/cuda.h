@@ -25,6 +25,12 @@ struct ChainLaunch {
   // the next kernel start early. Ignored where the device has no programmatic dependent launch
   // (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
   bool dependent = false;
+  // With `dependent`: before its griddepcontrol.wait, a kernel asks L2 for up to this many KiB
+  // per CTA of what it reads that the kernels before it do not write, in the order it reads it
+  // (cp.async.bulk.prefetch.L2, a hint: no bit of the output changes). 0: none. Taken by
+  // decode.paged (the cached K and V of its first tiles; it then reads its page table before
+  // the wait, so the kernel before must not write that); the other kernels ignore it.
+  int prefetch_kib = 0;
 };
 
 // The process-wide dispatcher over the CUDA backend, configured from the environment.
@@ -103,6 +109,9 @@ struct DecodePagedTensors {
   // A programmatic dependent launch (a link of a decode step): the split kernel may start while
   // the kernel before it runs and waits for it before it reads anything.
   bool dependent = false;
+  // With `dependent`: KiB of cached K and V per CTA asked of L2 before the wait
+  // (ChainLaunch::prefetch_kib); the page table is then read before the wait.
+  int prefetch_kib = 0;
 };
 
 // The split of one decode step, computed on the host from the page table's host copy and

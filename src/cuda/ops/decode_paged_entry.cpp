@@ -178,6 +178,9 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   if (t.num_pages < 1 || t.num_pages > std::numeric_limits<int32_t>::max())
     HONE_INVALID_ARGUMENT("decode.paged: num_pages=" + str(t.num_pages) +
                           " is outside 1..2^31 - 1");
+  if (t.prefetch_kib < 0 || t.prefetch_kib > kDecodePagedMaxPrefetchKib)
+    HONE_INVALID_ARGUMENT("decode.paged: prefetch_kib=" + str(t.prefetch_kib) + " is outside 0.." +
+                          str(kDecodePagedMaxPrefetchKib));
   if (check)
     check_pages(t, plan, stream);
 
@@ -197,7 +200,7 @@ void decode_paged_run(const DecodePagedTensors &t, const DecodePagedPlan &plan, 
   a.page_size = static_cast<int>(t.page_size);
   a.scale = t.scale;
   a.split = {plan.chunks, plan.max_chunks};
-  a.chain = {t.dependent};
+  a.chain = {t.dependent, t.prefetch_kib};
   a.workspace_bytes = plan.workspace_bytes;
   if (plan.workspace_bytes > 0)
     a.workspace = workspace_for(stream, plan.workspace_bytes);

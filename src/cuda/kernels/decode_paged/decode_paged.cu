@@ -122,6 +122,15 @@ KernelResources decode_paged_resources(int head_dim) {
   return res;
 }
 
+int decode_paged_prefetch_tiles(int prefetch_kib, int warps, int head_dim) {
+  if (prefetch_kib <= 0 || warps <= 0 || head_dim <= 0)
+    return 0;
+  // One tile round of the CTA: every warp's K and V tiles of 16 tokens x head_dim bf16.
+  const int64_t round = int64_t{warps} * kDecodePagedTileTokens * head_dim * 2 * 2;
+  const int64_t tiles = (int64_t{prefetch_kib} * 1024 + round - 1) / round;
+  return static_cast<int>(std::min<int64_t>(tiles, 1 << 16));
+}
+
 LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePagedArgs &args,
                                  void *stream) {
   const KernelEntry *e = find_kernel(args.head_dim);
@@ -129,6 +138,7 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
       args.hq != args.hkv * (args.hq / args.hkv) || args.hq / args.hkv > kDecodePagedMaxGroup ||
       (args.page_size != 16 && args.page_size != 32 && args.page_size != 64) ||
       config.kv_chunk < 0 || config.kv_chunk % args.page_size != 0 || args.split.chunks < 1 ||
+      args.chain.prefetch_kib < 0 || args.chain.prefetch_kib > kDecodePagedMaxPrefetchKib ||
       args.split.chunks * args.hkv > 0x7fffffff || args.split.max_chunks < 1 || args.hq > 65535 ||
       !decode_paged_can_implement(config, args.hkv, args.head_dim, args.page_size, nullptr))
     return LaunchStatus::invalid_value();
@@ -172,6 +182,11 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
   p.chunk_pages = config.kv_chunk / args.page_size;
   p.cta_heads = config.kv_heads;
   p.scale_log2 = args.scale * 1.4426950408889634f;
+  // Only a dependent launch has a wait to prefetch before.
+  p.prefetch_tiles =
+      args.chain.dependent && pdl_supported()
+          ? decode_paged_prefetch_tiles(args.chain.prefetch_kib, config.warps, args.head_dim)
+          : 0;
 
   // item x (hkv / kv_heads) + head group
   const dim3 grid(static_cast<unsigned>(args.split.chunks * (args.hkv / config.kv_heads)));

@@ -125,6 +125,8 @@ struct Params {
   int chunk_pages;                  // kv_chunk / page_size; 0: one chunk per request
   int cta_heads;                    // KV heads per CTA (kv_heads), dividing hkv and warps
   float scale_log2;                 // softmax scale x log2(e)
+  int prefetch_tiles;               // > 0 (a dependent launch): each warp asks L2 for its first
+                                    // prefetch_tiles K and V tiles before griddepcontrol.wait
 };
 
 // --- PTX ------------------------------------------------------------------------------------
@@ -360,6 +362,50 @@ __device__ __forceinline__ void merge_finish(const Params &p, int b, int head, c
 
 // --- split kernel -----------------------------------------------------------------------------
 
+// Asks L2 for the 128-byte line holding `src`: a hint, no value read. Per lane, so a warp asks
+// for 32 lines in one instruction. (The bulk form, cp.async.bulk.prefetch.L2, takes a
+// warp-uniform address: per-lane rows made nvcc loop over the lanes, one TMA request each.)
+__device__ __forceinline__ void prefetch_line_l2(const void *src) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(src) : "memory");
+}
+
+// Before griddepcontrol.wait (p.prefetch_tiles > 0): the warp asks L2 for the K and V rows of
+// its first p.prefetch_tiles tiles of item `it` and KV head `kv_head`, in the order it will
+// copy them, lane l taking token row l % 16 of K (l < 16) or V, one 128-byte line at a time
+// (a row is 128, 256 or 512 bytes, aligned to its size). Only tiles inside the chunk's
+// first 32 pages (one page window). A prefetch reads no value, so the new token's row, which
+// the kernel before may still be writing, can be among them: what the copies read after the
+// wait is unchanged.
+template <int D>
+__device__ __forceinline__ void prefetch_first_tiles(const Params &p, const Item &it, int kv_head,
+                                                     int head_warp, int head_warps, int lane) {
+  const int len = (it.pages - 1) * p.page_size + it.last;
+  const int chunk_tokens = p.chunk_pages > 0 ? p.chunk_pages << p.page_shift : len;
+  const int t0 = it.chunk * chunk_tokens;
+  const int n_tokens = min(chunk_tokens, len - t0);
+  const int chunk_pages = (n_tokens + p.page_size - 1) >> p.page_shift;
+  const int32_t *pages = p.kv_indices + it.page_begin + (t0 >> p.page_shift);
+  const int win = lane < chunk_pages ? __ldg(pages + lane) : 0;
+  const size_t token_stride = static_cast<size_t>(p.hkv) * D;
+  const int row = lane & (kTile - 1);
+  const uint16_t *head = (lane < kTile ? p.k_cache : p.v_cache) + static_cast<size_t>(kv_head) * D;
+  for (int k = 0; k < p.prefetch_tiles; ++k) {
+    const int tok0 = (head_warp + k * head_warps) * kTile; // warp-uniform
+    const int page_local = tok0 >> p.page_shift;
+    if (tok0 >= n_tokens || page_local >= 32)
+      break;
+    const int page = __shfl_sync(kFullMask, win, page_local);
+    if (tok0 + row < n_tokens) {
+      const uint16_t *src =
+          head + (static_cast<size_t>(page) * p.page_size + ((tok0 + row) & (p.page_size - 1))) *
+                     token_stride;
+#pragma unroll
+      for (int line = 0; line < D * 2 / 128; ++line)
+        prefetch_line_l2(src + line * 64);
+    }
+  }
+}
+
 template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(const Params p) {
   using T = Traits<D>;
   extern __shared__ __align__(128) uint16_t rings[]; // [warps][stages][K tile, V tile]
@@ -371,11 +417,16 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
 
   // As a dependent launch (a link of a decode step) this kernel reads q and the new token's
   // K / V, which the kernels before it write: it waits for them before anything else (a no-op
-  // otherwise). The merge kernel (if any) may launch once every CTA of this grid has started;
-  // it waits for this grid's completion before it reads anything written here.
+  // otherwise), or, with p.prefetch_tiles > 0, after it has read its page table and asked L2
+  // for its first K and V tiles. The merge kernel (if any) may launch once every CTA of this
+  // grid has started; it waits for this grid's completion before it reads anything written
+  // here.
+  const bool early = p.prefetch_tiles > 0;
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (!early) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  }
 #endif
 
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -391,6 +442,14 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   const int head_warp = warp / p.cta_heads;       // rank among the warps of kv_head
   const int head_warps = warps / p.cta_heads;     // warps per KV head
   const Item it = locate_item(p, item_index);
+  if (early) {
+    if (it.valid)
+      prefetch_first_tiles<D>(p, it, kv_head, head_warp, head_warps, lane);
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  }
   if (!it.valid) // the same for every warp: the whole CTA leaves
     return;
 

@@ -76,6 +76,13 @@ struct DecodePagedArgs {
 
 // Tokens of one 16-row tile, the unit a warp loads and multiplies.
 inline constexpr int kDecodePagedTileTokens = 16;
+// Largest ChainLaunch::prefetch_kib the launcher takes (a CTA asks L2 for at most its chunk's
+// first 32 pages in any case).
+inline constexpr int kDecodePagedMaxPrefetchKib = 1 << 20;
+// K / V tiles per warp that a CTA of `warps` warps asks L2 for before its griddepcontrol.wait
+// for `prefetch_kib` KiB per CTA: at least one for any prefetch_kib > 0, 0 for 0. The launcher
+// uses it for dependent launches only (ChainLaunch::prefetch_kib).
+int decode_paged_prefetch_tiles(int prefetch_kib, int warps, int head_dim);
 // Largest GQA ratio hq / hkv: the query heads of one KV head fill one m16 tile's rows 0-7.
 inline constexpr int kDecodePagedMaxGroup = 8;
 
