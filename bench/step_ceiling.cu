@@ -1,11 +1,11 @@
 // step_ceiling: the loads-only ceiling of a decode step made of separate kernels. The step's
-// launches (src/model/decode_step.cpp: per layer rmsnorm, q/k/v, [bias], rope, KV append, the
-// attention's split and merge, o, rmsnorm, gate/up, SiLU x up, down; then the final norm and
-// the lm_head) are replayed as loads-only kernels that read exactly the bytes each launch reads
-// (a linear its weights, the attention the K and V of context + 1 tokens per request, a small op
-// its activations and norm weights), one buffer per launch, in one CUDA graph. No arithmetic, so
-// what is left between the step's bytes and the read bandwidth is the chain's own cost: a
-// kernel's ramp-up and tail, and the gaps between launches.
+// launches (src/model/decode_step.cpp: per layer rmsnorm, q/k/v, rope with the bias and the
+// KV append (one launch, as the step runs it), the attention's split and merge, o, rmsnorm,
+// gate/up, SiLU x up, down; then the final norm and the lm_head) are replayed as loads-only kernels
+// that read exactly the bytes each launch reads (a linear its weights, the attention the K and V of
+// context + 1 tokens per request, a small op its activations and norm weights), one buffer per
+// launch, in one CUDA graph. No arithmetic, so what is left between the step's bytes and the read
+// bandwidth is the chain's own cost: a kernel's ramp-up and tail, and the gaps between launches.
 //
 // Variants (all in one process, interleaved sample by sample, median):
 //   plain     every link a plain launch;
@@ -140,10 +140,14 @@ std::vector<Link> step_links(const model::ModelSpec &m, const model::StepOptions
   for (int64_t layer = 0; layer < m.layers; ++layer) {
     links.push_back({"rmsnorm", norm, false});
     links.push_back({"qkv", linear(m.qkv_width(), m.hidden), true});
-    if (m.qkv_bias)
-      links.push_back({"qkv_bias", qkv_act + size_t(m.qkv_width()) * 2, false});
-    links.push_back({"rope", qkv_act, false});
-    links.push_back({"kv_append", size_t(o.batch) * 2 * size_t(m.hkv * m.head_dim) * 2, false});
+    if (o.fuse_rope_append) { // one launch: bias, rope, and the K / V append
+      links.push_back({"rope", qkv_act + (m.qkv_bias ? size_t(m.qkv_width()) * 2 : 0), false});
+    } else {
+      if (m.qkv_bias)
+        links.push_back({"qkv_bias", qkv_act + size_t(m.qkv_width()) * 2, false});
+      links.push_back({"rope", qkv_act, false});
+      links.push_back({"kv_append", size_t(o.batch) * 2 * size_t(m.hkv * m.head_dim) * 2, false});
+    }
     links.push_back({"attention", kv, true});
     links.push_back({"merge", partials, false});
     links.push_back({"o", linear(m.hidden, m.hq * m.head_dim), true});

@@ -403,6 +403,7 @@ void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) 
 
 void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const StepLaunch &launch) {
   const bool pdl = launch.pdl;
+  const bool fuse = s_->opt.fuse_rope_append;
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;
@@ -449,9 +450,24 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       else
         norm(st.mlp_out, st.resid, st.resid, l.norm1, st.xn, R);
     }
+    // The new token's K and V into the cache: the fused rope's, or kv_append's (k = the roped k).
+    ops::KvAppendTensors append;
+    append.v = qkv + size_t(attn_width + m.hkv * m.head_dim) * kBf16;
+    append.v_stride = m.qkv_width();
+    append.k_cache = l.k_cache;
+    append.v_cache = l.v_cache;
+    append.kv_indptr = st.indptr;
+    append.kv_indices = st.indices;
+    append.kv_last_page_len = st.last;
+    append.batch = R;
+    append.num_pages = st.num_pages;
+    append.hkv = m.hkv;
+    append.head_dim = m.head_dim;
+    append.page_size = o.page_size;
+    append.dependent = pdl;
     if (on(StepOp::qkv)) {
       linear(l.qkv, st.xn, st.qkv);
-      if (l.qkv_bias)
+      if (l.qkv_bias && !fuse)
         add_bias_bf16(st.qkv, l.qkv_bias, R, m.qkv_width(), static_cast<cudaStream_t>(stream));
     }
     if (on(StepOp::rope)) {
@@ -472,25 +488,15 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       t.llama3_high_freq_factor = m.llama3_high_freq_factor;
       t.llama3_original_max_positions = m.llama3_original_max_positions;
       t.dependent = pdl;
+      if (fuse) { // rope writes k and v to the cache and adds the bias: the same bits
+        t.append = &append;
+        t.qkv_bias = l.qkv_bias;
+      }
       ops::rope(t, stream, d);
     }
-    if (on(StepOp::kv_append)) {
-      ops::KvAppendTensors t;
-      t.k = st.k;
-      t.v = qkv + size_t(attn_width + m.hkv * m.head_dim) * kBf16;
-      t.v_stride = m.qkv_width();
-      t.k_cache = l.k_cache;
-      t.v_cache = l.v_cache;
-      t.kv_indptr = st.indptr;
-      t.kv_indices = st.indices;
-      t.kv_last_page_len = st.last;
-      t.batch = R;
-      t.num_pages = st.num_pages;
-      t.hkv = m.hkv;
-      t.head_dim = m.head_dim;
-      t.page_size = o.page_size;
-      t.dependent = pdl;
-      ops::kv_append(t, stream, d);
+    if (on(StepOp::kv_append) && !fuse) {
+      append.k = st.k;
+      ops::kv_append(append, stream, d);
     }
     if (on(StepOp::attention)) {
       ops::DecodePagedTensors t;

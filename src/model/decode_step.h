@@ -1,9 +1,10 @@
 // DecodeStep: one decode step of a decoder-only transformer (Llama, Qwen2) as a chain of hone
 // ops on one stream, per layer:
 //   rmsnorm (fused with the residual add from the second layer on) -> q/k/v (one fused
-//   linear; Qwen2 adds its bias) -> rope (q out of place into the attention input, k in
-//   place) -> kv_append (the new token's K and V into the paged cache) -> decode.paged ->
-//   o -> rmsnorm + residual -> gate/up (one fused linear) -> silu_mul -> down,
+//   linear; Qwen2 adds its bias) -> rope (q out of place into the attention input) with the
+//   append of the new token's roped K and its V into the paged cache (and Qwen2's bias) in the
+//   same launch (StepOptions::fuse_rope_append; else rope, k in place, then kv_append) ->
+//   decode.paged -> o -> rmsnorm + residual -> gate/up (one fused linear) -> silu_mul -> down,
 // then the final rmsnorm and the lm_head. Linear layers are gemv.bf16 (bf16 weights) or
 // quantized_linear (int4 / int8 affine weights, one copy for every row count). The step
 // starts from the embedded tokens (the embedding lookup, one row per token, is not modelled).
@@ -61,6 +62,9 @@ struct StepOptions {
   // (model.layers.L.self_attn.q_proj.weight, ..., model.norm.weight, model.embed_tokens.weight,
   // lm_head.weight unless the config ties it to the embedding). Empty: random weights.
   std::string weights;
+  // One launch per layer for rope, the K/V append and the q/k/v bias (RopeTensors::append and
+  // qkv_bias) instead of two or three; the same bits either way.
+  bool fuse_rope_append = true;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but

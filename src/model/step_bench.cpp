@@ -90,6 +90,8 @@ int launches_of(StepOp op, const DecodeStep &step) {
     return int(2 * layers + 1);
   case StepOp::lm_head:
     return 1;
+  case StepOp::kv_append: // in rope's launch when fused
+    return step.options().fuse_rope_append ? 0 : int(layers);
   default:
     return int(layers);
   }

@@ -230,6 +230,46 @@ TEST_F(DecodeStepPrefillTest, APrefillOfOneTokenIsTheDecodeStepBitForBit) {
     }
 }
 
+// Rope with the K/V append and Qwen2's q/k/v bias in one launch (StepOptions::fuse_rope_append,
+// the default) against the separate bias add, rope and kv_append: every output bit for bit,
+// decode and prefill, with and without PDL. Since both steps of a pair append to their own
+// caches from the same seed, the appended K and V compare too.
+TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) {
+  for (ModelSpec (*make)() : {llama_like, qwen2_like})
+    for (int64_t prefill : {0, 5}) {
+      const ModelSpec m = make();
+      SCOPED_TRACE(m.name + ", prefill " + std::to_string(prefill));
+      StepOptions o;
+      o.batch = kBatch;
+      o.context = kContext;
+      o.prefill = prefill;
+      o.bits = 16;
+      o.seed = 3;
+      DecodeStep fused(m, o);
+      o.fuse_rope_append = false;
+      DecodeStep separate(m, o);
+      const HostStepOutputs want = run_default_step(separate);
+      for (bool pdl : {false, true}) {
+        DispatcherOptions plain;
+        plain.use_cache = false;
+        plain.autotune = false;
+        Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
+        fused.enqueue(nullptr, defaults, pdl);
+        const HostStepOutputs got = fused.host_outputs();
+        const std::string how = pdl ? ", PDL" : "";
+        expect_same_bits(got.hidden, want.hidden, "hidden" + how);
+        expect_same_bits(got.logits, want.logits, "logits" + how);
+        ASSERT_EQ(got.appended_k.size(), want.appended_k.size());
+        for (size_t i = 0; i < want.appended_k.size(); ++i) {
+          expect_same_bits(got.appended_k[i], want.appended_k[i],
+                           "layer " + std::to_string(i) + " appended K" + how);
+          expect_same_bits(got.appended_v[i], want.appended_v[i],
+                           "layer " + std::to_string(i) + " appended V" + how);
+        }
+      }
+    }
+}
+
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and
 // biases).
 void expect_same_linear(const HostLinear &a, const HostLinear &b, const std::string &what) {

@@ -15,6 +15,7 @@
 #include "cuda/kernels/rope/rope.h"
 #include "cuda/ops/rope_op.h"
 #include "device_test.h"
+#include "hone/bf16.h"
 #include "hone/ops/cuda.h"
 #include "op_test_helpers.h"
 #include "step_op_test_util.h"
@@ -187,6 +188,92 @@ TEST_F(RopeOpTest, EntryPointInPlaceOutOfPlaceAndDependent) {
   }
 }
 
+// The fused append (and Qwen2's bias) against the launches it replaces: bias added on the host
+// as a separate add rounds it, rope out of place, kv_append of the roped k and of v. q_out and
+// both caches must be bit-identical; the cache slots no token owns stay as they were.
+TEST_F(RopeOpTest, FusedAppendAndBiasGiveTheSeparateLaunchesBits) {
+  const int rows = 6, hq = 8, hkv = 2, head_dim = 128, page_size = 16, num_pages = 7;
+  const int64_t row = static_cast<int64_t>(hq + 2 * hkv) * head_dim; // fused q/k/v
+  const std::vector<uint16_t> qkv = random_bf16(static_cast<size_t>(rows * row));
+  const std::vector<uint16_t> bias = random_bf16(static_cast<size_t>(row), 0.5f);
+  const std::vector<int32_t> positions{0, 1, 17, 4095, 70000, 131071};
+  // One request per row; row 4's page is out of range (never written), row 5 shares row 0's
+  // page at another slot.
+  const std::vector<int32_t> indptr{0, 2, 3, 4, 6, 7, 8}, indices{5, 1, 3, 0, 6, 2, 9, 1};
+  const std::vector<int32_t> last{4, 16, 1, 9, 3, 5};
+  const size_t q_count = static_cast<size_t>(rows) * hq * head_dim;
+  const size_t cache = static_cast<size_t>(num_pages) * page_size * hkv * head_dim;
+  std::vector<uint16_t> biased = qkv;
+  for (size_t i = 0; i < biased.size(); ++i)
+    biased[i] = float_to_bf16(bf16_to_float(qkv[i]) + bf16_to_float(bias[i % bias.size()]));
+  DeviceBuffer dpos = upload(positions), dindptr = upload(indptr), dindices = upload(indices);
+  DeviceBuffer dlast = upload(last), dbias = upload(bias);
+  const RopeFrequencies f{1000000.0};
+  for (bool with_bias : {false, true}) {
+    const std::vector<uint16_t> &separate_in = with_bias ? biased : qkv;
+    DeviceBuffer a_qkv = upload(separate_in), b_qkv = upload(qkv);
+    const std::vector<uint16_t> cache_fill = random_bf16(cache);
+    DeviceBuffer a_k = upload(cache_fill), a_v = upload(cache_fill);
+    DeviceBuffer b_k = upload(cache_fill), b_v = upload(cache_fill);
+    DeviceBuffer a_q = poisoned(q_count * 2), b_q = poisoned(q_count * 2);
+    DeviceBuffer a_kout = poisoned(static_cast<size_t>(rows) * hkv * head_dim * 2);
+    const auto rope_of = [&](DeviceBuffer &in, DeviceBuffer &q_out) {
+      ops::cuda::RopeTensors t;
+      t.q = in.data();
+      t.k = static_cast<const uint16_t *>(in.data()) + hq * head_dim;
+      t.q_stride = t.k_stride = row;
+      t.q_out = q_out.data();
+      t.positions = dpos.as<const int32_t>();
+      t.rows = rows;
+      t.hq = hq;
+      t.hkv = hkv;
+      t.head_dim = head_dim;
+      t.theta = f.theta;
+      return t;
+    };
+    const auto append_into = [&](DeviceBuffer &in, DeviceBuffer &k_cache, DeviceBuffer &v_cache) {
+      ops::cuda::KvAppendTensors a;
+      a.v = static_cast<const uint16_t *>(in.data()) + (hq + hkv) * head_dim;
+      a.v_stride = row;
+      a.k_cache = k_cache.data();
+      a.v_cache = v_cache.data();
+      a.kv_indptr = dindptr.as<const int32_t>();
+      a.kv_indices = dindices.as<const int32_t>();
+      a.kv_last_page_len = dlast.as<const int32_t>();
+      a.batch = rows;
+      a.num_pages = num_pages;
+      a.hkv = hkv;
+      a.head_dim = head_dim;
+      a.page_size = page_size;
+      return a;
+    };
+    // Separate: rope (k to a_kout), then kv_append of the roped k and of v.
+    ops::cuda::RopeTensors ta = rope_of(a_qkv, a_q);
+    ta.k_out = a_kout.data();
+    ops::cuda::rope(ta, nullptr);
+    ops::cuda::KvAppendTensors aa = append_into(a_qkv, a_k, a_v);
+    aa.k = a_kout.data();
+    ops::cuda::kv_append(aa, nullptr);
+    // Fused, as a dependent launch.
+    ops::cuda::RopeTensors tb = rope_of(b_qkv, b_q);
+    const ops::cuda::KvAppendTensors ab = append_into(b_qkv, b_k, b_v);
+    tb.append = &ab;
+    tb.qkv_bias = with_bias ? dbias.data() : nullptr;
+    tb.dependent = true;
+    ops::cuda::rope(tb, nullptr);
+    const std::string what = with_bias ? "with the bias" : "without a bias";
+    EXPECT_EQ(download_bf16(b_q, q_count), download_bf16(a_q, q_count)) << "q, " << what;
+    const std::vector<uint16_t> bk = download_bf16(b_k, cache), bv = download_bf16(b_v, cache);
+    EXPECT_EQ(bk, download_bf16(a_k, cache)) << "K cache, " << what;
+    EXPECT_EQ(bv, download_bf16(a_v, cache)) << "V cache, " << what;
+    // Something was written: each request's new-token slot differs from the fill.
+    size_t changed = 0;
+    for (size_t i = 0; i < cache; ++i)
+      changed += (bk[i] != cache_fill[i]) + (bv[i] != cache_fill[i]);
+    EXPECT_GT(changed, static_cast<size_t>(rows - 1) * hkv * head_dim) << what;
+  }
+}
+
 TEST_F(RopeOpTest, EntryPointNamesBadInput) {
   const int hq = 2, hkv = 1, head_dim = 64;
   DeviceBuffer q = upload(random_bf16(hq * head_dim)), k = upload(random_bf16(hkv * head_dim));
@@ -217,6 +304,46 @@ TEST_F(RopeOpTest, EntryPointNamesBadInput) {
   bad = t;
   bad.q_out = q.data(); // k_out missing
   expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "k_out is null");
+  bad = t;
+  bad.qkv_bias = q.data();
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "qkv_bias needs the fused append");
+  // The fused append: its k must be null and its shape rope's.
+  DeviceBuffer k_cache = poisoned(16 * hkv * head_dim * 2),
+               v_cache = poisoned(16 * hkv * head_dim * 2);
+  DeviceBuffer indptr = upload(std::vector<int32_t>{0, 1}),
+               indices = upload(std::vector<int32_t>{0});
+  DeviceBuffer last = upload(std::vector<int32_t>{1});
+  ops::cuda::KvAppendTensors app;
+  app.v = k.data();
+  app.k_cache = k_cache.data();
+  app.v_cache = v_cache.data();
+  app.kv_indptr = indptr.as<const int32_t>();
+  app.kv_indices = indices.as<const int32_t>();
+  app.kv_last_page_len = last.as<const int32_t>();
+  app.batch = 1;
+  app.num_pages = 1;
+  app.hkv = hkv;
+  app.head_dim = head_dim;
+  app.page_size = 16;
+  bad = t;
+  auto bad_app = app;
+  bad.append = &bad_app;
+  bad_app.k = k.data();
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "append->k must be nullptr");
+  bad_app = app;
+  bad_app.batch = 2;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "append has batch=2");
+  bad_app = app;
+  bad_app.page_size = 8;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "append->page_size=8");
+  bad_app = app;
+  bad_app.num_pages = 0;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "num_pages=0");
+  bad_app = app;
+  const int32_t bad_last = 17, one_page[] = {0, 1};
+  bad_app.kv_indptr_host = one_page;
+  bad_app.kv_last_page_len_host = &bad_last;
+  expect_invalid_call([&] { ops::cuda::rope(bad, nullptr); }, "kv_last_page_len[0]=17");
 }
 
 } // namespace

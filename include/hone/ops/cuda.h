@@ -204,7 +204,11 @@ void rmsnorm(const RmsnormTensors &t, void *stream);
 // q [rows, hq, head_dim] and k [rows, hkv, head_dim] with row strides (0: contiguous, else
 // e.g. (hq + 2 hkv) x head_dim for slices of a fused q/k/v output); q_out / k_out nullptr: in
 // place, else out of place with their own strides. positions: device int32 [rows].
+// Two fusions of a decode step, each giving the bits of the separate launches it replaces:
+// `append` takes over the kv_append that follows rope (one launch for both), and `qkv_bias`
+// the bias add before it (Qwen2's q/k/v projection bias).
 // REQUIRES: head_dim % 8 == 0, head_dim <= 256.
+struct KvAppendTensors;
 struct RopeTensors {
   const void *q = nullptr, *k = nullptr;
   void *q_out = nullptr, *k_out = nullptr;
@@ -215,6 +219,15 @@ struct RopeTensors {
   // "rope_scaling" {"rope_type": "llama3", ...} of config.json; llama3_factor 0: none.
   double llama3_factor = 0, llama3_low_freq_factor = 1, llama3_high_freq_factor = 4,
          llama3_original_max_positions = 8192;
+  // Optional: the kv_append of the roped k and of `append->v` in this launch, one request per
+  // row (append->batch == rows, same hkv and head_dim): its caches, page table (host copies
+  // checked where given), v and v_stride; append->k must be nullptr (the roped k is what goes to
+  // the cache), and k_out is not written. The page table is read before the dependent launch's
+  // wait: it must not be written by the kernel before. append->dependent is not read.
+  const KvAppendTensors *append = nullptr;
+  // Optional, with `append` only: bf16 [(hq + 2 hkv) x head_dim], q's heads then k's then v's;
+  // every q, k and v element becomes bf16(x + bias) first, the bits of a separate bias add.
+  const void *qkv_bias = nullptr;
   bool dependent = false;
 };
 void rope(const RopeTensors &t, void *stream, Dispatcher &d);

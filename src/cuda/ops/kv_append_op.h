@@ -20,6 +20,7 @@
 
 #include "cuda/kernels/kv_append/kv_append.h"
 #include "cuda/ops/cuda_op.h"
+#include "hone/ops/cuda.h"
 
 namespace hone::cuda {
 
@@ -56,6 +57,12 @@ private:
   DeviceBuffer indptr_, indices_, last_;
   LastConfig<KvAppendConfig> last_config_;
 };
+
+// What the kv_append entry point checks before it resolves a tactic, for `op` (the name in its
+// messages; rope checks the append it fuses the same way): num_pages, the alignment of v, the
+// caches and the page table (and of k where non-null), the strides, and the host copies of the
+// page table where given. Throws Error(invalid_argument) naming the bad value.
+void kv_append_validate(const ops::cuda::KvAppendTensors &t, const char *op);
 
 // Buckets: batch exact 1..8, then the power of two at or above (up to 4096); hkv, head_dim and
 // page_size exact.

@@ -5,6 +5,7 @@
 
 #include "cuda/kernels/rope/rope.h"
 #include "cuda/ops/entry_point.h"
+#include "cuda/ops/kv_append_op.h"
 #include "cuda/ops/rope_op.h"
 #include "hone/dispatcher.h"
 #include "hone/error.h"
@@ -50,7 +51,30 @@ void rope(const RopeTensors &t, void *stream, Dispatcher &d) {
   const std::vector<double> &inv_freq = inv_freq_of(f, static_cast<int>(t.head_dim));
   hone::cuda::require_aligned(kOp, {{"q", t.q}, {"k", t.k}});
   hone::cuda::require_aligned(kOp, {{"positions", t.positions}}, 4);
-  if (t.q_out || t.k_out)
+  const KvAppendTensors *app = t.append;
+  if (app != nullptr) {
+    if (app->k != nullptr)
+      HONE_INVALID_ARGUMENT(std::string(kOp) +
+                            ": append->k must be nullptr (the roped k goes to the cache)");
+    if (app->batch != t.rows || app->hkv != t.hkv || app->head_dim != t.head_dim)
+      HONE_INVALID_ARGUMENT(
+          std::string(kOp) + ": append has batch=" + std::to_string(app->batch) +
+          ", hkv=" + std::to_string(app->hkv) + ", head_dim=" + std::to_string(app->head_dim) +
+          " where rope has rows=" + std::to_string(t.rows) + ", hkv=" + std::to_string(t.hkv) +
+          ", head_dim=" + std::to_string(t.head_dim));
+    if (app->page_size != 16 && app->page_size != 32 && app->page_size != 64)
+      HONE_INVALID_ARGUMENT(std::string(kOp) + ": append->page_size=" +
+                            std::to_string(app->page_size) + " is not 16, 32 or 64");
+    hone::cuda::kv_append_validate(*app, "rope (append)");
+  } else if (t.qkv_bias != nullptr) {
+    HONE_INVALID_ARGUMENT(std::string(kOp) +
+                          ": qkv_bias needs the fused append (v's share of the bias goes with v)");
+  }
+  if (t.qkv_bias != nullptr)
+    hone::cuda::require_aligned(kOp, {{"qkv_bias", t.qkv_bias}});
+  if (app != nullptr && t.q_out != nullptr)
+    hone::cuda::require_aligned(kOp, {{"q_out", t.q_out}}); // k_out is not written
+  else if (app == nullptr && (t.q_out || t.k_out))
     hone::cuda::require_aligned(kOp, {{"q_out", t.q_out}, {"k_out", t.k_out}});
   require_stride("q_stride", t.q_stride, t.hq * t.head_dim);
   require_stride("k_stride", t.k_stride, t.hkv * t.head_dim);
@@ -72,6 +96,19 @@ void rope(const RopeTensors &t, void *stream, Dispatcher &d) {
   a.hkv = static_cast<int>(t.hkv);
   a.head_dim = static_cast<int>(t.head_dim);
   a.inv_freq = inv_freq.data();
+  a.bias = t.qkv_bias;
+  if (app != nullptr) {
+    a.k_out = nullptr;
+    a.v = app->v;
+    a.v_stride = app->v_stride;
+    a.k_cache = app->k_cache;
+    a.v_cache = app->v_cache;
+    a.kv_indptr = app->kv_indptr;
+    a.kv_indices = app->kv_indices;
+    a.kv_last_page_len = app->kv_last_page_len;
+    a.num_pages = static_cast<int>(app->num_pages);
+    a.page_size = static_cast<int>(app->page_size);
+  }
   a.dependent = t.dependent;
   hone::cuda::check_launch(
       kOp, r, hone::cuda::rope_launch(r.compiled.as<hone::cuda::RopeConfig>(), a, stream));

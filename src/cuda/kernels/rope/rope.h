@@ -55,6 +55,17 @@ struct RopeArgs {
   int rows = 0, hq = 0, hkv = 0, head_dim = 0;
   int64_t q_stride = 0, k_stride = 0, q_out_stride = 0, k_out_stride = 0; // 0: heads x D
   const double *inv_freq = nullptr; // host [head_dim / 2] (rope_inv_freq), copied at launch
+  // Optional q/k/v bias, bf16 [(hq + 2 hkv) x head_dim]: x = bf16(x + bias) first. Needs the
+  // paged append (v's share goes with v).
+  const void *bias = nullptr;
+  // Optional paged append (k_cache non-null): roped k and v of row r go to request r's new-token
+  // slot of the paged caches (rope.cuh), k_out is not written. v: bf16 [rows, hkv, head_dim],
+  // row stride v_stride (0: hkv x head_dim). The page table is read before the wait.
+  const void *v = nullptr;
+  int64_t v_stride = 0;
+  void *k_cache = nullptr, *v_cache = nullptr;
+  const int32_t *kv_indptr = nullptr, *kv_indices = nullptr, *kv_last_page_len = nullptr;
+  int num_pages = 0, page_size = 0;
   // Programmatic dependent launch (common/pdl.cuh). positions are read and the angles computed
   // before griddepcontrol.wait: they must not be written by the kernel this launch depends on.
   bool dependent = false;
@@ -68,7 +79,7 @@ bool rope_can_implement(const RopeConfig &config, int rows, int hq, int hkv, int
 KernelResources rope_resources(const RopeConfig &config);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises.
 // REQUIRES: pointers and strides aligned to vec x 2 bytes; an output either equal to its input
-// or not overlapping it.
+// or not overlapping it; with the append, k_cache and v_cache overlapping no input.
 LaunchStatus rope_launch(const RopeConfig &config, const RopeArgs &args, void *stream);
 
 } // namespace hone::cuda
