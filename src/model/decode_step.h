@@ -3,7 +3,7 @@
 //   rmsnorm (fused with the residual add from the second layer on) -> q/k/v (one fused
 //   linear; Qwen2 adds its bias) -> rope (q out of place into the attention input) with the
 //   append of the new token's roped K and its V into the paged cache (and Qwen2's bias) in the
-//   same launch (StepOptions::fuse_rope_append; else rope, k in place, then kv_append) ->
+//   same launch where StepOptions::fuse_rope_append is set (else rope, then kv_append) ->
 //   decode.paged -> o -> rmsnorm + residual -> gate/up (one fused linear) -> silu_mul -> down,
 // then the final rmsnorm and the lm_head. Linear layers are gemv.bf16 (bf16 weights) or
 // quantized_linear (int4 / int8 affine weights, one copy for every row count). The step
@@ -63,8 +63,9 @@ struct StepOptions {
   // lm_head.weight unless the config ties it to the embedding). Empty: random weights.
   std::string weights;
   // One launch per layer for rope, the K/V append and the q/k/v bias (RopeTensors::append and
-  // qkv_bias) instead of two or three; the same bits either way.
-  bool fuse_rope_append = true;
+  // qkv_bias) instead of two or three; the same bits either way. Off until its device tests
+  // (the rope op's and the step's fused-against-separate comparisons) have run on a GPU.
+  bool fuse_rope_append = false;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but

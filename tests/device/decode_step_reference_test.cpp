@@ -230,8 +230,8 @@ TEST_F(DecodeStepPrefillTest, APrefillOfOneTokenIsTheDecodeStepBitForBit) {
     }
 }
 
-// Rope with the K/V append and Qwen2's q/k/v bias in one launch (StepOptions::fuse_rope_append,
-// the default) against the separate bias add, rope and kv_append: every output bit for bit,
+// Rope with the K/V append and Qwen2's q/k/v bias in one launch (StepOptions::fuse_rope_append)
+// against the separate bias add, rope and kv_append: every output bit for bit,
 // decode and prefill, with and without PDL. Since both steps of a pair append to their own
 // caches from the same seed, the appended K and V compare too.
 TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) {
@@ -245,6 +245,7 @@ TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) 
       o.prefill = prefill;
       o.bits = 16;
       o.seed = 3;
+      o.fuse_rope_append = true;
       DecodeStep fused(m, o);
       o.fuse_rope_append = false;
       DecodeStep separate(m, o);

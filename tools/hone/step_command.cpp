@@ -89,6 +89,8 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                    "Graph replays of a PDL step compared bit for bit with PDL off")
       ->capture_default_str();
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
+  app_->add_flag("--fuse-rope-append", options_.fuse_rope_append,
+                 "Rope, the K/V append and the q/k/v bias in one launch per layer (same bits)");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait")
@@ -171,6 +173,7 @@ int StepCommand::run() {
                    : parse_tokens(options_.context, "--context");
   so.weights = options_.weights;
   so.prefill = options_.prefill;
+  so.fuse_rope_append = options_.fuse_rope_append;
   if (!options_.json_path.empty())
     require_writable(options_.json_path, "--json");
   if (!global_.backend.empty() && global_.backend != "cuda")

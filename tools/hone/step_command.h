@@ -44,6 +44,7 @@ struct StepOptions {
   // > 0: one more variant, the tuned step with PDL and decode.paged's L2 prefetch of this many
   // KiB per CTA of cached K and V before its wait (model::StepLaunch::kv_prefetch_kib).
   int kv_prefetch_kib = 0;
+  bool fuse_rope_append = false; // model::StepOptions::fuse_rope_append
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
