@@ -479,6 +479,18 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
           << t;
     }
     EXPECT_GT(ring, 0) << "bits=" << bits;
+    // 17-32 rows also with two m16 tiles per warp (the activation fragments serve twice the
+    // weights), at up to 4 consumers, for every K order up to 4 slices.
+    for (int slices : {1, 2, 4}) {
+      int two_tiles = 0;
+      for (const QmvAffineConfig &c : qmv_affine_configs(bits))
+        if (c.path == KernelPath::ring && c.rows_per_cta == 32 && c.outputs_per_warp == 32 &&
+            qmv_affine_k_slices(c) == slices) {
+          ++two_tiles;
+          EXPECT_LE(c.warps, 4) << c.to_tactic().str();
+        }
+      EXPECT_GT(two_tiles, 0) << "bits=" << bits << " k_slices=" << slices;
+    }
     // Every K order of the mma path up to 8 slices has a ring config at every row count, so a
     // batch-invariant tune can pick the ring path whatever the shape's default order is.
     for (int rows = 1; rows <= 32; ++rows)

@@ -45,12 +45,16 @@ template <int BITS, int NT, int MT, int MAX_THREADS> constexpr RingEntry ring_en
 // consumers where a warp holds one m16n8 tile, up to 8 where it holds two or four: every kernel
 // at 0 spill bytes (-Xptxas -v), which needed the 32-bit activation and group-parameter offsets
 // of the kernel (64-bit pointers spilled the 4-bit factored kernel of four n8 tiles at 168).
+// Four n8 tiles by two m16 tiles (17-32 rows: a warp's activation fragments serve twice the
+// weights, halving the activations' shared-memory reads per weight, which at one m16 tile are
+// 8 x the weights') take 4 consumers and 186 / 178 registers (factored, 4 / 8 bits): at 288
+// threads (168) the factored kernels spilled 32 and 8 bytes. Four m16 tiles spilled at 255.
 // <BITS, NT, MT, MAX_THREADS>
 const RingEntry kRingKernels[] = {
     ring_entry<4, 1, 1, 544>(), ring_entry<4, 1, 2, 288>(), ring_entry<4, 2, 1, 288>(),
-    ring_entry<4, 2, 2, 288>(), ring_entry<4, 4, 1, 288>(), ring_entry<8, 1, 1, 544>(),
-    ring_entry<8, 1, 2, 288>(), ring_entry<8, 2, 1, 288>(), ring_entry<8, 2, 2, 288>(),
-    ring_entry<8, 4, 1, 288>(),
+    ring_entry<4, 2, 2, 288>(), ring_entry<4, 4, 1, 288>(), ring_entry<4, 4, 2, 160>(),
+    ring_entry<8, 1, 1, 544>(), ring_entry<8, 1, 2, 288>(), ring_entry<8, 2, 1, 288>(),
+    ring_entry<8, 2, 2, 288>(), ring_entry<8, 4, 1, 288>(), ring_entry<8, 4, 2, 160>(),
 };
 
 const RingEntry *find_ring_kernel(const QmvAffineConfig &c, int bits) {
