@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the programs the device scripts run (weight_ring.sh, qmm_affine.sh, profile.sh) on this
+# Builds the programs the device scripts run (weight_ring.sh, qmm_affine.sh, profile.sh,
+# chain_fusions.sh) on this
 # machine, with the full qmm.affine kernel set, and packs them into one archive for the device
 # tool's carry (64 MiB for all carried paths). On the GPU machine, unpack it at the repository
 # root before running a script over the build:
@@ -18,7 +19,9 @@ build=${1:-build}
 programs=(tests/device/qmv_affine_kernel_test tests/device/qmv_affine_op_test
           tests/device/gemv_bf16_kernel_test tests/device/gemv_bf16_op_test
           tests/device/qmm_affine_op_test tests/device/quantized_linear_op_test
-          tests/device/step_ops_pdl_test bench/qmv_affine_harness bench/gemv_bf16_harness
+          tests/device/step_ops_pdl_test tests/device/rope_op_test
+          tests/device/decode_step_reference_test tests/device/decode_paged_op_test
+          bench/qmv_affine_harness bench/gemv_bf16_harness
           bench/read_ceiling bench/qmm_probe bench/op_matrix tools/hone/hone)
 [ -f "$build/CMakeCache.txt" ] ||
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHONE_CUDA_ARCHS=90 \

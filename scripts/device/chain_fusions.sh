@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The chain changes of 2026-12-05 (third stop), first run: decode.paged's L2 prefetch before its
+# wait (ChainLaunch::prefetch_kib), rope with the K/V append and bias in one launch
+# (RopeTensors::append, StepOptions::fuse_rope_append), and qmv.affine's two-m16-tile ring
+# kernels for 17-32 rows. Tests first (each bitwise against the separate or PDL-off path), then
+# memcheck of the new kernel paths, then hone step on Llama-3.1-8B (bf16 and int4 g64, batch 1,
+# context 4k) with the prefetch variant and the fused launch, then the qmv table at 24-32 rows.
+# Runs over carried programs (scripts/device/pack_carry.sh); everything lands in
+# OUTDIR/results.tar.gz, packed after each step. About 6 minutes.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/chain_fusions.sh "$OUT" build
+set -u
+cd "$(dirname "$0")/../.."
+OUTDIR=${1:?OUTDIR}
+export BUILD=${2:-build}
+source scripts/device/env.sh
+R=$OUTDIR/r
+mkdir -p "$R"
+T0=$(date +%s)
+pack() { (cd "$OUTDIR" && tar czf results.tar.gz r); }
+stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+
+# 1. Tests.
+timeout 120 "$BUILD/tests/device/rope_op_test" >"$R/test_rope.log" 2>&1
+stamp rope_op_test $?
+timeout 120 "$BUILD/tests/device/step_ops_pdl_test" >"$R/test_step_ops_pdl.log" 2>&1
+stamp step_ops_pdl_test $?
+timeout 150 "$BUILD/tests/device/decode_step_reference_test" \
+  --gtest_filter='*Fused*:*APrefillOfOneToken*:*OneStepMatchesFloat64/llama_bf16:*OneStepMatchesFloat64/qwen2_bf16' \
+  >"$R/test_decode_step.log" 2>&1
+stamp decode_step_reference_test $?
+HONE_DEVICE_TEST_REDUCED=1 timeout 120 "$BUILD/tests/device/decode_paged_op_test" \
+  >"$R/test_decode_paged.log" 2>&1
+stamp decode_paged_op_test $?
+HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 60 \
+  "$BUILD/tests/device/qmv_affine_kernel_test" >"$R/test_qmv_kernel.log" 2>&1
+stamp qmv_affine_kernel_test $?
+grep -hE '^\[  (PASSED|FAILED) |Failure' "$R"/test_*.log | head -20
+pack
+
+# 2. memcheck of the new paths.
+for t in rope_op_test:*Fused* step_ops_pdl_test:*Prefetching*; do
+  HONE_DEVICE_TEST_REDUCED=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$BUILD/tests/device/${t%%:*}" --gtest_filter="${t#*:}" >"$R/sanitizer.raw" 2>&1
+  echo "memcheck ${t}: rc $? $(grep -E 'ERROR SUMMARY|\[  (PASSED|FAILED) ' "$R/sanitizer.raw" | tr '\n' ' ')" |
+    tee -a "$R/sanitizer.log"
+  grep -m 10 -E 'Invalid|Failure' "$R/sanitizer.raw" >>"$R/sanitizer.log"
+  rm -f "$R/sanitizer.raw"
+done
+pack
+
+# 3. The step: the tuned PDL step with and without the KV prefetch (same run), the fused
+# rope append in one of them (its breakdown shows kv_append at 0 launches).
+step() {
+  local name=$1
+  shift
+  timeout 150 "$BUILD/tools/hone/hone" step --model models/llama-3.1-8b.json --batch 1 \
+    --context 4k --samples 9 --json "$R/step_$name.json" "$@" >"$R/step_$name.log" 2>&1
+  stamp "step $name" $?
+  sed -n '/| variant/,/^$/p' "$R/step_$name.log"
+  pack
+}
+step bf16_kv64 --quant bf16 --kv-prefetch 64
+step bf16_kv256_fused --quant bf16 --kv-prefetch 256 --fuse-rope-append
+step int4_kv64_fused --quant int4:g64 --kv-prefetch 64 --fuse-rope-append
+
+# 4. qmv.affine at 24-32 rows: the two-m16-tile ring kernels against the rest (grouped too).
+HONE_TEST_PATHS=mma,ring,grouped timeout 60 "$BUILD/bench/qmv_affine_harness" --no-check \
+  --shapes 28672x4096,4096x14336 --rows 24,32 --formats 4x64 \
+  --csv "$R/qmv_table.csv" >"$R/qmv_table.log" 2>&1
+stamp qmv_table $?
+cut -c1-220 "$R/qmv_table.log" | tail -n 6
+pack
