@@ -18,6 +18,14 @@ __device__ __forceinline__ uint4 load_weight(const void *p) {
   return v;
 }
 
+// Asks L2 for the 128-byte line holding `src`: a hint, no value read. Per lane, so a warp asks
+// for up to 32 lines in one instruction (CCTL.E.PF2). (The bulk form, cp.async.bulk.prefetch.L2,
+// takes a warp-uniform address: per-lane addresses made nvcc loop over the lanes, one TMA
+// request each.)
+__device__ __forceinline__ void prefetch_line_l2(const void *src) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(src) : "memory");
+}
+
 // 16-byte asynchronous copies global -> shared, completed with cp.async.wait_group. Weights:
 // L2 only, with the 256-byte L2 prefetch of load_weight; activations: through L1.
 __device__ __forceinline__ void copy_weight_async(void *dst, const void *src) {

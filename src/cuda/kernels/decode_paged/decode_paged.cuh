@@ -74,6 +74,7 @@ namespace hone::cuda::decode_paged_detail {
 using kernel_detail::bf16_hi;
 using kernel_detail::bf16_lo;
 using kernel_detail::mma_m16n8k16;
+using kernel_detail::prefetch_line_l2;
 
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kTile = 16;        // tokens per tile
@@ -361,13 +362,6 @@ __device__ __forceinline__ void merge_finish(const Params &p, int b, int head, c
 }
 
 // --- split kernel -----------------------------------------------------------------------------
-
-// Asks L2 for the 128-byte line holding `src`: a hint, no value read. Per lane, so a warp asks
-// for 32 lines in one instruction. (The bulk form, cp.async.bulk.prefetch.L2, takes a
-// warp-uniform address: per-lane rows made nvcc loop over the lanes, one TMA request each.)
-__device__ __forceinline__ void prefetch_line_l2(const void *src) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(src) : "memory");
-}
 
 // Before griddepcontrol.wait (p.prefetch_tiles > 0): the warp asks L2 for the K and V rows of
 // its first p.prefetch_tiles tiles of item `it` and KV head `kv_head`, in the order it will

@@ -26,6 +26,7 @@ template <int NT, int MT> struct RingChunk {
     return {};
   }
   __device__ __forceinline__ static void issue(const Extra &, const Tile &, int, int, Loads &) {}
+  __device__ __forceinline__ static void prefetch(const Extra &, const Tile &, int, int, int) {}
   __device__ __forceinline__ static void multiply(float (&acc)[MT][NT][4], const uint4 (&w)[MT][2],
                                                   const Loads &, const uint4 (&x)[NT][kXVectors]) {
     uint4 xv[NT];

@@ -61,6 +61,36 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
       }
   }
 
+  // At a tile's start: the group parameters of the lane's rows over the slice's chunks
+  // [c0, c1), asked of L2 (prefetch.global.L2, a hint: no value read), one 128-byte line per
+  // lane of the row's four (a row's slice is 1-4 lines at g64 and K 4096-14336). The
+  // one-chunk-ahead loads of issue() then find them in L2.
+  __device__ __forceinline__ static void prefetch(const Extra &e, const Tile &tl, int t, int c0,
+                                                  int c1) {
+    if (c0 >= c1)
+      return;
+    const uint32_t first = static_cast<uint32_t>(c0 * kChunkK) >> e.group_shift;
+    const uint32_t last = static_cast<uint32_t>(c1 * kChunkK - 1) >> e.group_shift;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t row = static_cast<uint32_t>(tl.so[mt][h]); // row x groups_per_row
+        // The lines holding the slice's first to last parameter of the row, by address: each
+        // asked line holds at least one of them.
+        // Lane t asks for the t-th line: the first four, which hold the whole slice up to 256
+        // groups (16384 K at g64).
+        const uint16_t *arrays[2] = {e.scales, e.biases};
+#pragma unroll
+        for (const uint16_t *a : arrays) {
+          const uintptr_t line = (reinterpret_cast<uintptr_t>(a + row + first) & ~uintptr_t{127}) +
+                                 128 * static_cast<uintptr_t>(t);
+          if (line <= reinterpret_cast<uintptr_t>(a + row + last))
+            prefetch_line_l2(reinterpret_cast<const void *>(line));
+        }
+      }
+  }
+
   __device__ __forceinline__ static void multiply(float (&acc)[MT][NT][4], const uint4 (&w)[MT][2],
                                                   const Loads &l, const uint4 (&x)[NT][kXVectors]) {
     WeightFragment<MT> f;
