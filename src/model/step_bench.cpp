@@ -191,6 +191,8 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     Dispatcher &d = *variants[0].dispatcher;
     for (int k = 0; k < kStepOpCount; ++k) {
       const StepOp op = static_cast<StepOp>(k);
+      if (launches_of(op, step) == 0) // fused into another kind's launch
+        continue;
       step.enqueue_only(op, s, d, false);
       Graph g(s, [&] { step.enqueue_only(op, s, d, false); });
       g.replay(2);
