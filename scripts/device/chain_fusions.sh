@@ -50,8 +50,9 @@ for t in rope_op_test:*Fused* step_ops_pdl_test:*Prefetching*; do
 done
 pack
 
-# 3. The step: the tuned PDL step with and without the KV prefetch (same run), the fused
-# rope append in one of them (its breakdown shows kv_append at 0 launches).
+# 3. The step: the tuned PDL step beside the same with decode.paged's KV prefetch at 64 and 256
+# KiB per CTA and with the fused rope append, every variant in the same run and each PDL
+# variant checked bit for bit against the (separate, PDL-off) step over 1000 replays.
 step() {
   local name=$1
   shift
@@ -61,9 +62,8 @@ step() {
   sed -n '/| variant/,/^$/p' "$R/step_$name.log"
   pack
 }
-step bf16_kv64 --quant bf16 --kv-prefetch 64
-step bf16_kv256_fused --quant bf16 --kv-prefetch 256 --fuse-rope-append
-step int4_kv64_fused --quant int4:g64 --kv-prefetch 64 --fuse-rope-append
+step bf16 --quant bf16 --kv-prefetch 64,256 --fuse-rope-append
+step int4_g64 --quant int4:g64 --kv-prefetch 64,256 --fuse-rope-append
 
 # 4. qmv.affine at 24-32 rows: the two-m16-tile ring kernels against the rest (grouped too).
 HONE_TEST_PATHS=mma,ring,grouped timeout 60 "$BUILD/bench/qmv_affine_harness" --no-check \

@@ -390,7 +390,7 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
 DecodeStep::~DecodeStep() = default;
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) {
-  run(nullptr, stream, d, StepLaunch{pdl, 0});
+  run(nullptr, stream, d, StepLaunch{pdl, 0, s_->opt.fuse_rope_append});
 }
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) {
@@ -398,12 +398,12 @@ void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) 
 }
 
 void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) {
-  run(&op, stream, d, StepLaunch{pdl, 0});
+  run(&op, stream, d, StepLaunch{pdl, 0, s_->opt.fuse_rope_append});
 }
 
 void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const StepLaunch &launch) {
   const bool pdl = launch.pdl;
-  const bool fuse = s_->opt.fuse_rope_append;
+  const bool fuse = launch.fuse_rope_append;
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;

@@ -63,18 +63,22 @@ struct StepOptions {
   // lm_head.weight unless the config ties it to the embedding). Empty: random weights.
   std::string weights;
   // One launch per layer for rope, the K/V append and the q/k/v bias (RopeTensors::append and
-  // qkv_bias) instead of two or three; the same bits either way. Off until its device tests
-  // (the rope op's and the step's fused-against-separate comparisons) have run on a GPU.
+  // qkv_bias) instead of two or three, in every enqueue that does not say otherwise
+  // (StepLaunch); the same bits either way. Off until its device tests (the rope op's and the
+  // step's fused-against-separate comparisons) have run on a GPU.
   bool fuse_rope_append = false;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
 // cuBLASLt's and qmm's a programmatic dependent launch; with it, `kv_prefetch_kib` KiB per CTA
 // of each layer's cached K and V that decode.paged asks L2 for before its griddepcontrol.wait
-// (ops::cuda::ChainLaunch::prefetch_kib; 0: none).
+// (ops::cuda::ChainLaunch::prefetch_kib; 0: none); and whether rope takes the append.
 struct StepLaunch {
   bool pdl = false;
   int kv_prefetch_kib = 0;
+  // Rope, the K/V append and the q/k/v bias in one launch a layer (StepOptions::fuse_rope_append
+  // is what enqueue(stream, d, pdl) takes).
+  bool fuse_rope_append = false;
 };
 
 // The kinds of launch in a step, in chain order (for the per-op breakdown).

@@ -81,7 +81,10 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-StepLaunch launch_of(const StepVariant &v) { return {v.pdl, v.pdl ? v.kv_prefetch_kib : 0}; }
+StepLaunch launch_of(const StepVariant &v, const DecodeStep &step) {
+  return {v.pdl, v.pdl ? v.kv_prefetch_kib : 0,
+          v.fuse_rope_append.value_or(step.options().fuse_rope_append)};
+}
 
 int launches_of(StepOp op, const DecodeStep &step) {
   const int64_t layers = step.spec().layers;
@@ -133,8 +136,9 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     r.name = v.name;
     r.pdl = v.pdl;
     r.kv_prefetch_kib = v.pdl ? v.kv_prefetch_kib : 0;
+    r.fuse_rope_append = launch_of(v, step).fuse_rope_append;
     step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, launch_of(v));
+    step.enqueue(s, *v.dispatcher, launch_of(v, step));
     if (out.variants.empty()) {
       HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -160,7 +164,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
                                       cudaMemcpyDeviceToDevice, s));
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       Graph check(s, [&] {
-        step.enqueue(s, *v.dispatcher, launch_of(v));
+        step.enqueue(s, *v.dispatcher, launch_of(v, step));
         count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
         count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
       });
@@ -169,7 +173,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       r.check_replays = options.check_replays;
     }
     graphs.push_back(
-        std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, launch_of(v)); }));
+        std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, launch_of(v, step)); }));
   }
   Events events;
   // Replays per sample from the first variant's time.

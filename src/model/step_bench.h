@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct StepVariant {
   Dispatcher *dispatcher = nullptr;
   bool pdl = false;
   int kv_prefetch_kib = 0; // with pdl: StepLaunch::kv_prefetch_kib
+  // StepLaunch::fuse_rope_append; unset: the step's StepOptions::fuse_rope_append.
+  std::optional<bool> fuse_rope_append;
 };
 
 struct StepBenchOptions {
@@ -39,6 +42,7 @@ struct StepVariantResult {
   std::string name;
   bool pdl = false;
   int kv_prefetch_kib = 0;
+  bool fuse_rope_append = false;
   double seconds = 0; // median per step
   double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the

@@ -90,10 +90,13 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
       ->capture_default_str();
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
   app_->add_flag("--fuse-rope-append", options_.fuse_rope_append,
-                 "Rope, the K/V append and the q/k/v bias in one launch per layer (same bits)");
+                 "Also time the tuned PDL step with rope, the K/V append and the q/k/v bias in "
+                 "one launch per layer (same bits)");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
-                   "per CTA of cached K and V before its wait")
+                   "per CTA of cached K and V before its wait (a comma-separated list: one "
+                   "variant each, same run)")
+      ->delimiter(',')
       ->check(CLI::Range(0, 1 << 20));
   app_->add_option("--seed", options_.seed, "Weights, cache and inputs")->capture_default_str();
   app_->add_option("--json", options_.json_path, "Also write the results as JSON");
@@ -173,7 +176,6 @@ int StepCommand::run() {
                    : parse_tokens(options_.context, "--context");
   so.weights = options_.weights;
   so.prefill = options_.prefill;
-  so.fuse_rope_append = options_.fuse_rope_append;
   if (!options_.json_path.empty())
     require_writable(options_.json_path, "--json");
   if (!global_.backend.empty() && global_.backend != "cuda")
@@ -202,9 +204,11 @@ int StepCommand::run() {
                                               {"tuned", &tuned, false},
                                               {"tuned+pdl", &tuned, true}};
   // Measured beside the chain tactics, not one of them yet: the chain pick below is 2 or 3.
-  if (options_.kv_prefetch_kib > 0)
-    variants.push_back({"tuned+pdl+kv" + std::to_string(options_.kv_prefetch_kib) + "k", &tuned,
-                        true, options_.kv_prefetch_kib});
+  for (int kib : options_.kv_prefetch_kib)
+    if (kib > 0)
+      variants.push_back({"tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib});
+  if (options_.fuse_rope_append)
+    variants.push_back({"tuned+pdl+fused", &tuned, true, 0, true});
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The chain tactic this run measures: PDL where its replays were bit-identical to PDL off and
   // it beats the tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,10 +42,12 @@ struct StepOptions {
   std::string weights;    // safetensors file or checkpoint directory; empty: random weights
   std::string export_dir; // write the step and one default step's outputs here, then exit
   int64_t prefill = 0;    // 0: a decode step; M: a prefill of M tokens per request
-  // > 0: one more variant, the tuned step with PDL and decode.paged's L2 prefetch of this many
-  // KiB per CTA of cached K and V before its wait (model::StepLaunch::kv_prefetch_kib).
-  int kv_prefetch_kib = 0;
-  bool fuse_rope_append = false; // model::StepOptions::fuse_rope_append
+  // One more variant per value: the tuned step with PDL and decode.paged's L2 prefetch of this
+  // many KiB per CTA of cached K and V before its wait (model::StepLaunch::kv_prefetch_kib).
+  std::vector<int> kv_prefetch_kib;
+  // One more variant: the tuned PDL step with rope taking the K/V append
+  // (model::StepLaunch::fuse_rope_append).
+  bool fuse_rope_append = false;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
@@ -63,8 +66,8 @@ bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_m
 // HONE_TACTIC_* override.
 DispatcherOptions default_path_options();
 // One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
-// spread, mismatches, check_replays; kv_prefetch_kib where a step variant has one) as both
-// commands write it in their JSON.
+// spread, mismatches, check_replays; kv_prefetch_kib and fuse_rope_append where a step variant
+// has them) as both commands write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   nlohmann::json j = {{"name", v.name},
                       {"pdl", v.pdl},
@@ -75,6 +78,9 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   if constexpr (requires { v.kv_prefetch_kib; })
     if (v.kv_prefetch_kib > 0)
       j["kv_prefetch_kib"] = v.kv_prefetch_kib;
+  if constexpr (requires { v.fuse_rope_append; })
+    if (v.fuse_rope_append)
+      j["fuse_rope_append"] = true;
   return j;
 }
 
