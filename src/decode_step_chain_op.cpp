@@ -20,7 +20,7 @@ DecodeStepChainOp::DecodeStepChainOp()
                 DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kChainMaxModelId)}} {}
 
 std::vector<Tactic> DecodeStepChainOp::candidates(const Shape &) const {
-  return {chain_tactic(false), chain_tactic(true)};
+  return {chain_tactic(false), chain_tactic(true), chain_tactic(true, kChainKvPrefetchKib)};
 }
 
 Tactic DecodeStepChainOp::default_tactic(const Shape &) const { return chain_tactic(false); }
@@ -56,14 +56,30 @@ std::unique_ptr<Workload> DecodeStepChainOp::prepare(const Shape &) const {
 }
 
 CompiledTactic DecodeStepChainOp::compile(const Tactic &tactic) const {
-  if (tactic.kernel == kChainOpName && tactic.params.size() == 1 &&
-      tactic.params[0].first == "pdl" &&
-      (tactic.params[0].second == 0 || tactic.params[0].second == 1))
-    return CompiledTactic::of(tactic.params[0].second == 1);
+  const auto &ps = tactic.params;
+  if (tactic.kernel == kChainOpName && !ps.empty() && ps[0].first == "pdl" &&
+      (ps[0].second == 0 || ps[0].second == 1)) {
+    if (ps.size() == 1)
+      return CompiledTactic::of(ChainChoice{ps[0].second == 1, 0});
+    if (ps.size() == 2 && ps[0].second == 1 && ps[1].first == "kv_prefetch" && ps[1].second >= 1 &&
+        ps[1].second <= kChainMaxKvPrefetchKib)
+      return CompiledTactic::of(ChainChoice{true, static_cast<int>(ps[1].second)});
+  }
   HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": tactic '" + tactic.str() + "' is not " +
-                        chain_tactic(false).str() + " or " + chain_tactic(true).str());
+                        chain_tactic(false).str() + ", " + chain_tactic(true).str() + " or " +
+                        chain_tactic(true).str() + ",kv_prefetch=K (K in 1.." +
+                        str(kChainMaxKvPrefetchKib) + ")");
 }
 
-Tactic chain_tactic(bool pdl) { return Tactic{std::string(kChainOpName), {{"pdl", pdl ? 1 : 0}}}; }
+Tactic chain_tactic(bool pdl, int kv_prefetch_kib) {
+  Tactic t{std::string(kChainOpName), {{"pdl", pdl ? 1 : 0}}};
+  if (pdl && kv_prefetch_kib > 0)
+    t.params.emplace_back("kv_prefetch", kv_prefetch_kib);
+  return t;
+}
+
+Tactic chain_tactic(const ChainChoice &choice) {
+  return chain_tactic(choice.pdl, choice.kv_prefetch_kib);
+}
 
 } // namespace hone

@@ -18,14 +18,27 @@ namespace hone {
 inline constexpr std::string_view kChainOpName = "chain.decode_step";
 // The largest model identity (the model dimension: a 32-bit hash of the step's shape).
 inline constexpr int64_t kChainMaxModelId = 0xffffffff;
+// The KV prefetch distance the chain tune times beside plain PDL: KiB per CTA of cached K and
+// V that decode.paged asks L2 for before its wait (ops::cuda::ChainLaunch::prefetch_kib).
+inline constexpr int kChainKvPrefetchKib = 256;
+// The largest distance a chain tactic may spell (decode.paged's own limit).
+inline constexpr int kChainMaxKvPrefetchKib = 1 << 20;
+
+// A chain tactic compiled: PDL, and with it decode.paged's KV prefetch distance (0: none).
+struct ChainChoice {
+  bool pdl = false;
+  int kv_prefetch_kib = 0;
+  bool operator==(const ChainChoice &) const = default;
+};
 
 // The chain op: dimensions {batch, bits, group, page_size, hidden, layers, model}, dtype bf16,
 // backend cuda. batch: the power of two at or above (1, 2, 4, .., 32, the step's range);
 // bits 16 for bf16 weights (group 0), else 4 or 8 with group 32, 64 or 128; page_size 16, 32
 // or 64; hidden and layers for a reader; model: chain_model_id(), every dimension the step's
-// time depends on. Tactics `chain.decode_step:pdl=0` (the default) and `:pdl=1`. It has no
-// per-launch workload: prepare() throws, since the chain is timed as CUDA graphs of the whole
-// step.
+// time depends on. Tactics `chain.decode_step:pdl=0` (the default), `:pdl=1` and
+// `:pdl=1,kv_prefetch=K` (PDL with decode.paged's KV prefetch of K KiB per CTA; the candidate
+// is K = kChainKvPrefetchKib, any K in 1..kChainMaxKvPrefetchKib compiles). It has no per-launch
+// workload: prepare() throws, since the chain is timed as CUDA graphs of the whole step.
 class DecodeStepChainOp final : public TunableOp {
 public:
   DecodeStepChainOp();
@@ -36,9 +49,10 @@ public:
   int version() const override { return 1; }
   DType dtype() const override { return DType::bf16; }
   const BucketSpec &buckets() const override { return buckets_; }
-  Tactic default_tactic(const Shape &bucket) const override;          // pdl=0
-  std::vector<Tactic> candidates(const Shape &bucket) const override; // pdl=0, pdl=1
-  // The pdl flag as a bool; throws Error(invalid_argument) for any tactic but the two.
+  Tactic default_tactic(const Shape &bucket) const override; // pdl=0
+  // pdl=0, pdl=1, pdl=1,kv_prefetch=kChainKvPrefetchKib
+  std::vector<Tactic> candidates(const Shape &bucket) const override;
+  // A ChainChoice; throws Error(invalid_argument) naming a tactic of another spelling.
   CompiledTactic compile(const Tactic &tactic) const override;
   // PDL is admitted only bit-identical to PDL off.
   Numerics default_numerics() const override { return Numerics::batch_invariant; }
@@ -51,7 +65,8 @@ private:
   BucketSpec buckets_;
 };
 
-// `chain.decode_step:pdl=0` / `:pdl=1`.
-Tactic chain_tactic(bool pdl);
+// `chain.decode_step:pdl=0` / `:pdl=1` / `:pdl=1,kv_prefetch=K` (K > 0 only with pdl).
+Tactic chain_tactic(bool pdl, int kv_prefetch_kib = 0);
+Tactic chain_tactic(const ChainChoice &choice);
 
 } // namespace hone

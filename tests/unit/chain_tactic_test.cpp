@@ -90,17 +90,30 @@ TEST(ChainTactic, KeyEncodesBatchBucketFormatAndModel) {
             chain_model_id(m));
 }
 
-TEST(ChainTactic, OpHasTwoTacticsAndNoWorkload) {
+TEST(ChainTactic, OpHasThreeTacticsAndNoWorkload) {
   const DecodeStepChainOp &op = chain_op();
   const Shape bucket = chain_bucket(llama(), 1, 16, 0, 16);
   EXPECT_EQ(op.default_tactic(bucket).str(), "chain.decode_step:pdl=0");
-  EXPECT_EQ(op.candidates(bucket), (std::vector<Tactic>{chain_tactic(false), chain_tactic(true)}));
+  EXPECT_EQ(op.candidates(bucket), (std::vector<Tactic>{chain_tactic(false), chain_tactic(true),
+                                                        chain_tactic(true, kChainKvPrefetchKib)}));
+  EXPECT_EQ(chain_tactic(true, 256).str(), "chain.decode_step:pdl=1,kv_prefetch=256");
+  EXPECT_EQ(chain_tactic(false, 256), chain_tactic(false)); // no prefetch without PDL
   EXPECT_EQ(op.unrunnable_reason(chain_tactic(true), bucket), std::nullopt);
-  EXPECT_TRUE(op.compile(chain_tactic(true)).as<bool>());
-  EXPECT_FALSE(op.compile(chain_tactic(false)).as<bool>());
+  EXPECT_EQ(op.compile(chain_tactic(true)).as<ChainChoice>(), (ChainChoice{true, 0}));
+  EXPECT_EQ(op.compile(chain_tactic(false)).as<ChainChoice>(), (ChainChoice{false, 0}));
+  // Any distance in range compiles; only the candidates' are runnable from a cache.
+  const Tactic other = Tactic::parse("chain.decode_step:pdl=1,kv_prefetch=64");
+  EXPECT_EQ(op.compile(other).as<ChainChoice>(), (ChainChoice{true, 64}));
+  EXPECT_NE(op.unrunnable_reason(other, bucket), std::nullopt);
   for (const char *bad :
-       {"chain.decode_step:pdl=2", "chain.decode_step", "chain.decode_step:pdl=1,l2=4"})
+       {"chain.decode_step:pdl=2", "chain.decode_step", "chain.decode_step:pdl=1,l2=4",
+        "chain.decode_step:pdl=0,kv_prefetch=64", "chain.decode_step:pdl=1,kv_prefetch=0",
+        "chain.decode_step:pdl=1,kv_prefetch=1048577", "chain.decode_step:kv_prefetch=64,pdl=1",
+        "chain.decode_step:pdl=1,kv_prefetch=64,x=1"}) {
     EXPECT_NE(op.unrunnable_reason(Tactic::parse(bad), bucket), std::nullopt) << bad;
+    EXPECT_NE(invalid_message([&] { op.compile(Tactic::parse(bad)); }).find(bad), std::string::npos)
+        << bad;
+  }
   EXPECT_NE(invalid_message([&] { op.prepare(bucket); }).find("hone tune --model"),
             std::string::npos);
   // A CUDA build registers the chain op with the library's ops (so the C API's cache verify
@@ -141,6 +154,53 @@ TEST(ChainTactic, PdlNeedsBitIdentityAThousandReplaysAndTheMargin) {
   EXPECT_EQ(lost.result.ratio, 1);
   EXPECT_EQ(lost.result.candidates[1].status, Status::gate_failed);
   EXPECT_NE(lost.result.candidates[1].reason.find("7 words differ"), std::string::npos);
+}
+
+// The KV prefetch variant: picked only when it beats the choice so far (PDL, or PDL off) by
+// the margin, bit-identical over the full check; the fastest of several.
+TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
+  const auto with = [](double seconds, int kib = kChainKvPrefetchKib, int64_t mismatches = 0) {
+    ChainTiming t = pdl_wins(); // PDL 0.96 of PDL off
+    t.prefetch.push_back({kib, seconds, 0.004, mismatches, kChainCheckReplays});
+    return t;
+  };
+  ChainDecision d = decide_chain(with(0.92e-3));
+  EXPECT_TRUE(d.pdl);
+  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib) << d.reason;
+  EXPECT_NE(d.reason.find("kv_prefetch=256"), std::string::npos) << d.reason;
+  // 1 % under plain PDL: within the margin, plain PDL stays.
+  d = decide_chain(with(0.95e-3));
+  EXPECT_TRUE(d.pdl);
+  EXPECT_EQ(d.kv_prefetch_kib, 0);
+  // Not bit-identical, or not checked enough: never picked, however fast.
+  EXPECT_EQ(decide_chain(with(0.5e-3, 256, 2)).kv_prefetch_kib, 0);
+  ChainTiming t = with(0.5e-3);
+  t.prefetch[0].check_replays = 10;
+  EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 0);
+  // Plain PDL rejected (words differ): the prefetch variant is judged against PDL off.
+  t = with(0.95e-3);
+  t.mismatches = 4;
+  d = decide_chain(t);
+  EXPECT_TRUE(d.pdl);
+  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib);
+  // The fastest of two.
+  t = with(0.93e-3, 64);
+  t.prefetch.push_back({512, 0.90e-3, 0.004, 0, kChainCheckReplays});
+  EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 512);
+
+  // As a report: three candidates, the prefetch one picked, plain PDL's reason says so.
+  const Shape bucket = chain_bucket(llama(), 1, 16, 0, 16);
+  const TuneReport r = chain_report(bucket, "NVIDIA H200", with(0.92e-3));
+  ASSERT_EQ(r.result.candidates.size(), 3u);
+  EXPECT_EQ(r.result.pick(), chain_tactic(true, kChainKvPrefetchKib));
+  EXPECT_DOUBLE_EQ(r.result.ratio, 0.92);
+  EXPECT_DOUBLE_EQ(r.result.pick_s, 0.92e-3);
+  EXPECT_NE(r.result.candidates[1].reason.find("beaten by"), std::string::npos)
+      << r.result.candidates[1].reason;
+  const TuneReport failed = chain_report(bucket, "NVIDIA H200", with(0.5e-3, 256, 9));
+  EXPECT_EQ(failed.result.pick(), chain_tactic(true));
+  EXPECT_EQ(failed.result.candidates[2].status, Status::gate_failed);
+  EXPECT_NE(failed.result.candidates[2].reason.find("9 words differ"), std::string::npos);
 }
 
 // Each test gets an empty directory for its cache file; warnings are collected.
@@ -191,6 +251,7 @@ TEST_F(ChainCacheTest, APickReadsBackFromTheFile) {
   const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
   ASSERT_TRUE(found.usable()) << found.reason;
   EXPECT_TRUE(found.pdl);
+  EXPECT_EQ(found.kv_prefetch_kib, 0);
   EXPECT_EQ(found.key, saved.key);
   ASSERT_TRUE(found.entry.has_value());
   EXPECT_EQ(found.entry->date, saved.date);
@@ -199,6 +260,18 @@ TEST_F(ChainCacheTest, APickReadsBackFromTheFile) {
   const ChainLookup other = find(chain_bucket(llama(), 1, 4, 64, 16), "NVIDIA H200", warm());
   EXPECT_EQ(other.status, Lookup::absent);
   EXPECT_TRUE(other.reason.empty()) << other.reason;
+}
+
+TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
+  ChainTiming t = pdl_wins();
+  t.prefetch.push_back({kChainKvPrefetchKib, 0.9e-3, 0.004, 0, kChainCheckReplays});
+  const CacheEntry saved = save(bucket_, t);
+  EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,kv_prefetch=256");
+  EXPECT_DOUBLE_EQ(saved.median_s, 0.9e-3);
+  const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
+  ASSERT_TRUE(found.usable()) << found.reason;
+  EXPECT_TRUE(found.pdl);
+  EXPECT_EQ(found.kv_prefetch_kib, kChainKvPrefetchKib);
 }
 
 TEST_F(ChainCacheTest, AnEntryOfOtherMetadataOrAnotherDeviceIsNotUsed) {

@@ -48,19 +48,49 @@ Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int gr
   return *op.buckets().map(shape);
 }
 
+namespace {
+
+// Why a PDL variant (mismatches over check_replays) cannot be admitted, or empty.
+std::string admission_problem(int64_t mismatches, int check_replays) {
+  const auto replays = std::to_string(check_replays);
+  if (mismatches < 0 || check_replays < kChainCheckReplays)
+    return "PDL checked over " + replays + " replays; admission needs " +
+           std::to_string(kChainCheckReplays);
+  if (mismatches > 0)
+    return std::to_string(mismatches) + " words differ from PDL off over " + replays + " replays";
+  return {};
+}
+
+std::string margin_text() {
+  return std::to_string(static_cast<int>(TunerOptions{}.min_margin * 100)) + " % margin";
+}
+
+} // namespace
+
 ChainDecision decide_chain(const ChainTiming &t) {
-  const auto replays = std::to_string(t.check_replays);
-  if (t.mismatches < 0 || t.check_replays < kChainCheckReplays)
-    return {false, "PDL checked over " + replays + " replays; admission needs " +
-                       std::to_string(kChainCheckReplays)};
-  if (t.mismatches > 0)
-    return {false, std::to_string(t.mismatches) + " words differ from PDL off over " + replays +
-                       " replays"};
-  if (!pdl_chain_wins(t.off_s, t.on_s, t.mismatches))
-    return {false, "PDL not faster than PDL off by the " +
-                       std::to_string(static_cast<int>(TunerOptions{}.min_margin * 100)) +
-                       " % margin"};
-  return {true, "picked"};
+  ChainDecision d;
+  double best_s = t.off_s;
+  if (std::string problem = admission_problem(t.mismatches, t.check_replays); !problem.empty())
+    d.reason = problem;
+  else if (!pdl_chain_wins(t.off_s, t.on_s, t.mismatches))
+    d.reason = "PDL not faster than PDL off by the " + margin_text();
+  else {
+    d.pdl = true;
+    d.reason = "picked";
+    best_s = t.on_s;
+  }
+  // A prefetch variant where it beats the choice so far by the margin; the fastest such.
+  const ChainPrefetchTiming *best = nullptr;
+  for (const ChainPrefetchTiming &p : t.prefetch)
+    if (admission_problem(p.mismatches, p.check_replays).empty() &&
+        pdl_chain_wins(best_s, p.seconds, p.mismatches) && (!best || p.seconds < best->seconds))
+      best = &p;
+  if (best) {
+    d.pdl = true;
+    d.kv_prefetch_kib = best->kv_prefetch_kib;
+    d.reason = "picked with kv_prefetch=" + std::to_string(best->kv_prefetch_kib);
+  }
+  return d;
 }
 
 TuneReport chain_report(const Shape &bucket, const std::string &device_model,
@@ -75,7 +105,7 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   r.numerics = Numerics::batch_invariant;
   r.batch = t.replays_per_sample;
   TuneResult &res = r.result;
-  res.candidates.resize(2);
+  res.candidates.resize(2 + t.prefetch.size());
   CandidateReport &off = res.candidates[0];
   off.tactic = chain_tactic(false);
   off.median_s = t.off_s;
@@ -90,14 +120,39 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   on.error = static_cast<double>(std::max<int64_t>(t.mismatches, 0));
   const bool admitted = t.mismatches == 0 && t.check_replays >= kChainCheckReplays;
   on.status = admitted ? Status::ok : Status::gate_failed;
-  on.reason = decision.pdl ? "picked" : decision.reason;
   res.default_index = 0;
   res.pick_index = decision.pdl ? 1 : 0;
+  for (size_t i = 0; i < t.prefetch.size(); ++i) {
+    const ChainPrefetchTiming &p = t.prefetch[i];
+    CandidateReport &c = res.candidates[2 + i];
+    c.tactic = chain_tactic(true, p.kv_prefetch_kib);
+    c.median_s = p.seconds;
+    c.spread = p.spread;
+    c.finalist = true;
+    c.ratio = t.off_s > 0 ? p.seconds / t.off_s : 1;
+    c.error = static_cast<double>(std::max<int64_t>(p.mismatches, 0));
+    const std::string problem = admission_problem(p.mismatches, p.check_replays);
+    c.status = problem.empty() ? Status::ok : Status::gate_failed;
+    const bool picked = decision.kv_prefetch_kib == p.kv_prefetch_kib && decision.pdl;
+    c.reason = picked             ? "picked"
+               : !problem.empty() ? problem
+                                  : "not faster by the " + margin_text();
+    if (picked)
+      res.pick_index = 2 + i;
+  }
+  const std::string on_problem = admission_problem(t.mismatches, t.check_replays);
+  on.reason = res.pick_index == 1   ? "picked"
+              : !on_problem.empty() ? on_problem
+              : pdl_chain_wins(t.off_s, t.on_s, t.mismatches)
+                  ? "beaten by " + res.candidates[res.pick_index].tactic.str()
+                  : "PDL not faster than PDL off by the " + margin_text();
   res.noise_floor = t.off_spread;
   res.margin = TunerOptions{}.min_margin;
-  res.ratio = decision.pdl ? on.ratio : 1;
+  res.pick_s = res.pick_index == 0   ? t.off_s
+               : res.pick_index == 1 ? t.on_s
+                                     : t.prefetch[res.pick_index - 2].seconds;
+  res.ratio = t.off_s > 0 && res.pick_index != 0 ? res.pick_s / t.off_s : 1;
   res.default_s = t.off_s;
-  res.pick_s = decision.pdl ? t.on_s : t.off_s;
   return r;
 }
 
@@ -115,7 +170,9 @@ ChainLookup find_chain_pick(const Cache &cache, const Shape &bucket,
       return r;
     }
     r.status = Lookup::usable;
-    r.pdl = op.compile(pick).as<bool>();
+    const ChainChoice choice = op.compile(pick).as<ChainChoice>();
+    r.pdl = choice.pdl;
+    r.kv_prefetch_kib = choice.kv_prefetch_kib;
     return r;
   }
   const std::string bucket_text = op.buckets().describe(bucket);

@@ -11,7 +11,7 @@
 //
 //   Shape bucket = chain_bucket(spec, /*batch=*/4, /*bits=*/4, /*group=*/64, /*page_size=*/16);
 //   ChainLookup found = find_chain_pick(cache, bucket, device_model, warm_metadata);
-//   if (found.usable()) use_pdl(found.pdl);
+//   if (found.usable()) use(found.pdl, found.kv_prefetch_kib);
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,16 @@ Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int gr
                    int64_t page_size);
 using hone::chain_tactic;
 
-// What one timing of the tuned step measured (bench_decode_step's two variants).
+// A PDL variant with decode.paged's KV prefetch, as timed beside plain PDL.
+struct ChainPrefetchTiming {
+  int kv_prefetch_kib = 0;
+  double seconds = 0; // [seconds] median per step
+  double spread = 0;
+  int64_t mismatches = -1; // as ChainTiming::mismatches
+  int check_replays = 0;
+};
+
+// What one timing of the tuned step measured (bench_decode_step's variants).
 struct ChainTiming {
   double off_s = 0;      // [seconds] median per step, PDL off
   double on_s = 0;       // [seconds] median per step, PDL on
@@ -63,18 +72,25 @@ struct ChainTiming {
   int64_t mismatches = -1;
   int check_replays = 0;
   int replays_per_sample = 0;
+  // PDL with the KV prefetch (the candidates with kv_prefetch), each checked like PDL.
+  std::vector<ChainPrefetchTiming> prefetch;
 };
 
 struct ChainDecision {
   bool pdl = false;
-  std::string reason; // why PDL was or was not picked
+  int kv_prefetch_kib = 0; // with pdl: the picked prefetch distance (0: none)
+  std::string reason;      // why PDL was or was not picked
+  ChainChoice choice() const { return {pdl, kv_prefetch_kib}; }
 };
 // PDL when checked over at least kChainCheckReplays replays and pdl_chain_wins() (bit-identical,
-// faster than PDL off by the tuner's switch margin floor, 2 %); else PDL off.
+// faster than PDL off by the tuner's switch margin floor, 2 %); else PDL off. Then a prefetch
+// variant, checked the same way, where it beats the choice so far (PDL, or PDL off) by the same
+// margin: the fastest such.
 ChainDecision decide_chain(const ChainTiming &timing);
-// The timing as a tune of chain_op(): candidates pdl=0 (the default) and pdl=1 (gate_failed
-// when not bit-identical, or not checked enough), the pick by decide_chain(), so that
-// to_cache_entry() records it and `hone tune` reports it like any bucket.
+// The timing as a tune of chain_op(): candidates pdl=0 (the default), pdl=1 and each prefetch
+// variant (gate_failed when not bit-identical, or not checked enough), the pick by
+// decide_chain(), so that to_cache_entry() records it and `hone tune` reports it like any
+// bucket.
 TuneReport chain_report(const Shape &bucket, const std::string &device_model,
                         const ChainTiming &timing);
 
@@ -84,6 +100,7 @@ struct ChainLookup {
   std::string key;                 // the bucket's cache key on this device
   std::optional<CacheEntry> entry; // the entry under the key, usable or not
   bool pdl = false;                // the pick, when usable
+  int kv_prefetch_kib = 0;         // with pdl: the pick's KV prefetch distance
   // Why the entry cannot be used (stale, unrunnable); when absent, the entries of the same
   // bucket that exist for another device or op version ("measured on NVIDIA A100"), or empty.
   std::string reason;

@@ -89,10 +89,13 @@ double chain_cell_seconds(const model::ModelSpec &spec, const ChainCell &cell,
 #if HONE_WITH_CUDA
   const double step_s = static_cast<double>(model::decode_step_bytes(spec, step_options(cell, o))) /
                         kPriorStepBytesPerSecond;
-  // Two eager runs and one reference run, the check replays, then per sample and variant the
-  // replays of at least 0.02 s (StepBenchOptions::sample_seconds).
-  return kPriorStepSetupSeconds + step_s * (kChainCheckReplays + 3) +
-         2.0 * o.samples * std::max(0.02, 3 * step_s);
+  // Per variant (PDL off, PDL, PDL with the KV prefetch) two eager runs; per PDL variant a
+  // reference run and the check replays; then per sample and variant the replays of at least
+  // 0.02 s (StepBenchOptions::sample_seconds).
+  constexpr int kVariants = 3, kPdlVariants = 2;
+  return kPriorStepSetupSeconds +
+         step_s * (2 * kVariants + kPdlVariants * (kChainCheckReplays + 1)) +
+         kVariants * o.samples * std::max(0.02, 3 * step_s);
 #else
   (void)spec, (void)cell, (void)o;
   return 0;
@@ -113,7 +116,11 @@ ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, cons
   bo.check_replays = kChainCheckReplays;
   bo.breakdown = false;
   const model::StepBenchResult r =
-      model::bench_decode_step(step, {{"tuned", &tuned, false}, {"tuned+pdl", &tuned, true}}, bo);
+      model::bench_decode_step(step,
+                               {{"tuned", &tuned, false},
+                                {"tuned+pdl", &tuned, true},
+                                {"tuned+pdl+kv", &tuned, true, kChainKvPrefetchKib}},
+                               bo);
   ChainTiming t;
   t.off_s = r.variants[0].seconds;
   t.on_s = r.variants[1].seconds;
@@ -122,6 +129,10 @@ ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, cons
   t.mismatches = r.variants[1].mismatches;
   t.check_replays = r.variants[1].check_replays;
   t.replays_per_sample = r.replays_per_sample;
+  for (size_t i = 2; i < r.variants.size(); ++i)
+    t.prefetch.push_back({r.variants[i].kv_prefetch_kib, r.variants[i].seconds,
+                          r.variants[i].spread, r.variants[i].mismatches,
+                          r.variants[i].check_replays});
   return t;
 #else
   (void)spec, (void)cell, (void)o;

@@ -1,5 +1,6 @@
 #include "hone/step_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hone/error.h"
+#include "hone/format.h"
 #include "hone/registry.h"
 #include "hone/tuner.h"
 #if HONE_WITH_CUDA
@@ -199,24 +201,8 @@ int StepCommand::run() {
   bo.samples = options_.samples;
   bo.check_replays = options_.check_replays;
   bo.breakdown = !options_.no_breakdown;
-  std::vector<model::StepVariant> variants = {{"default", &defaults, false},
-                                              {"default+pdl", &defaults, true},
-                                              {"tuned", &tuned, false},
-                                              {"tuned+pdl", &tuned, true}};
-  // Measured beside the chain tactics, not one of them yet: the chain pick below is 2 or 3.
-  for (int kib : options_.kv_prefetch_kib)
-    if (kib > 0)
-      variants.push_back({"tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib});
-  if (options_.fuse_rope_append)
-    variants.push_back({"tuned+pdl+fused", &tuned, true, 0, true});
-  const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
-  // The chain tactic this run measures: PDL where its replays were bit-identical to PDL off and
-  // it beats the tuned PDL-off step by the switch margin (2 %, the tuner's floor); else PDL off.
-  const size_t measured_pick =
-      pdl_chain_wins(r.variants[2].seconds, r.variants[3].seconds, r.variants[3].mismatches) ? 3
-                                                                                             : 2;
   // The tuned step's chain tactic is the pick `hone tune --model` cached for this step, where
-  // the cache holds a usable one; both are still timed above.
+  // the cache holds a usable one; the others are still timed below.
   // (A prefill step's chain tactic is not cached: this run's measurement decides.)
   ChainLookup cached_chain;
   if (so.prefill == 0)
@@ -224,7 +210,49 @@ int StepCommand::run() {
         cached_chain_pick(spec, so.batch, bits, group, so.page_size, backend, settings());
   else
     cached_chain.key = "(prefill steps are not cached)";
-  const size_t pick = cached_chain.usable() ? (cached_chain.pdl ? 3 : 2) : measured_pick;
+  std::vector<model::StepVariant> variants = {{"default", &defaults, false},
+                                              {"default+pdl", &defaults, true},
+                                              {"tuned", &tuned, false},
+                                              {"tuned+pdl", &tuned, true}};
+  // PDL with decode.paged's KV prefetch: the distances asked for, and the cached pick's.
+  std::vector<int> distances = options_.kv_prefetch_kib;
+  if (cached_chain.usable() && cached_chain.kv_prefetch_kib > 0)
+    distances.push_back(cached_chain.kv_prefetch_kib);
+  std::sort(distances.begin(), distances.end());
+  distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
+  for (int kib : distances)
+    if (kib > 0)
+      variants.push_back({"tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib});
+  // Measured beside the chain tactics, not one of them: never the chain pick.
+  if (options_.fuse_rope_append)
+    variants.push_back({"tuned+pdl+fused", &tuned, true, 0, true});
+  const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
+  // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant.
+  const auto index_of = [&](const ChainChoice &c) {
+    for (size_t i = 2; i < variants.size(); ++i)
+      if (variants[i].pdl == c.pdl && variants[i].kv_prefetch_kib == c.kv_prefetch_kib &&
+          !variants[i].fuse_rope_append.has_value())
+        return i;
+    return size_t{2};
+  };
+  // The chain tactic this run measures (decide_chain over the tuned variants): PDL where its
+  // replays were bit-identical to PDL off and it beats the tuned PDL-off step by the switch
+  // margin (2 %, the tuner's floor); a KV prefetch where it beats that choice by the margin.
+  ChainTiming timing;
+  timing.off_s = r.variants[2].seconds;
+  timing.on_s = r.variants[3].seconds;
+  timing.mismatches = r.variants[3].mismatches;
+  timing.check_replays = r.variants[3].check_replays;
+  for (size_t i = 4; i < r.variants.size(); ++i)
+    if (r.variants[i].kv_prefetch_kib > 0 && !variants[i].fuse_rope_append.has_value())
+      timing.prefetch.push_back({r.variants[i].kv_prefetch_kib, r.variants[i].seconds,
+                                 r.variants[i].spread, r.variants[i].mismatches,
+                                 r.variants[i].check_replays});
+  const ChainDecision measured = decide_chain(timing);
+  const size_t measured_pick = index_of(measured.choice());
+  const size_t pick = cached_chain.usable()
+                          ? index_of({cached_chain.pdl, cached_chain.kv_prefetch_kib})
+                          : measured_pick;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
 
@@ -262,14 +290,17 @@ int StepCommand::run() {
         << check << " |\n";
   }
   const model::StepVariantResult &chosen = r.variants[pick];
-  out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off") << " (" << chosen.name << ", "
-      << fixed(r.variants[2].seconds / chosen.seconds, 3) << "x tuned PDL-off, "
-      << fixed(base / chosen.seconds, 3) << "x default)\n";
+  out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off")
+      << (chosen.kv_prefetch_kib > 0 ? ", kv_prefetch=" + std::to_string(chosen.kv_prefetch_kib)
+                                     : std::string())
+      << " (" << chosen.name << ", " << fixed(r.variants[2].seconds / chosen.seconds, 3)
+      << "x tuned PDL-off, " << fixed(base / chosen.seconds, 3) << "x default)\n";
   out << "chain pick: "
       << (cached_chain.usable()
               ? "the cache's (" + cached_chain.key + ", tuned " + cached_chain.entry->date + ")"
               : "this run's (the cache has no usable entry for " + cached_chain.key + ")")
-      << "; this run measured pdl=" << (measured_pick == 3 ? "on" : "off") << "\n";
+      << "; this run measured " << short_tactic(chain_tactic(measured.choice()).str(), kChainOpName)
+      << "\n";
   // The tuned step's outputs against the default path's: bit-identical wherever the tuned
   // dispatcher serves the defaults (no cache entry, no lazy tune).
   const int64_t tuned_differs = r.variants[2].differs_from_first;

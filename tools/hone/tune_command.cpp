@@ -441,7 +441,8 @@ int TuneCommand::run() {
       const auto step_t0 = std::chrono::steady_clock::now();
       if (o.cell) {
         progress.start("timing " + std::string(kChainOpName) + " batch " +
-                       std::to_string(o.cell->batch) + " " + o.cell->quant() + " (PDL off/on)");
+                       std::to_string(o.cell->batch) + " " + o.cell->quant() +
+                       " (PDL off/on, KV prefetch)");
         std::optional<ChainTiming> timing;
         try {
           timing = time_chain_cell(backend, config, *o.cell, chain_options);
@@ -539,10 +540,12 @@ int TuneCommand::run() {
   }
   // The chain picks, with why PDL was or was not picked.
   for (const Outcome *o : shown)
-    if (o->cell && o->report)
-      std::cout << "chain: batch " << o->cell->batch << " " << o->cell->quant()
-                << ": pdl=" << (o->report->result.pick_index == 1 ? "on" : "off") << " ("
-                << o->report->result.candidates[1].reason << ")\n";
+    if (o->cell && o->report) {
+      const TuneResult &r = o->report->result;
+      std::cout << "chain: batch " << o->cell->batch << " " << o->cell->quant() << ": "
+                << short_tactic(r.pick().str(), kChainOpName) << " ("
+                << r.candidates[r.pick_index == 0 ? 1 : r.pick_index].reason << ")\n";
+    }
   int capped = 0;
   for (const Outcome *o : shown)
     capped += o->cap > 0;
