@@ -443,7 +443,7 @@ TEST(QmvAffineConfig, GroupedDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
 
 TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
   for (int bits : {4, 8}) {
-    int ring = 0;
+    int ring = 0, own_step = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
       if (c.path != KernelPath::ring)
         continue;
@@ -452,20 +452,31 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       EXPECT_EQ(c.split_k, 1) << t;
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
       const int chunk_k = qmv_affine_chunk_k(bits); // bf16 activations per row and chunk
-      const int step = ring_step_chunks(c, chunk_k);
-      // The most chunks (4, 2, 1) whose step stays within the target.
+      const int step = ring_step_chunks(c, c, chunk_k);
       EXPECT_TRUE(step == 1 || step == 2 || step == 4) << t;
+      // The tactic spells its own step, and only then.
+      EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+      EXPECT_EQ(t.find(",step="), c.step_chunks > 0 ? t.rfind(",step=") : std::string::npos) << t;
       // A tile is one TMA box high (at most 256 rows).
       EXPECT_LE(ring_tile_rows(c), 256) << t;
       // A stage's chunk: every slice's weights of the tile and the CTA's activation rows.
       const int per_chunk =
           c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * 2 * chunk_k);
       EXPECT_EQ(ring_chunk_bytes(c, chunk_k), per_chunk) << t;
-      EXPECT_EQ(step == 4, 4 * per_chunk <= kRingStepTarget) << t;
-      EXPECT_EQ(step >= 2, 2 * per_chunk <= kRingStepTarget) << t;
+      if (c.step_chunks == 0) {
+        // The rule: the most chunks (4, 2, 1) whose step stays within the target.
+        EXPECT_EQ(step == 4, 4 * per_chunk <= kRingStepTarget) << t;
+        EXPECT_EQ(step >= 2, 2 * per_chunk <= kRingStepTarget) << t;
+      } else {
+        // Its own: two chunks only where the rule takes one and two stay within the maximum.
+        ++own_step;
+        EXPECT_EQ(c.step_chunks, 2) << t;
+        EXPECT_EQ(ring_rule_step_chunks(c, chunk_k), 1) << t;
+        EXPECT_LE(2 * per_chunk, kRingStepMax) << t;
+      }
       // A launch never takes more chunks per step than a slice has, nor fewer than it needs.
       for (int slice_chunks : {1, 2, 3, 4, 5, 64}) {
-        const int launch = ring_launch_step_chunks(c, chunk_k, slice_chunks);
+        const int launch = ring_launch_step_chunks(c, c, chunk_k, slice_chunks);
         EXPECT_LE(launch, step) << t;
         EXPECT_TRUE(launch <= slice_chunks && (launch == step || 2 * launch > slice_chunks))
             << t << " slice_chunks=" << slice_chunks;
@@ -479,6 +490,21 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
           << t;
     }
     EXPECT_GT(ring, 0) << "bits=" << bits;
+    // The 8-slice, 32-row tiles of 8 activation rows step one chunk by the rule: they also come
+    // with two-chunk steps.
+    EXPECT_GT(own_step, 0) << "bits=" << bits;
+    // A step other than 1, 2 or 4 chunks is refused by name.
+    for (const QmvAffineConfig &c : qmv_affine_configs(bits))
+      if (c.path == KernelPath::ring && c.step_chunks == 0) {
+        const std::string bad = c.to_tactic().str() + ",step=3";
+        try {
+          QmvAffineConfig::from_tactic(Tactic::parse(bad));
+          ADD_FAILURE() << bad << " was accepted";
+        } catch (const Error &e) {
+          EXPECT_NE(std::string(e.what()).find("step=3"), std::string::npos) << e.what();
+        }
+        break;
+      }
     // 17-32 rows also with two m16 tiles per warp (the activation fragments serve twice the
     // weights), at up to 4 consumers, for every K order up to 4 slices.
     for (int slices : {1, 2, 4}) {

@@ -45,6 +45,7 @@ struct SplitKCta {
 struct StreamRingFields {
   int stages = 0;      // stream: ring depth
   int ctas_per_sm = 0; // stream: resident CTAs per SM
+  int step_chunks = 0; // ring: chunks per K slice and ring step; 0: the rule (ring_step_chunks)
   bool operator==(const StreamRingFields &) const = default;
 };
 

@@ -307,7 +307,7 @@ LaunchStatus launch_weight_ring(const void *fn, const SplitKCta &cta, const Stre
   p.warps_k = cta.warps_k;
   p.warps_n = cta.warps / cta.warps_k;
   p.slice_chunks = slice_chunks;
-  p.step_chunks = ring_launch_step_chunks(cta, chunk_k, slice_chunks);
+  p.step_chunks = ring_launch_step_chunks(cta, ring, chunk_k, slice_chunks);
   p.x_rows = std::min(p.rows, cta.rows_per_cta);
   p.steps = (slice_chunks + p.step_chunks - 1) / p.step_chunks;
   p.stages = ring.stages;

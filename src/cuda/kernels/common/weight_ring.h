@@ -14,11 +14,15 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuda/kernels/common/kernel_types.h"
 #include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/common/weight_stream.h"
+#include "hone/error.h"
+#include "hone/tactic.h"
 
 namespace hone::cuda {
 
@@ -33,8 +37,10 @@ inline int ring_chunk_bytes(const SplitKCta &c, int chunk_k) {
   return c.warps_k * (ring_tile_rows(c) * kRingChunkBytes + c.rows_per_cta * 2 * chunk_k);
 }
 
-// [bytes] a ring step may reach, summed over the slices' weights and activations.
+// [bytes] a ring step may reach, summed over the slices' weights and activations; and the most
+// a two-chunk step of a config that asks for it (StreamRingFields::step_chunks = 2) may take.
 inline constexpr int kRingStepTarget = 40960;
+inline constexpr int kRingStepMax = 65536;
 
 // Chunks per slice and step: 4, 2 or 1, the most whose step stays within kRingStepTarget. A
 // slice's chunks of a step arrive as one TMA box {16 x chunks words, tile rows}, so each box row
@@ -43,18 +49,23 @@ inline constexpr int kRingStepTarget = 40960;
 // docs/notes/qmv_affine.md, v8). One chunk where two exceed the target: many slices of 32
 // activation rows, whose activations outweigh their weights, and the 8-slice 32-row tiles of
 // 8 activation rows, which lost a third of their speed on 4096-row matrices for it (H200,
-// 2026-12-05, call 5). Two chunks in two stages there is the next thing to measure
-// (docs/notes/device_plan.md). The launch takes fewer where a K slice has fewer chunks
-// (ring_launch_step_chunks).
-inline int ring_step_chunks(const SplitKCta &c, int chunk_k) {
+// 2026-12-05, call 5). Two chunks in two stages there (a step of up to kRingStepMax) is a config
+// of its own (append_ring_configs), for the tune to weigh. The launch takes fewer where a K slice
+// has fewer chunks (ring_launch_step_chunks).
+inline int ring_rule_step_chunks(const SplitKCta &c, int chunk_k) {
   const int per_chunk = ring_chunk_bytes(c, chunk_k);
   return 4 * per_chunk <= kRingStepTarget ? 4 : 2 * per_chunk <= kRingStepTarget ? 2 : 1;
+}
+// The config's chunks per step: its own (StreamRingFields::step_chunks), else the rule's.
+inline int ring_step_chunks(const SplitKCta &c, const StreamRingFields &r, int chunk_k) {
+  return r.step_chunks > 0 ? r.step_chunks : ring_rule_step_chunks(c, chunk_k);
 }
 
 // The chunks per step a launch uses: ring_step_chunks, halved while a K slice (slice_chunks) is
 // shorter, so that a box reads no chunk of the next slice where a whole step fits in one.
-inline int ring_launch_step_chunks(const SplitKCta &c, int chunk_k, int slice_chunks) {
-  int chunks = ring_step_chunks(c, chunk_k);
+inline int ring_launch_step_chunks(const SplitKCta &c, const StreamRingFields &r, int chunk_k,
+                                   int slice_chunks) {
+  int chunks = ring_step_chunks(c, r, chunk_k);
   while (chunks > 1 && chunks > slice_chunks)
     chunks /= 2;
   return chunks;
@@ -62,15 +73,36 @@ inline int ring_launch_step_chunks(const SplitKCta &c, int chunk_k, int slice_ch
 
 // [bytes] one ring stage: per slice, a plane of tile_rows x (step chunks x 64) bytes of weights,
 // then per chunk of the step one block of rows_per_cta x chunk_k bf16 activations.
-inline int ring_stage_bytes(const SplitKCta &c, int chunk_k) {
-  return ring_step_chunks(c, chunk_k) * ring_chunk_bytes(c, chunk_k);
+inline int ring_stage_bytes(const SplitKCta &c, const StreamRingFields &r, int chunk_k) {
+  return ring_step_chunks(c, r, chunk_k) * ring_chunk_bytes(c, chunk_k);
 }
 
 // [bytes] dynamic shared memory: the ring's barriers, the consumers' fp32 partials (one m16n8
 // tile per lane, MT x NT of them per warp) and the stages.
 inline int ring_shared_bytes(const SplitKCta &c, const StreamRingFields &r, int chunk_k) {
   const int mt = c.outputs_per_warp / 16, nt = c.rows_per_cta / 8;
-  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c, chunk_k);
+  return 256 + c.warps * mt * nt * 512 + r.stages * ring_stage_bytes(c, r, chunk_k);
+}
+
+// The ring tactics' optional last field, `step=N` (StreamRingFields::step_chunks: 1, 2 or 4),
+// spelled only where a config sets it, so that every other ring tactic keeps its spelling.
+inline Tactic with_ring_step(Tactic tactic, const StreamRingFields &r) {
+  if (r.step_chunks > 0)
+    tactic.params.emplace_back("step", r.step_chunks);
+  return tactic;
+}
+// `tactic` without a last `step` field, whose value goes to r.step_chunks. Throws
+// Error(invalid_argument) naming a step other than 1, 2 or 4.
+inline Tactic take_ring_step(Tactic tactic, StreamRingFields &r) {
+  if (!tactic.params.empty() && tactic.params.back().first == "step") {
+    const int64_t step = tactic.params.back().second;
+    if (step != 1 && step != 2 && step != 4)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': step=" + std::to_string(step) +
+                            " is not 1, 2 or 4 chunks");
+    r.step_chunks = static_cast<int>(step);
+    tactic.params.pop_back();
+  }
+  return tactic;
 }
 
 // Whether a ring config's shared memory, ctas_per_sm times over, fits an SM.
@@ -85,12 +117,14 @@ inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int 
                              int max_consumers) {
   return rows >= 1 && rows <= c.rows_per_cta && c.warps_k >= 1 && c.warps % c.warps_k == 0 &&
          c.warps <= max_consumers && c.split_k == 1 && c.warps_k <= chunks && r.stages >= 2 &&
-         r.stages <= 16 && r.ctas_per_sm >= 1 && ring_tile_rows(c) <= 256; // a TMA box's rows
+         r.stages <= 16 && r.ctas_per_sm >= 1 && ring_tile_rows(c) <= 256 && // a TMA box's rows
+         (r.step_chunks == 0 || r.step_chunks == 1 || r.step_chunks == 2 || r.step_chunks == 4);
 }
 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
 // (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
-// warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit); two CTAs per SM only
+// warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit), and where the rule
+// steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM only
 // for CTAs of at most 8 warps (two larger ones do not fit the register file at these kernels'
 // counts). Appends `base` (its kernel's rows_per_cta and outputs_per_warp set) at every point
 // that fits (ring_fits), as KernelPath::ring.
@@ -125,6 +159,16 @@ void append_ring_configs(const Config &base, int max_consumers, int chunk_k,
         for (int stages : {2, 4, 8})
           if ((stages != 2 || !four) && fits(stages))
             out.push_back(c);
+        // Where the rule steps one chunk at a time (64-byte box rows), also two chunks in as
+        // many stages as fit, up to a kRingStepMax step.
+        if (ring_rule_step_chunks(c, chunk_k) == 1 &&
+            2 * ring_chunk_bytes(c, chunk_k) <= kRingStepMax) {
+          c.step_chunks = 2;
+          for (int stages : {2, 4})
+            if (fits(stages))
+              out.push_back(c);
+          c.step_chunks = 0;
+        }
       }
     }
   }

@@ -67,8 +67,9 @@ int default_k_slices(int n, int k) {
 Tactic GemvBf16Config::to_tactic() const {
   if (path == KernelPath::stream || path == KernelPath::ring) {
     const int own[] = {vec, stages, ctas_per_sm};
-    return split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
-                          kStreamFields, own);
+    const Tactic t = split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
+                                    kStreamFields, own);
+    return path == KernelPath::ring ? with_ring_step(t, *this) : t;
   }
   const int own[] = {vec};
   return split_k_tactic(path == KernelPath::mma ? kMmaKernel : kFmaKernel, *this, kOwnFields, own);
@@ -78,7 +79,8 @@ GemvBf16Config GemvBf16Config::from_tactic(const Tactic &tactic) {
   GemvBf16Config c;
   if (tactic.kernel == kStreamKernel || tactic.kernel == kRingKernel) {
     c.path = tactic.kernel == kRingKernel ? KernelPath::ring : KernelPath::stream;
-    const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
+    const std::vector<int> own = parse_split_k_tactic(
+        c.path == KernelPath::ring ? take_ring_step(tactic, c) : tactic, kStreamFields, c);
     c.vec = own[0];
     c.stages = own[1];
     c.ctas_per_sm = own[2];

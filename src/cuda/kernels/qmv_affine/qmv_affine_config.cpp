@@ -72,8 +72,9 @@ int default_k_slices(int n, int k, int bits) {
 Tactic QmvAffineConfig::to_tactic() const {
   if (path == KernelPath::stream || path == KernelPath::ring) {
     const int own[] = {stages, ctas_per_sm};
-    return split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
-                          kStreamFields, own);
+    const Tactic t = split_k_tactic(path == KernelPath::ring ? kRingKernel : kStreamKernel, *this,
+                                    kStreamFields, own);
+    return path == KernelPath::ring ? with_ring_step(t, *this) : t;
   }
   return split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
 }
@@ -82,7 +83,8 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   QmvAffineConfig c;
   if (tactic.kernel == kStreamKernel || tactic.kernel == kRingKernel) {
     c.path = tactic.kernel == kRingKernel ? KernelPath::ring : KernelPath::stream;
-    const std::vector<int> own = parse_split_k_tactic(tactic, kStreamFields, c);
+    const std::vector<int> own = parse_split_k_tactic(
+        c.path == KernelPath::ring ? take_ring_step(tactic, c) : tactic, kStreamFields, c);
     c.stages = own[0];
     c.ctas_per_sm = own[1];
     return c;
