@@ -39,6 +39,9 @@ void require_stride(const char *name, int64_t stride, int64_t least) {
 
 } // namespace
 
+// The fused append (and bias) run the tactic resolved for the plain rope of the same shape: its
+// configs (vec, threads) cover the v heads the same way, and the op's tuning times the plain
+// rope only.
 void rope(const RopeTensors &t, void *stream, Dispatcher &d) {
   const Resolution &r = d.resolve(hone::cuda::entry_op<hone::cuda::RopeOp>(),
                                   Shape{{t.rows, t.hq, t.hkv, t.head_dim}, DType::bf16});
