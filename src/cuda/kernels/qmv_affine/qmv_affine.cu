@@ -72,13 +72,14 @@ template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr Ker
 // prefetch, the activation fragments and the accumulators fit the register cap of
 // MAX_THREADS without spilling (checked with -Xptxas -v). <4, 4, 2> (32 activation rows, two
 // m16 tiles sharing each activation fragment: the weights read once for 17-32 rows, at half the
-// activation loads per weight of <4, 4, 1>) takes 234-255 registers, no spills, at 2 stages.
+// activation loads per weight of <4, 4, 1>) takes 234-255 registers, no spills, at 2 stages;
+// <8, 4, 2> 178-228 at 2 stages (at 4 its cp.async kernel spilled 152 bytes).
 // <BITS, NT, MT, J, S, MAX_THREADS>
 const KernelEntry kKernels[] = {
     entry<4, 1, 1, 1, 4, 512>(), entry<4, 1, 2, 2, 4, 256>(), entry<4, 2, 1, 2, 8, 256>(),
     entry<4, 2, 2, 1, 4, 256>(), entry<4, 4, 1, 1, 4, 256>(), entry<4, 4, 2, 1, 2, 256>(),
     entry<8, 1, 1, 2, 4, 512>(), entry<8, 1, 2, 2, 4, 256>(), entry<8, 2, 1, 2, 8, 256>(),
-    entry<8, 2, 2, 1, 4, 256>(), entry<8, 4, 1, 1, 4, 256>(),
+    entry<8, 2, 2, 1, 4, 256>(), entry<8, 4, 1, 1, 4, 256>(), entry<8, 4, 2, 1, 2, 256>(),
 };
 
 const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
