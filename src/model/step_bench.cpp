@@ -135,10 +135,11 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     StepVariantResult r;
     r.name = v.name;
     r.pdl = v.pdl;
-    r.kv_prefetch_kib = v.pdl ? v.kv_prefetch_kib : 0;
-    r.fuse_rope_append = launch_of(v, step).fuse_rope_append;
+    const StepLaunch launch = launch_of(v, step);
+    r.kv_prefetch_kib = launch.kv_prefetch_kib;
+    r.fuse_rope_append = launch.fuse_rope_append;
     step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, launch_of(v, step));
+    step.enqueue(s, *v.dispatcher, launch);
     if (out.variants.empty()) {
       HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));

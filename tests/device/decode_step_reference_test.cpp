@@ -194,6 +194,21 @@ void expect_same_bits(const std::vector<T> &got, const std::vector<T> &want,
                         << (first < got.size() ? uint64_t(want[first]) : 0) << ")";
 }
 
+// Every output of two steps equal bit for bit: hidden, logits and each layer's appended K and V
+// (`how` ends each message).
+void expect_same_outputs(const HostStepOutputs &got, const HostStepOutputs &want,
+                         const std::string &how) {
+  expect_same_bits(got.hidden, want.hidden, "hidden" + how);
+  expect_same_bits(got.logits, want.logits, "logits" + how);
+  ASSERT_EQ(got.appended_k.size(), want.appended_k.size());
+  for (size_t i = 0; i < want.appended_k.size(); ++i) {
+    expect_same_bits(got.appended_k[i], want.appended_k[i],
+                     "layer " + std::to_string(i) + " appended K" + how);
+    expect_same_bits(got.appended_v[i], want.appended_v[i],
+                     "layer " + std::to_string(i) + " appended V" + how);
+  }
+}
+
 class DecodeStepPrefillTest : public cuda::testing::DeviceTest {};
 
 // A prefill of one token per request runs the decode step's rows through the same ops (the same
@@ -218,15 +233,7 @@ TEST_F(DecodeStepPrefillTest, APrefillOfOneTokenIsTheDecodeStepBitForBit) {
       expect_same_bits(a.input, b.input, "input");
       expect_same_bits(a.positions, b.positions, "positions");
       const HostStepOutputs got = run_default_step(prefill), want = run_default_step(decode);
-      expect_same_bits(got.hidden, want.hidden, "hidden");
-      expect_same_bits(got.logits, want.logits, "logits");
-      ASSERT_EQ(got.appended_k.size(), want.appended_k.size());
-      for (size_t i = 0; i < want.appended_k.size(); ++i) {
-        expect_same_bits(got.appended_k[i], want.appended_k[i],
-                         "layer " + std::to_string(i) + " appended K");
-        expect_same_bits(got.appended_v[i], want.appended_v[i],
-                         "layer " + std::to_string(i) + " appended V");
-      }
+      expect_same_outputs(got, want, "");
     }
 }
 
@@ -256,17 +263,7 @@ TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) 
         plain.autotune = false;
         Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
         fused.enqueue(nullptr, defaults, pdl);
-        const HostStepOutputs got = fused.host_outputs();
-        const std::string how = pdl ? ", PDL" : "";
-        expect_same_bits(got.hidden, want.hidden, "hidden" + how);
-        expect_same_bits(got.logits, want.logits, "logits" + how);
-        ASSERT_EQ(got.appended_k.size(), want.appended_k.size());
-        for (size_t i = 0; i < want.appended_k.size(); ++i) {
-          expect_same_bits(got.appended_k[i], want.appended_k[i],
-                           "layer " + std::to_string(i) + " appended K" + how);
-          expect_same_bits(got.appended_v[i], want.appended_v[i],
-                           "layer " + std::to_string(i) + " appended V" + how);
-        }
+        expect_same_outputs(fused.host_outputs(), want, pdl ? ", PDL" : "");
       }
     }
 }

@@ -31,6 +31,7 @@ using testing::expect_defaults_batch_invariant;
 using testing::expect_invalid;
 using testing::expect_invalid_call;
 using testing::expect_sampled_reference;
+using testing::paged_append;
 using testing::poisoned;
 using testing::random_bf16;
 using testing::reduced_shapes;
@@ -232,19 +233,10 @@ TEST_F(RopeOpTest, FusedAppendAndBiasGiveTheSeparateLaunchesBits) {
       return t;
     };
     const auto append_into = [&](DeviceBuffer &in, DeviceBuffer &k_cache, DeviceBuffer &v_cache) {
-      ops::cuda::KvAppendTensors a;
+      ops::cuda::KvAppendTensors a = paged_append(k_cache, v_cache, dindptr, dindices, dlast, rows,
+                                                  num_pages, hkv, head_dim, page_size, false);
       a.v = static_cast<const uint16_t *>(in.data()) + (hq + hkv) * head_dim;
       a.v_stride = row;
-      a.k_cache = k_cache.data();
-      a.v_cache = v_cache.data();
-      a.kv_indptr = dindptr.as<const int32_t>();
-      a.kv_indices = dindices.as<const int32_t>();
-      a.kv_last_page_len = dlast.as<const int32_t>();
-      a.batch = rows;
-      a.num_pages = num_pages;
-      a.hkv = hkv;
-      a.head_dim = head_dim;
-      a.page_size = page_size;
       return a;
     };
     // Separate: rope (k to a_kout), then kv_append of the roped k and of v.
@@ -313,18 +305,9 @@ TEST_F(RopeOpTest, EntryPointNamesBadInput) {
   DeviceBuffer indptr = upload(std::vector<int32_t>{0, 1}),
                indices = upload(std::vector<int32_t>{0});
   DeviceBuffer last = upload(std::vector<int32_t>{1});
-  ops::cuda::KvAppendTensors app;
+  ops::cuda::KvAppendTensors app =
+      paged_append(k_cache, v_cache, indptr, indices, last, 1, 1, hkv, head_dim, 16, false);
   app.v = k.data();
-  app.k_cache = k_cache.data();
-  app.v_cache = v_cache.data();
-  app.kv_indptr = indptr.as<const int32_t>();
-  app.kv_indices = indices.as<const int32_t>();
-  app.kv_last_page_len = last.as<const int32_t>();
-  app.batch = 1;
-  app.num_pages = 1;
-  app.hkv = hkv;
-  app.head_dim = head_dim;
-  app.page_size = 16;
   bad = t;
   auto bad_app = app;
   bad.append = &bad_app;

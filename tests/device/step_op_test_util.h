@@ -61,8 +61,30 @@ inline std::vector<uint16_t> download_bf16(const DeviceBuffer &d, size_t count) 
 #include <gtest/gtest.h>
 
 #include "hone/error.h"
+#include "hone/ops/cuda.h"
 
 namespace hone::cuda::testing {
+
+// A kv_append of `batch` requests into the paged caches of a test (pages of `page_size`,
+// `hkv` x `head_dim` per token): every field but k, v and their strides.
+inline ops::cuda::KvAppendTensors
+paged_append(DeviceBuffer &k_cache, DeviceBuffer &v_cache, const DeviceBuffer &indptr,
+             const DeviceBuffer &indices, const DeviceBuffer &last, int batch, int num_pages,
+             int hkv, int head_dim, int page_size, bool dependent) {
+  ops::cuda::KvAppendTensors kv;
+  kv.k_cache = k_cache.data();
+  kv.v_cache = v_cache.data();
+  kv.kv_indptr = indptr.as<const int32_t>();
+  kv.kv_indices = indices.as<const int32_t>();
+  kv.kv_last_page_len = last.as<const int32_t>();
+  kv.batch = batch;
+  kv.num_pages = num_pages;
+  kv.hkv = hkv;
+  kv.head_dim = head_dim;
+  kv.page_size = page_size;
+  kv.dependent = dependent;
+  return kv;
+}
 
 // `call` must throw Error(invalid_argument) whose message contains `needle`.
 inline void expect_invalid_call(const std::function<void()> &call, const std::string &needle) {

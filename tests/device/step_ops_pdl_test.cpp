@@ -31,6 +31,7 @@ namespace hone::cuda {
 namespace {
 
 using testing::download_bf16;
+using testing::paged_append;
 using testing::PdlDeviceTest;
 using testing::poisoned;
 using testing::random_bf16;
@@ -41,27 +42,6 @@ class StepOpsPdlTest : public PdlDeviceTest {};
 
 // Graph replays of a dependent chain (20 under HONE_DEVICE_TEST_REDUCED, else 1000).
 int replay_count() { return reduced_shapes() ? 20 : 1000; }
-
-// A kv_append of `batch` requests into the paged caches of a test (pages of `page_size`,
-// `hkv` x `head_dim` per token): every field but k, v and their strides.
-ops::cuda::KvAppendTensors paged_append(DeviceBuffer &k_cache, DeviceBuffer &v_cache,
-                                        const DeviceBuffer &indptr, const DeviceBuffer &indices,
-                                        const DeviceBuffer &last, int batch, int num_pages, int hkv,
-                                        int head_dim, int page_size, bool dependent) {
-  ops::cuda::KvAppendTensors kv;
-  kv.k_cache = k_cache.data();
-  kv.v_cache = v_cache.data();
-  kv.kv_indptr = indptr.as<const int32_t>();
-  kv.kv_indices = indices.as<const int32_t>();
-  kv.kv_last_page_len = last.as<const int32_t>();
-  kv.batch = batch;
-  kv.num_pages = num_pages;
-  kv.hkv = hkv;
-  kv.head_dim = head_dim;
-  kv.page_size = page_size;
-  kv.dependent = dependent;
-  return kv;
-}
 
 // bf16 words of `v` that are finite (exponent not all ones: poison is 0xffff, a NaN).
 size_t count_finite(const std::vector<uint16_t> &v) {

@@ -118,8 +118,8 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   on.finalist = true;
   on.ratio = t.off_s > 0 ? t.on_s / t.off_s : 1;
   on.error = static_cast<double>(std::max<int64_t>(t.mismatches, 0));
-  const bool admitted = t.mismatches == 0 && t.check_replays >= kChainCheckReplays;
-  on.status = admitted ? Status::ok : Status::gate_failed;
+  const std::string on_problem = admission_problem(t.mismatches, t.check_replays);
+  on.status = on_problem.empty() ? Status::ok : Status::gate_failed;
   res.default_index = 0;
   res.pick_index = decision.pdl ? 1 : 0;
   for (size_t i = 0; i < t.prefetch.size(); ++i) {
@@ -140,7 +140,6 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
     if (picked)
       res.pick_index = 2 + i;
   }
-  const std::string on_problem = admission_problem(t.mismatches, t.check_replays);
   on.reason = res.pick_index == 1   ? "picked"
               : !on_problem.empty() ? on_problem
               : pdl_chain_wins(t.off_s, t.on_s, t.mismatches)

@@ -121,23 +121,31 @@ ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, cons
                                 {"tuned+pdl", &tuned, true},
                                 {"tuned+pdl+kv", &tuned, true, kChainKvPrefetchKib}},
                                bo);
-  ChainTiming t;
-  t.off_s = r.variants[0].seconds;
-  t.on_s = r.variants[1].seconds;
-  t.off_spread = r.variants[0].spread;
-  t.on_spread = r.variants[1].spread;
-  t.mismatches = r.variants[1].mismatches;
-  t.check_replays = r.variants[1].check_replays;
-  t.replays_per_sample = r.replays_per_sample;
-  for (size_t i = 2; i < r.variants.size(); ++i)
-    t.prefetch.push_back({r.variants[i].kv_prefetch_kib, r.variants[i].seconds,
-                          r.variants[i].spread, r.variants[i].mismatches,
-                          r.variants[i].check_replays});
-  return t;
+  return chain_timing(r, 0);
 #else
   (void)spec, (void)cell, (void)o;
   HONE_INVALID_ARGUMENT("the " + backend.info().backend + " backend has no decode step");
 #endif
 }
+
+#if HONE_WITH_CUDA
+ChainTiming chain_timing(const model::StepBenchResult &r, size_t off) {
+  const model::StepVariantResult &o = r.variants[off], &on = r.variants[off + 1];
+  ChainTiming t;
+  t.off_s = o.seconds;
+  t.on_s = on.seconds;
+  t.off_spread = o.spread;
+  t.on_spread = on.spread;
+  t.mismatches = on.mismatches;
+  t.check_replays = on.check_replays;
+  t.replays_per_sample = r.replays_per_sample;
+  for (size_t i = off + 2; i < r.variants.size(); ++i) {
+    const model::StepVariantResult &v = r.variants[i];
+    if (v.pdl && v.kv_prefetch_kib > 0 && v.fuse_rope_append == on.fuse_rope_append)
+      t.prefetch.push_back({v.kv_prefetch_kib, v.seconds, v.spread, v.mismatches, v.check_replays});
+  }
+  return t;
+}
+#endif
 
 } // namespace hone::cli

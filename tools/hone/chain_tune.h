@@ -17,6 +17,10 @@
 #include "hone/shape.h"
 #include "model/model_spec.h"
 
+namespace hone::model {
+struct StepBenchResult;
+}
+
 namespace hone::cli {
 
 struct ChainPlanOptions {
@@ -54,5 +58,9 @@ double chain_cell_seconds(const model::ModelSpec &spec, const ChainCell &cell,
 // lacks the memory, Error(invalid_argument) when !chain_available(backend).
 ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, const ChainCell &cell,
                             const ChainPlanOptions &options);
+// The chain timing in a step bench's results: variant `off` (PDL off), `off + 1` (PDL on) and
+// every later PDL variant with a KV prefetch and the rope launches of `off + 1`. CUDA builds.
+// REQUIRES: off + 1 < r.variants.size().
+ChainTiming chain_timing(const model::StepBenchResult &r, size_t off);
 
 } // namespace hone::cli

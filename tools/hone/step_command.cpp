@@ -17,6 +17,7 @@
 #if HONE_WITH_CUDA
 #include "hone/bf16.h"
 #include "hone/chain_tactic.h"
+#include "hone/chain_tune.h"
 #include "hone/dispatcher.h"
 #include "hone/npy.h"
 #include "hone/ops/cuda.h"
@@ -229,26 +230,16 @@ int StepCommand::run() {
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant.
   const auto index_of = [&](const ChainChoice &c) {
-    for (size_t i = 2; i < variants.size(); ++i)
-      if (variants[i].pdl == c.pdl && variants[i].kv_prefetch_kib == c.kv_prefetch_kib &&
-          !variants[i].fuse_rope_append.has_value())
+    for (size_t i = 2; i < r.variants.size(); ++i)
+      if (r.variants[i].pdl == c.pdl && r.variants[i].kv_prefetch_kib == c.kv_prefetch_kib &&
+          r.variants[i].fuse_rope_append == r.variants[3].fuse_rope_append)
         return i;
     return size_t{2};
   };
   // The chain tactic this run measures (decide_chain over the tuned variants): PDL where its
   // replays were bit-identical to PDL off and it beats the tuned PDL-off step by the switch
   // margin (2 %, the tuner's floor); a KV prefetch where it beats that choice by the margin.
-  ChainTiming timing;
-  timing.off_s = r.variants[2].seconds;
-  timing.on_s = r.variants[3].seconds;
-  timing.mismatches = r.variants[3].mismatches;
-  timing.check_replays = r.variants[3].check_replays;
-  for (size_t i = 4; i < r.variants.size(); ++i)
-    if (r.variants[i].kv_prefetch_kib > 0 && !variants[i].fuse_rope_append.has_value())
-      timing.prefetch.push_back({r.variants[i].kv_prefetch_kib, r.variants[i].seconds,
-                                 r.variants[i].spread, r.variants[i].mismatches,
-                                 r.variants[i].check_replays});
-  const ChainDecision measured = decide_chain(timing);
+  const ChainDecision measured = decide_chain(chain_timing(r, 2));
   const size_t measured_pick = index_of(measured.choice());
   const size_t pick = cached_chain.usable()
                           ? index_of({cached_chain.pdl, cached_chain.kv_prefetch_kib})
