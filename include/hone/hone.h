@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define HONE_C_API_VERSION_MAJOR 1
-#define HONE_C_API_VERSION_MINOR 4
+#define HONE_C_API_VERSION_MINOR 5
 
 #if defined(__GNUC__)
 #define HONE_API __attribute__((visibility("default")))
@@ -272,6 +272,26 @@ HONE_API hone_status hone_kv_append_bf16(const void *k, const void *v, void *k_c
                                          int64_t num_pages, int64_t hkv, int64_t head_dim,
                                          int64_t page_size, int64_t k_stride, int64_t v_stride,
                                          void *stream);
+
+/* rope and kv_append in one launch (op rope, its fused form): q rotated in place as
+ * hone_rope_bf16 rotates it; k rotated and written, with v, into the paged cache as
+ * hone_kv_append_bf16 writes them (k itself is not written). With qkv_bias non-NULL (Qwen2's
+ * q/k/v bias, bf16 [(hq + 2 hkv) * head_dim]: q's heads, then k's, then v's), every q, k and v
+ * element first becomes bf16(x + bias), the bits of a separate bias add. The result is bit for
+ * bit that of the bias add, hone_rope_bf16 and hone_kv_append_bf16 launched one after another,
+ * in one launch fewer (two with a bias). q: [batch, hq, head_dim]; k, v: [batch, hkv,
+ * head_dim]; requests q_stride, k_stride, v_stride elements apart (0: contiguous); positions:
+ * int32 [batch]; caches and page table as hone_kv_append_bf16's, with its host copies checked
+ * first; theta and llama3_scaling as hone_rope_bf16's. Runs the rope tactic tuned for
+ * hone_rope_bf16 at the same shape. A page outside [0, num_pages) is never written.
+ * REQUIRES: head_dim % 8 == 0, head_dim <= 256; page_size in {16, 32, 64}. Since C API 1.5. */
+HONE_API hone_status hone_rope_kv_append_bf16(
+    void *q, const void *k, const void *v, const void *qkv_bias, void *k_cache, void *v_cache,
+    const int32_t *positions, const int32_t *kv_indptr, const int32_t *kv_indices,
+    const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+    const int32_t *kv_last_page_len_host, int64_t batch, int64_t num_pages, int64_t hq, int64_t hkv,
+    int64_t head_dim, int64_t page_size, int64_t q_stride, int64_t k_stride, int64_t v_stride,
+    double theta, const double *llama3_scaling, void *stream);
 
 /* out = silu(gate) * up (op silu_mul), [rows, inter]. With up NULL, gate is the fused gate/up
  * projection output [rows, 2 * inter] (gate the first half of each row).

@@ -138,13 +138,15 @@ _SIGNATURES = {
                        [_c.c_double, _c.POINTER(_c.c_double), _c.c_void_p]),
     "hone_kv_append_bf16": (_c.c_int, [_c.c_void_p] * 9 + [_c.c_int64] * 7 + [_c.c_void_p]),
     "hone_silu_mul_bf16": (_c.c_int, [_c.c_void_p] * 3 + [_c.c_int64] * 2 + [_c.c_void_p]),
+    "hone_rope_kv_append_bf16": (_c.c_int, [_c.c_void_p] * 12 + [_c.c_int64] * 9 +
+                                 [_c.c_double, _c.POINTER(_c.c_double), _c.c_void_p]),
 }
 # Functions added in a minor version: a library of an older minor version loads without them,
 # and calling one raises (see function()).
 _SINCE_MINOR = {"hone_qmv_affine_bf16": 1, "hone_decode_paged_bf16": 2,
                 "hone_qmm_affine_bf16": 3, "hone_quantized_linear_bf16": 3,
                 "hone_rmsnorm_bf16": 4, "hone_rope_bf16": 4, "hone_kv_append_bf16": 4,
-                "hone_silu_mul_bf16": 4}
+                "hone_silu_mul_bf16": 4, "hone_rope_kv_append_bf16": 5}
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _f = getattr(lib, _name, None)
     if _f is None and _name in _SINCE_MINOR:

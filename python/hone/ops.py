@@ -331,6 +331,17 @@ def silu_mul_bf16(gate, up=None, out=None, stream=None):
     return out
 
 
+def _llama3_scaling(llama3_scaling):
+    """The C array of a (factor, low_freq_factor, high_freq_factor,
+    original_max_position_embeddings) tuple, or None."""
+    if llama3_scaling is None:
+        return None
+    if len(llama3_scaling) != 4:
+        raise _bad("llama3_scaling has %d values, expected 4 (factor, low_freq_factor, "
+                   "high_freq_factor, original_max_position_embeddings)" % len(llama3_scaling))
+    return (ctypes.c_double * 4)(*[float(v) for v in llama3_scaling])
+
+
 def rope_bf16(q, k, positions, theta=10000.0, llama3_scaling=None, stream=None):
     """Rotary position embedding in place on CUDA, half rotation as Llama and Qwen2
     (hone_rope_bf16). q: bf16 [rows, hq, head_dim]; k: bf16 [rows, hkv, head_dim]; positions:
@@ -346,13 +357,7 @@ def rope_bf16(q, k, positions, theta=10000.0, llama3_scaling=None, stream=None):
         raise _bad("k has shape %s, expected [%d, hkv, %d]" % (tuple(ka.shape), rows, head_dim))
     if tuple(pa.shape) != (rows,):
         raise _bad("positions has shape %s, expected (%d,)" % (tuple(pa.shape), rows))
-    scaling = None
-    if llama3_scaling is not None:
-        if len(llama3_scaling) != 4:
-            raise _bad("llama3_scaling has %d values, expected 4 (factor, low_freq_factor, "
-                       "high_freq_factor, original_max_position_embeddings)" %
-                       len(llama3_scaling))
-        scaling = (ctypes.c_double * 4)(*[float(v) for v in llama3_scaling])
+    scaling = _llama3_scaling(llama3_scaling)
     check(function("hone_rope_bf16")(qa.pointer, ka.pointer, pa.pointer, rows, hq, ka.shape[1],
                                      head_dim, 0, 0, float(theta), scaling,
                                      _stream_value(stream, q)))
@@ -367,37 +372,94 @@ def kv_append_bf16(k, v, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_l
     hkv, head_dim]; the page table int32 as decode_paged_bf16's; all CUDA arrays. The host
     copies are checked first; when None they are copied from the torch tensors (a device
     sync). Enqueued on `stream` as gemv_bf16."""
-    ka, va, kc, vc = _checked(_CUDA.array, (k, "k", "bf16"), (v, "v", "bf16"),
-                              (k_cache, "k_cache", "bf16"), (v_cache, "v_cache", "bf16"))
-    ia, xa, la = _checked(_CUDA.array, (kv_indptr, "kv_indptr", "i32"),
-                          (kv_indices, "kv_indices", "i32"),
-                          (kv_last_page_len, "kv_last_page_len", "i32"))
+    ka, va = _checked(_CUDA.array, (k, "k", "bf16"), (v, "v", "bf16"))
     if len(ka.shape) != 3:
         raise _bad("k has shape %s, expected [batch, hkv, head_dim]" % (tuple(ka.shape),))
-    batch, hkv, head_dim = ka.shape
     if tuple(va.shape) != tuple(ka.shape):
         raise _bad("v has shape %s, expected %s (that of k)" % (tuple(va.shape), tuple(ka.shape)))
-    if len(kc.shape) != 4 or tuple(kc.shape[2:]) != (hkv, head_dim):
-        raise _bad("k_cache has shape %s, expected [num_pages, page_size, %d, %d]" %
-                   (tuple(kc.shape), hkv, head_dim))
-    if tuple(vc.shape) != tuple(kc.shape):
-        raise _bad("v_cache has shape %s, expected %s (that of k_cache)" %
-                   (tuple(vc.shape), tuple(kc.shape)))
-    num_pages, page_size = kc.shape[0], kc.shape[1]
-    if tuple(ia.shape) != (batch + 1,):
-        raise _bad("kv_indptr has shape %s, expected (%d,) (batch + 1)" %
-                   (tuple(ia.shape), batch + 1))
-    if tuple(la.shape) != (batch,):
-        raise _bad("kv_last_page_len has shape %s, expected (%d,)" % (tuple(la.shape), batch))
-    indptr_host, ih = _host_table(kv_indptr_host, kv_indptr, "kv_indptr", batch + 1)
-    last_host, lh = _host_table(kv_last_page_len_host, kv_last_page_len, "kv_last_page_len",
-                                batch)
+    t = _PagedAppend(ka.shape, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                     kv_indptr_host, kv_last_page_len_host)
     check(function("hone_kv_append_bf16")(
-        ka.pointer, va.pointer, kc.pointer, vc.pointer, ia.pointer, xa.pointer, la.pointer,
-        ih.pointer, lh.pointer, batch, num_pages, hkv, head_dim, page_size, 0, 0,
-        _stream_value(stream, k)))
-    del indptr_host, last_host  # the host copies lived through the call
+        ka.pointer, va.pointer, t.kc.pointer, t.vc.pointer, t.ia.pointer, t.xa.pointer,
+        t.la.pointer, t.ih.pointer, t.lh.pointer, t.batch, t.num_pages, t.hkv, t.head_dim,
+        t.page_size, 0, 0, _stream_value(stream, k)))
+    del t  # the host copies lived through the call
     return k_cache, v_cache
+
+
+class _PagedAppend(object):
+    """The checked caches and page table of an append of tokens shaped `kv_shape` ([batch, hkv,
+    head_dim]): kv_append_bf16's and rope_kv_append_bf16's. Holds the host copies until it is
+    dropped."""
+
+    def __init__(self, kv_shape, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                 kv_indptr_host, kv_last_page_len_host):
+        self.batch, self.hkv, self.head_dim = kv_shape
+        self.kc, self.vc = _checked(_CUDA.array, (k_cache, "k_cache", "bf16"),
+                                    (v_cache, "v_cache", "bf16"))
+        self.ia, self.xa, self.la = _checked(_CUDA.array, (kv_indptr, "kv_indptr", "i32"),
+                                             (kv_indices, "kv_indices", "i32"),
+                                             (kv_last_page_len, "kv_last_page_len", "i32"))
+        kc, vc, batch = self.kc, self.vc, self.batch
+        if len(kc.shape) != 4 or tuple(kc.shape[2:]) != (self.hkv, self.head_dim):
+            raise _bad("k_cache has shape %s, expected [num_pages, page_size, %d, %d]" %
+                       (tuple(kc.shape), self.hkv, self.head_dim))
+        if tuple(vc.shape) != tuple(kc.shape):
+            raise _bad("v_cache has shape %s, expected %s (that of k_cache)" %
+                       (tuple(vc.shape), tuple(kc.shape)))
+        self.num_pages, self.page_size = kc.shape[0], kc.shape[1]
+        if tuple(self.ia.shape) != (batch + 1,):
+            raise _bad("kv_indptr has shape %s, expected (%d,) (batch + 1)" %
+                       (tuple(self.ia.shape), batch + 1))
+        if tuple(self.la.shape) != (batch,):
+            raise _bad("kv_last_page_len has shape %s, expected (%d,)" %
+                       (tuple(self.la.shape), batch))
+        self.indptr_host, self.ih = _host_table(kv_indptr_host, kv_indptr, "kv_indptr",
+                                                batch + 1)
+        self.last_host, self.lh = _host_table(kv_last_page_len_host, kv_last_page_len,
+                                              "kv_last_page_len", batch)
+
+
+def rope_kv_append_bf16(q, k, v, positions, k_cache, v_cache, kv_indptr, kv_indices,
+                        kv_last_page_len, qkv_bias=None, theta=10000.0, llama3_scaling=None,
+                        kv_indptr_host=None, kv_last_page_len_host=None, stream=None):
+    """rope_bf16 and kv_append_bf16 in one launch (hone_rope_kv_append_bf16): q rotated in
+    place; k rotated and written with v into the paged cache (k itself is not written). With
+    qkv_bias (Qwen2: bf16 [(hq + 2 hkv) * head_dim], q's heads, k's, v's), every q, k and v
+    element is first bf16(x + bias). Bit for bit the bias add, rope_bf16 and kv_append_bf16 in
+    turn. q: bf16 [batch, hq, head_dim]; k, v: bf16 [batch, hkv, head_dim]; positions: int32
+    [batch]; caches and page table as kv_append_bf16's (page_size 16, 32 or 64). Returns (q,
+    k_cache, v_cache). Enqueued on `stream` as gemv_bf16."""
+    qa, ka, va, pa = _checked(_CUDA.array, (q, "q", "bf16"), (k, "k", "bf16"), (v, "v", "bf16"),
+                              (positions, "positions", "i32"))
+    if len(qa.shape) != 3:
+        raise _bad("q has shape %s, expected [batch, hq, head_dim]" % (tuple(qa.shape),))
+    batch, hq, head_dim = qa.shape
+    if len(ka.shape) != 3 or ka.shape[0] != batch or ka.shape[2] != head_dim:
+        raise _bad("k has shape %s, expected [%d, hkv, %d]" % (tuple(ka.shape), batch, head_dim))
+    if tuple(va.shape) != tuple(ka.shape):
+        raise _bad("v has shape %s, expected %s (that of k)" % (tuple(va.shape), tuple(ka.shape)))
+    if tuple(pa.shape) != (batch,):
+        raise _bad("positions has shape %s, expected (%d,)" % (tuple(pa.shape), batch))
+    hkv = ka.shape[1]
+    bias_pointer = None
+    if qkv_bias is not None:
+        ba = _CUDA.array(qkv_bias, "qkv_bias")
+        _want(ba, "qkv_bias", "bf16")
+        if tuple(ba.shape) != ((hq + 2 * hkv) * head_dim,):
+            raise _bad("qkv_bias has shape %s, expected (%d,) ((hq + 2 hkv) x head_dim)" %
+                       (tuple(ba.shape), (hq + 2 * hkv) * head_dim))
+        bias_pointer = ba.pointer
+    scaling = _llama3_scaling(llama3_scaling)
+    t = _PagedAppend(ka.shape, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                     kv_indptr_host, kv_last_page_len_host)
+    check(function("hone_rope_kv_append_bf16")(
+        qa.pointer, ka.pointer, va.pointer, bias_pointer, t.kc.pointer, t.vc.pointer,
+        pa.pointer, t.ia.pointer, t.xa.pointer, t.la.pointer, t.ih.pointer, t.lh.pointer, batch,
+        t.num_pages, hq, hkv, head_dim, t.page_size, 0, 0, 0, float(theta), scaling,
+        _stream_value(stream, q)))
+    del t  # the host copies lived through the call
+    return q, k_cache, v_cache
 
 
 def gemv_f32_raw(x, w, y, rows, n, k):

@@ -531,6 +531,76 @@ void validate_cuda_shape(const char *op, std::initializer_list<int64_t> dims) {
         hone::Shape{std::span<const int64_t>(dims.begin(), dims.size()), hone::DType::bf16});
 }
 
+#ifdef HONE_WITH_CUDA
+// rope's tensors in place on q and k (hone_rope_bf16, hone_rope_kv_append_bf16).
+hone::ops::cuda::RopeTensors rope_tensors(const void *q, const void *k, const int32_t *positions,
+                                          int64_t rows, int64_t hq, int64_t hkv, int64_t head_dim,
+                                          int64_t q_stride, int64_t k_stride, double theta,
+                                          const double *llama3_scaling) {
+  hone::ops::cuda::RopeTensors t;
+  t.q = q;
+  t.k = k;
+  t.positions = positions;
+  t.rows = rows;
+  t.hq = hq;
+  t.hkv = hkv;
+  t.head_dim = head_dim;
+  t.q_stride = q_stride;
+  t.k_stride = k_stride;
+  t.theta = theta;
+  if (llama3_scaling) {
+    t.llama3_factor = llama3_scaling[0];
+    t.llama3_low_freq_factor = llama3_scaling[1];
+    t.llama3_high_freq_factor = llama3_scaling[2];
+    t.llama3_original_max_positions = llama3_scaling[3];
+  }
+  return t;
+}
+
+// kv_append's tensors (hone_kv_append_bf16; hone_rope_kv_append_bf16 without k).
+hone::ops::cuda::KvAppendTensors kv_append_tensors(
+    const void *k, const void *v, void *k_cache, void *v_cache, const int32_t *kv_indptr,
+    const int32_t *kv_indices, const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+    const int32_t *kv_last_page_len_host, int64_t batch, int64_t num_pages, int64_t hkv,
+    int64_t head_dim, int64_t page_size, int64_t k_stride, int64_t v_stride) {
+  hone::ops::cuda::KvAppendTensors t;
+  t.k = k;
+  t.v = v;
+  t.k_cache = k_cache;
+  t.v_cache = v_cache;
+  t.kv_indptr = kv_indptr;
+  t.kv_indices = kv_indices;
+  t.kv_last_page_len = kv_last_page_len;
+  t.kv_indptr_host = kv_indptr_host;
+  t.kv_last_page_len_host = kv_last_page_len_host;
+  t.batch = batch;
+  t.num_pages = num_pages;
+  t.hkv = hkv;
+  t.head_dim = head_dim;
+  t.page_size = page_size;
+  t.k_stride = k_stride;
+  t.v_stride = v_stride;
+  return t;
+}
+#endif
+
+// The page table's pointers and num_pages of hone_kv_append_bf16 and hone_rope_kv_append_bf16.
+void require_page_table(const char *function, const void *k_cache, const void *v_cache,
+                        const int32_t *kv_indptr, const int32_t *kv_indices,
+                        const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+                        const int32_t *kv_last_page_len_host, int64_t num_pages) {
+  require(function, {{"k_cache", k_cache},
+                     {"v_cache", v_cache},
+                     {"kv_indptr", kv_indptr},
+                     {"kv_indices", kv_indices},
+                     {"kv_last_page_len", kv_last_page_len},
+                     {"kv_indptr_host", kv_indptr_host},
+                     {"kv_last_page_len_host", kv_last_page_len_host}});
+  if (num_pages < 1)
+    fail(HONE_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
+}
+
 } // namespace
 
 hone_status hone_rmsnorm_bf16(const void *x, const void *residual, void *residual_out,
@@ -575,24 +645,9 @@ hone_status hone_rope_bf16(void *q, void *k, const int32_t *positions, int64_t r
     require_aligned(positions, 4, function, "positions");
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
-    hone::ops::cuda::RopeTensors t;
-    t.q = q;
-    t.k = k;
-    t.positions = positions;
-    t.rows = rows;
-    t.hq = hq;
-    t.hkv = hkv;
-    t.head_dim = head_dim;
-    t.q_stride = q_stride;
-    t.k_stride = k_stride;
-    t.theta = theta;
-    if (llama3_scaling) {
-      t.llama3_factor = llama3_scaling[0];
-      t.llama3_low_freq_factor = llama3_scaling[1];
-      t.llama3_high_freq_factor = llama3_scaling[2];
-      t.llama3_original_max_positions = llama3_scaling[3];
-    }
-    hone::ops::cuda::rope(t, stream);
+    hone::ops::cuda::rope(rope_tensors(q, k, positions, rows, hq, hkv, head_dim, q_stride, k_stride,
+                                       theta, llama3_scaling),
+                          stream);
 #else
     (void)q_stride, (void)k_stride, (void)theta, (void)llama3_scaling, (void)stream;
 #endif
@@ -607,42 +662,60 @@ hone_status hone_kv_append_bf16(const void *k, const void *v, void *k_cache, voi
                                 int64_t k_stride, int64_t v_stride, void *stream) {
   return guarded([&] {
     const char *function = "hone_kv_append_bf16";
-    require(function, {{"k", k},
-                       {"v", v},
-                       {"k_cache", k_cache},
-                       {"v_cache", v_cache},
-                       {"kv_indptr", kv_indptr},
-                       {"kv_indices", kv_indices},
-                       {"kv_last_page_len", kv_last_page_len},
-                       {"kv_indptr_host", kv_indptr_host},
-                       {"kv_last_page_len_host", kv_last_page_len_host}});
+    require(function, {{"k", k}, {"v", v}});
+    require_page_table(function, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                       kv_indptr_host, kv_last_page_len_host, num_pages);
     validate_cuda_shape("kv_append", {batch, hkv, head_dim, page_size});
-    if (num_pages < 1)
-      fail(HONE_ERROR_INVALID_ARGUMENT,
-           std::string(function) + ": num_pages=" + std::to_string(num_pages) + " is below 1");
     require_aligned(16, function, {{"k", k}, {"v", v}, {"k_cache", k_cache}, {"v_cache", v_cache}});
     require_cuda(function);
 #ifdef HONE_WITH_CUDA
-    hone::ops::cuda::KvAppendTensors t;
-    t.k = k;
-    t.v = v;
-    t.k_cache = k_cache;
-    t.v_cache = v_cache;
-    t.kv_indptr = kv_indptr;
-    t.kv_indices = kv_indices;
-    t.kv_last_page_len = kv_last_page_len;
-    t.kv_indptr_host = kv_indptr_host;
-    t.kv_last_page_len_host = kv_last_page_len_host;
-    t.batch = batch;
-    t.num_pages = num_pages;
-    t.hkv = hkv;
-    t.head_dim = head_dim;
-    t.page_size = page_size;
-    t.k_stride = k_stride;
-    t.v_stride = v_stride;
-    hone::ops::cuda::kv_append(t, stream);
+    hone::ops::cuda::kv_append(kv_append_tensors(k, v, k_cache, v_cache, kv_indptr, kv_indices,
+                                                 kv_last_page_len, kv_indptr_host,
+                                                 kv_last_page_len_host, batch, num_pages, hkv,
+                                                 head_dim, page_size, k_stride, v_stride),
+                               stream);
 #else
     (void)k_stride, (void)v_stride, (void)stream;
+#endif
+  });
+}
+
+hone_status hone_rope_kv_append_bf16(void *q, const void *k, const void *v, const void *qkv_bias,
+                                     void *k_cache, void *v_cache, const int32_t *positions,
+                                     const int32_t *kv_indptr, const int32_t *kv_indices,
+                                     const int32_t *kv_last_page_len, const int32_t *kv_indptr_host,
+                                     const int32_t *kv_last_page_len_host, int64_t batch,
+                                     int64_t num_pages, int64_t hq, int64_t hkv, int64_t head_dim,
+                                     int64_t page_size, int64_t q_stride, int64_t k_stride,
+                                     int64_t v_stride, double theta, const double *llama3_scaling,
+                                     void *stream) {
+  return guarded([&] {
+    const char *function = "hone_rope_kv_append_bf16";
+    require(function, {{"q", q}, {"k", k}, {"v", v}, {"positions", positions}});
+    require_page_table(function, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
+                       kv_indptr_host, kv_last_page_len_host, num_pages);
+    validate_cuda_shape("rope", {batch, hq, hkv, head_dim});
+    validate_cuda_shape("kv_append", {batch, hkv, head_dim, page_size});
+    if (page_size != 16 && page_size != 32 && page_size != 64) // the pages decode.paged reads
+      fail(HONE_ERROR_INVALID_ARGUMENT, std::string(function) + ": page_size=" +
+                                            std::to_string(page_size) + " is not 16, 32 or 64");
+    require_aligned(16, function,
+                    {{"q", q}, {"k", k}, {"v", v}, {"k_cache", k_cache}, {"v_cache", v_cache}});
+    if (qkv_bias)
+      require_aligned(qkv_bias, 16, function, "qkv_bias");
+    require_aligned(positions, 4, function, "positions");
+    require_cuda(function);
+#ifdef HONE_WITH_CUDA
+    const hone::ops::cuda::KvAppendTensors append = kv_append_tensors(
+        nullptr, v, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len, kv_indptr_host,
+        kv_last_page_len_host, batch, num_pages, hkv, head_dim, page_size, 0, v_stride);
+    hone::ops::cuda::RopeTensors t = rope_tensors(q, k, positions, batch, hq, hkv, head_dim,
+                                                  q_stride, k_stride, theta, llama3_scaling);
+    t.append = &append;
+    t.qkv_bias = qkv_bias;
+    hone::ops::cuda::rope(t, stream);
+#else
+    (void)q_stride, (void)k_stride, (void)v_stride, (void)theta, (void)llama3_scaling, (void)stream;
 #endif
   });
 }

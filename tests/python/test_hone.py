@@ -184,6 +184,18 @@ def test_step_ops_bf16_errors_name_the_bad_value():
     with pytest.raises(hone.InvalidArgument, match=r"k_cache has shape \(8, 16, 4, 128\)"):
         hone.ops.kv_append_bf16(kv, kv, FakeCudaArray((8, 16, 4, 128), "<u2"), cache, indptr,
                                 indices, last)
+    with pytest.raises(hone.InvalidArgument, match=r"v has shape \(2, 1, 128\)"):
+        hone.ops.rope_kv_append_bf16(q, kv, FakeCudaArray((2, 1, 128), "<u2"), positions, cache,
+                                     cache, indptr, indices, last)
+    with pytest.raises(hone.InvalidArgument, match=r"qkv_bias has shape \(1000,\)"):
+        hone.ops.rope_kv_append_bf16(q, kv, kv, positions, cache, cache, indptr, indices, last,
+                                     qkv_bias=FakeCudaArray((1000,), "<u2"))
+    with pytest.raises(hone.InvalidArgument, match=r"kv_last_page_len has shape \(3,\)"):
+        hone.ops.rope_kv_append_bf16(q, kv, kv, positions, cache, cache, indptr, indices,
+                                     FakeCudaArray((3,), "<i4"))
+    with pytest.raises(hone.InvalidArgument, match="llama3_scaling has 2 values"):
+        hone.ops.rope_kv_append_bf16(q, kv, kv, positions, cache, cache, indptr, indices, last,
+                                     llama3_scaling=(8, 1))
 
 
 def test_qmv_affine_bf16_errors_name_the_bad_value():

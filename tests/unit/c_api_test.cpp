@@ -285,6 +285,41 @@ bool carries(const std::string &op_backend) {
   return false;
 }
 
+TEST(CApiRopeKvAppendBf16, JudgesArgumentsBeforeTheDevice) {
+  // Host buffers stand in for device pointers: every call below fails before it is read.
+  alignas(16) static uint16_t q[4 * 128], kv[2 * 128], cache[8 * 16 * 2 * 128], bias[8 * 128];
+  alignas(16) static int32_t positions[2], indptr[3], indices[2], last_len[2];
+  const int32_t indptr_host[3] = {0, 1, 2}, last_host[2] = {1, 1};
+  const auto *bias_off =
+      reinterpret_cast<const uint16_t *>(reinterpret_cast<const char *>(bias) + 2);
+  // batch 1, hq 4, hkv 2, head_dim 128, page_size 16, 8 pages.
+  const auto call = [&](const void *k, const void *v, const void *b, const int32_t *ih,
+                        int64_t num_pages, int64_t head_dim, int64_t page_size) {
+    return hone_rope_kv_append_bf16(q, k, v, b, cache, cache, positions, indptr, indices, last_len,
+                                    ih, last_host, 1, num_pages, 4, 2, head_dim, page_size, 0, 0, 0,
+                                    10000.0, nullptr, nullptr);
+  };
+  EXPECT_FAILS(call(kv, nullptr, nullptr, indptr_host, 8, 128, 16), HONE_ERROR_INVALID_ARGUMENT,
+               "v is NULL");
+  EXPECT_FAILS(call(nullptr, kv, nullptr, indptr_host, 8, 128, 16), HONE_ERROR_INVALID_ARGUMENT,
+               "k is NULL");
+  EXPECT_FAILS(call(kv, kv, nullptr, nullptr, 8, 128, 16), HONE_ERROR_INVALID_ARGUMENT,
+               "kv_indptr_host is NULL");
+  EXPECT_FAILS(call(kv, kv, nullptr, indptr_host, 0, 128, 16), HONE_ERROR_INVALID_ARGUMENT,
+               "num_pages=0");
+  EXPECT_FAILS(call(kv, kv, bias_off, indptr_host, 8, 128, 16), HONE_ERROR_INVALID_ARGUMENT,
+               "qkv_bias=");
+  if (carries("rope:cuda")) {
+    EXPECT_FAILS(call(kv, kv, bias, indptr_host, 8, 100, 16), HONE_ERROR_INVALID_ARGUMENT,
+                 "head_dim=100");
+    EXPECT_FAILS(call(kv, kv, bias, indptr_host, 8, 128, 24), HONE_ERROR_INVALID_ARGUMENT,
+                 "page_size=24");
+  }
+  if (cuda_usable())
+    GTEST_SKIP() << "a CUDA device is present: launches are device-tested";
+  EXPECT_FAILS(call(kv, kv, bias, indptr_host, 8, 128, 16), HONE_ERROR_NO_DEVICE, "CUDA");
+}
+
 TEST(CApiQmvAffineBf16, JudgesArgumentsBeforeTheDevice) {
   // Host buffers stand in for device pointers: every call below fails before it is read.
   alignas(16) static uint16_t x[256], scales[64], biases[64], y[64];
