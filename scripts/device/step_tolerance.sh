@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The decode step with linears tuned in tolerance mode (never measured so far). The model tunes
+# of every earlier step run were batch-invariant: gemv.bf16 could pick only configs of the mma
+# default's K order, while its fma configs (0.977 of the loads-only ceiling on 28672 x 4096 at
+# one row in docs/benchmark_results/2026-12-02-h200-2, against ~0.91 for the mma path) and the
+# cuBLASLt candidates are admitted only by a tolerance tune; qmv.affine's grouped and stream
+# configs likewise. A runtime that does not need a row's bits to be independent of the batch
+# asks for that tune (`hone tune --model ... --numerics tolerance`); this measures what it buys.
+#
+# Per weight format (bf16; int4 g64): the model's linears at one row tuned in tolerance mode into
+# a cache of their own (lm_head included), then `hone step` over that cache: default, default+pdl,
+# tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB) and the fused rope
+# append as variants of their own (scripts/device/chain_fusions.sh), every PDL variant checked
+# bit for bit against the PDL-off step of the same tactics over 1000 replays. The batch-invariant step of the same stop
+# (scripts/device/chain_fusions.sh) is the comparison; its tuned column uses the batch-invariant
+# cache. Everything lands in OUTDIR/results.tar.gz, packed after each step. About 9 minutes.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/step_tolerance.sh "$OUT" build
+set -u
+cd "$(dirname "$0")/../.."
+OUTDIR=${1:?OUTDIR}
+export BUILD=${2:-build}
+source scripts/device/env.sh
+R=$OUTDIR/r
+mkdir -p "$R"
+T0=$(date +%s)
+left() { echo $((560 - ($(date +%s) - T0))); }
+cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
+pack() { (cd "$OUTDIR" && tar czf results.tar.gz r); }
+stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+H="$BUILD/tools/hone/hone"
+MODEL=models/llama-3.1-8b.json
+
+# name, op, quant, then the tune's weight-format options
+for spec in "bf16 gemv.bf16 bf16" "int4_g64 qmv.affine int4:g64 --bits 4 --group 64"; do
+  read -r name op quant format <<<"$spec"
+  [ "$(left)" -lt 60 ] && break
+  cache="$R/cache_$name"
+  mkdir -p "$cache"
+  HONE_CACHE_DIR=$cache timeout "$(cap 170)" "$H" tune --model "$MODEL" --rows 1 --ops "$op" \
+    $format --include-lm-head --numerics tolerance --budget 150s \
+    --json "$R/tune_$name.json" >"$R/tune_$name.log" 2>&1
+  stamp "tune $name (tolerance)" $?
+  grep -E 'pick|->' "$R/tune_$name.log" | tail -n 8
+  pack
+  [ "$(left)" -lt 40 ] && break
+  HONE_CACHE_DIR=$cache timeout "$(cap 120)" "$H" step --model "$MODEL" --batch 1 --context 4k \
+    --quant "$quant" --kv-prefetch 256 --fuse-rope-append --samples 9 --json "$R/step_$name.json" >"$R/step_$name.log" 2>&1
+  stamp "step $name (tolerance picks)" $?
+  sed -n '/| variant/,/^$/p' "$R/step_$name.log"
+  pack
+done
