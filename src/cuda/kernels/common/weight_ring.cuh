@@ -24,9 +24,9 @@
 //   Chunk::Loads   Chunk::issue(extra, tile, chunk, t, loads) the chunk's loads other than the
 //                                                             weights and activations, issued
 //                                                             a chunk ahead
-//                  Chunk::prefetch(extra, tile, t, c0, c1)    at a tile's start: asks L2 for
-//                                                             what those loads will read over
-//                                                             the slice's chunks [c0, c1)
+//                  Chunk::prefetch(extra, tile, t, c0, c1)    a tile ahead: asks L2 for what
+//                                                             those loads will read over the
+//                                                             slice's chunks [c0, c1)
 //   Chunk::multiply(acc, w[MT][2], loads, x[NT][kXVectors])  the mma path's chunk arithmetic
 //
 // The ring. Step j of a tile holds, for every slice s, its chunks
@@ -208,12 +208,19 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   };
 
   StageCursor q;
+  // The tile's own loads come one chunk ahead, each a round trip; from DRAM that is longer
+  // than a chunk's work (the ring's long-scoreboard stalls, docs/notes/qmv_affine.md, v8). So
+  // L2 is asked for them a tile ahead: the first tile's before its loop, each next tile's at
+  // the start of the one before, so that only the first tile's first chunk waits on DRAM.
+  if (row_begin < row_end)
+    Chunk::prefetch(args.extra, Chunk::tile(args.extra, p, row_begin + warp_n * MT * 16, g), t,
+                    c_begin, c_end);
   for (int m0 = row_begin; m0 < row_end; m0 += tile_rows) {
     const int valid_rows = min(tile_rows, row_end - m0);
     const typename Chunk::Tile tl = Chunk::tile(args.extra, p, m0 + warp_n * MT * 16, g);
-    // The tile's own loads come one chunk ahead, each a round trip; from DRAM that is longer
-    // than a chunk's work (the ring's long-scoreboard stalls, docs/notes/qmv_affine.md, v8).
-    Chunk::prefetch(args.extra, tl, t, c_begin, c_end);
+    if (m0 + tile_rows < row_end)
+      Chunk::prefetch(args.extra, Chunk::tile(args.extra, p, m0 + tile_rows + warp_n * MT * 16, g),
+                      t, c_begin, c_end);
     auto issue = [&](int chunk, Ahead &a) { Chunk::issue(args.extra, tl, chunk, t, a.loads); };
     float acc[MT][NT][4];
     zero_accumulators(acc);

@@ -61,10 +61,10 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
       }
   }
 
-  // At a tile's start: the group parameters of the lane's rows over the slice's chunks
-  // [c0, c1), asked of L2 (prefetch.global.L2, a hint: no value read), one 128-byte line per
-  // lane of the row's four (a row's slice is 1-4 lines at g64 and K 4096-14336). The
-  // one-chunk-ahead loads of issue() then find them in L2.
+  // A tile ahead (weight_ring_kernel): the group parameters of the lane's rows of tile `tl`
+  // over the slice's chunks [c0, c1), asked of L2 (prefetch.global.L2, a hint: no value read),
+  // one 128-byte line per lane of the row's four (a row's slice is 1-4 lines at g64 and K
+  // 4096-14336). The one-chunk-ahead loads of issue() then find them in L2.
   __device__ __forceinline__ static void prefetch(const Extra &e, const Tile &tl, int t, int c0,
                                                   int c1) {
     if (c0 >= c1)
