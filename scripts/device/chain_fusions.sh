@@ -30,6 +30,9 @@ timeout 120 "$BUILD/tests/device/rope_op_test" >"$R/test_rope.log" 2>&1
 stamp rope_op_test $?
 timeout 120 "$BUILD/tests/device/step_ops_pdl_test" >"$R/test_step_ops_pdl.log" 2>&1
 stamp step_ops_pdl_test $?
+LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 60 \
+  "$BUILD/tests/device/c_api_rope_kv_append_bf16_test" >"$R/test_c_api_rope_kv_append.log" 2>&1
+stamp c_api_rope_kv_append_bf16_test $?
 timeout 150 "$BUILD/tests/device/decode_step_reference_test" \
   --gtest_filter='*Fused*:*APrefillOfOneToken*:*OneStepMatchesFloat64/llama_bf16:*OneStepMatchesFloat64/qwen2_bf16' \
   >"$R/test_decode_step.log" 2>&1

@@ -22,13 +22,18 @@ programs=(tests/device/qmv_affine_kernel_test tests/device/qmv_affine_op_test
           tests/device/step_ops_pdl_test tests/device/rope_op_test
           tests/device/decode_step_reference_test tests/device/decode_paged_op_test
           bench/qmv_affine_harness bench/gemv_bf16_harness
-          bench/read_ceiling bench/qmm_probe bench/op_matrix tools/hone/hone)
+          bench/read_ceiling bench/qmm_probe bench/op_matrix tools/hone/hone
+          lib/libhone.so tests/device/c_api_rope_kv_append_bf16_test)
 [ -f "$build/CMakeCache.txt" ] ||
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHONE_CUDA_ARCHS=90 \
     -DHONE_QMM_TACTICS=full
 targets=()
 for p in "${programs[@]}"; do
-  case $p in tools/hone/hone) targets+=(hone_tool) ;; *) targets+=("$(basename "$p")") ;; esac
+  case $p in
+    tools/hone/hone) targets+=(hone_tool) ;;
+    lib/libhone.so) targets+=(hone_c) ;; # the C API's tests find it through LD_LIBRARY_PATH
+    *) targets+=("$(basename "$p")") ;;
+  esac
 done
 cmake --build "$build" --target "${targets[@]}"
 mkdir -p .carry
