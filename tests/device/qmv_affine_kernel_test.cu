@@ -443,13 +443,19 @@ TEST(QmvAffineConfig, GroupedDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
 
 TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
   for (int bits : {4, 8}) {
-    int ring = 0, own_step = 0;
+    int ring = 0, own_step = 0, wide_pairs = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
       if (c.path != KernelPath::ring)
         continue;
       ++ring;
       const std::string t = c.to_tactic().str();
       EXPECT_EQ(c.split_k, 1) << t;
+      // Two CTAs per SM: CTAs of at most 8 warps, and up to 12 consumers over the kernels of
+      // one m16n8 tile per warp (70-74 registers), whose pairs fit the register file.
+      EXPECT_TRUE(c.ctas_per_sm == 1 || (c.warps + 1) * 32 <= 256 ||
+                  (c.rows_per_cta == 8 && c.outputs_per_warp == 16 && c.warps <= 12))
+          << t;
+      wide_pairs += c.ctas_per_sm == 2 && c.warps > 7;
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
       const int chunk_k = qmv_affine_chunk_k(bits); // bf16 activations per row and chunk
       const int step = ring_step_chunks(c, c, chunk_k);
@@ -490,6 +496,7 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
           << t;
     }
     EXPECT_GT(ring, 0) << "bits=" << bits;
+    EXPECT_GT(wide_pairs, 0) << "bits=" << bits << ": no one-tile pair of 8-12 consumers";
     // The 8-slice, 32-row tiles of 8 activation rows step one chunk by the rule: they also come
     // with two-chunk steps.
     EXPECT_GT(own_step, 0) << "bits=" << bits;
