@@ -246,10 +246,15 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
           x[nt][v] = lds128(xs + x_row[nt] + 16 * v);
       Chunk::multiply(acc, w, use.loads, x);
     };
+    // A warp whose rows all lie past a short tile's end (the last tile of a CTA's range, up to
+    // warps_n - 1 warps) only keeps the ring's phases: it waits for each step and releases it,
+    // so that it never arrives twice in one phase, but loads and multiplies nothing (its
+    // outputs are never stored), leaving the issue slots to the warps that have rows.
+    const bool has_rows = warp_n * MT * 16 < valid_rows;
     Ahead even, odd; // the loads of chunks c_begin + 2i and c_begin + 2i + 1
-    if (c_begin < c_end)
+    if (has_rows && c_begin < c_end)
       issue(c_begin, even);
-    int chunk = c_begin;
+    int chunk = has_rows ? c_begin : c_end;
     for (int j = 0; j < p.steps; ++j, q.advance(p.stages)) {
       const int step_first = c_begin + j * p.step_chunks;
       const int step_end = min(step_first + p.step_chunks, c_end);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The one-tile ring kernels with more warps per SM, and their stalls after the tile-ahead
+# prefetch of the group parameters (docs/notes/qmv_affine.md, v8, fourth stop of 2026-12-05):
+# ncu warp-state metrics of three qmv.affine int4 g64 configs at one row on 28672 x 4096 (the
+# 16-consumer ring profiled in call 5 of 2026-12-05-h200-2, the same tactic; two CTAs per SM of
+# 12 consumers in two stages; two of 10 in four), then the harness table (mma and ring paths, rows 1, 4, 16) on
+# 28672 x 4096 and 4096 x 14336, int4 g64 and g128. About 4 minutes over carried programs;
+# everything lands in OUTDIR/results.tar.gz, packed after each step.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/ring_occupancy.sh "$OUT" build
+set -u
+cd "$(dirname "$0")/../.."
+OUTDIR=${1:?OUTDIR}
+export BUILD=${2:-build}
+source scripts/device/env.sh
+R=$OUTDIR/ring_occupancy
+mkdir -p "$R"
+T0=$(date +%s)
+left() { echo $((280 - ($(date +%s) - T0))); }
+pack() { (cd "$OUTDIR" && tar czf ring_occupancy.tar.gz ring_occupancy); }
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+
+ring=qmv.affine.ring:rows_per_cta=8
+i=0
+for tactic in "$ring,warps=16,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=1" \
+  "$ring,warps=12,warps_k=1,outputs_per_warp=16,split_k=1,stages=2,ctas_per_sm=2" \
+  "$ring,warps=10,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=2"; do
+  [ "$(left)" -lt 100 ] && break
+  i=$((i + 1))
+  HONE_TEST_TACTIC=$tactic timeout 70 ncu --kernel-name "regex:weight_ring_kernel" --launch-skip 1 \
+    --launch-count 1 --section SpeedOfLight --section Occupancy --page raw \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|gpu__time_duration\.sum|sm__warps_active\.avg\.per_cycle_active|smsp__issue_active\.avg\.per_cycle_active|smsp__inst_executed\.sum$|sm__cycles_active\.avg$|launch__registers_per_thread|launch__occupancy_limit_registers|launch__grid_size' \
+    "$BUILD/bench/qmv_affine_harness" --no-check --shapes 28672x4096 --rows 1 --formats 4x64 \
+    >"$R/ncu_$i.log" 2>&1
+  echo "== $i $tactic: rc $?" | tee -a "$R/ncu_summary.log"
+  grep -E 'gpu__time_duration.sum |warps_active.avg.per_cycle|issue_active.avg.per_cycle|inst_executed.sum |cycles_active.avg |stalled_|registers_per_thread |grid_size ' \
+    "$R/ncu_$i.log" | awk '$NF+0 > 0.05 || /duration|active|inst_executed|registers|grid/' |
+    sort -k3 -g -r | head -16 | tee -a "$R/ncu_summary.log"
+  pack
+done
+
+[ "$(left)" -lt 30 ] && exit 0
+HONE_TEST_PATHS=mma,ring timeout "$(($(left) - 5))" "$BUILD/bench/qmv_affine_harness" --no-check \
+  --shapes 28672x4096,4096x14336 --rows 1,4,16 --formats 4x64,4x128 --csv "$R/qmv_table.csv" \
+  >"$R/qmv_table.log" 2>&1
+echo "qmv table rc=$? $(($(date +%s) - T0)) s" | tee -a "$R/qmv_table.log"
+cut -c1-200 "$R/qmv_table.log" | tail -n 14
+pack
