@@ -6,7 +6,7 @@
 # memcheck of the new kernel paths, then hone step on Llama-3.1-8B (bf16 and int4 g64, batch 1,
 # context 4k) with the prefetch variant and the fused launch, then the qmv table at 24-32 rows.
 # Runs over carried programs (scripts/device/pack_carry.sh); everything lands in
-# OUTDIR/results.tar.gz, packed after each step. About 6 minutes.
+# OUTDIR/chain_fusions.tar.gz, packed after each step. About 6 minutes.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/chain_fusions.sh "$OUT" build
 set -u
@@ -14,16 +14,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-R=$OUTDIR/r
-mkdir -p "$R"
-T0=$(date +%s)
-# Seconds left of a 560-second budget (a device command may run 600): later steps shorten their
-# timeouts to it, and one with less than 20 s left is skipped.
-left() { echo $((560 - ($(date +%s) - T0))); }
-cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
-pack() { (cd "$OUTDIR" && tar czf results.tar.gz r); }
-stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+run_begin chain_fusions 560
 
 # 1. Tests.
 timeout 120 "$BUILD/tests/device/rope_op_test" >"$R/test_rope.log" 2>&1

@@ -5,3 +5,24 @@ if [ -x "$BUILD/bench/op_matrix" ] && ldd "$BUILD/bench/op_matrix" | grep -q 'li
   lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
   [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+
+# run_begin NAME SECONDS (after OUTDIR is set): the step helpers of a device script whose output
+# goes to OUTDIR/NAME and is packed into OUTDIR/NAME.tar.gz after each step (the device tool
+# brings back only a few files; one archive per script keeps two scripts of one call apart).
+#   left      seconds left of the script's budget (a device command may run 600)
+#   cap N     N, or the seconds left where fewer
+#   pack      (re)writes the archive
+#   stamp S RC  logs step S's exit status and time to R/steps.log
+run_begin() {
+  RUN_NAME=$1
+  RUN_BUDGET=$2
+  R=$OUTDIR/$RUN_NAME
+  mkdir -p "$R"
+  T0=$(date +%s)
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv \
+    >"$R/gpu.txt" 2>&1
+}
+left() { echo $((RUN_BUDGET - ($(date +%s) - T0))); }
+cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
+pack() { (cd "$OUTDIR" && tar czf "$RUN_NAME.tar.gz" "$RUN_NAME"); }
+stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }

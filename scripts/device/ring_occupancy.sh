@@ -5,7 +5,7 @@
 # 16-consumer ring profiled in call 5 of 2026-12-05-h200-2, the same tactic; two CTAs per SM of
 # 12 consumers in two stages; two of 10 in four), then the harness table (mma and ring paths, rows 1, 4, 16) on
 # 28672 x 4096 and 4096 x 14336, int4 g64 and g128. About 4 minutes over carried programs;
-# everything lands in OUTDIR/results.tar.gz, packed after each step.
+# everything lands in OUTDIR/ring_occupancy.tar.gz, packed after each step.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/ring_occupancy.sh "$OUT" build
 set -u
@@ -13,12 +13,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-R=$OUTDIR/ring_occupancy
-mkdir -p "$R"
-T0=$(date +%s)
-left() { echo $((280 - ($(date +%s) - T0))); }
-pack() { (cd "$OUTDIR" && tar czf ring_occupancy.tar.gz ring_occupancy); }
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+run_begin ring_occupancy 280
 
 ring=qmv.affine.ring:rows_per_cta=8
 i=0

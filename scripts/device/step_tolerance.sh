@@ -11,9 +11,10 @@
 # a cache of their own (lm_head included), then `hone step` over that cache: default, default+pdl,
 # tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB) and the fused rope
 # append as variants of their own (scripts/device/chain_fusions.sh), every PDL variant checked
-# bit for bit against the PDL-off step of the same tactics over 1000 replays. The batch-invariant step of the same stop
-# (scripts/device/chain_fusions.sh) is the comparison; its tuned column uses the batch-invariant
-# cache. Everything lands in OUTDIR/results.tar.gz, packed after each step. About 9 minutes.
+# bit for bit against the PDL-off step of the same tactics over 1000 replays. The
+# batch-invariant step of the same stop (scripts/device/chain_fusions.sh) is the comparison; its
+# tuned column uses the batch-invariant cache. Everything lands in OUTDIR/step_tolerance.tar.gz,
+# packed after each step. About 9 minutes.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/step_tolerance.sh "$OUT" build
 set -u
@@ -21,14 +22,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-R=$OUTDIR/r
-mkdir -p "$R"
-T0=$(date +%s)
-left() { echo $((560 - ($(date +%s) - T0))); }
-cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
-pack() { (cd "$OUTDIR" && tar czf results.tar.gz r); }
-stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv >"$R/gpu.txt" 2>&1
+run_begin step_tolerance 560
 H="$BUILD/tools/hone/hone"
 MODEL=models/llama-3.1-8b.json
 
