@@ -4,7 +4,9 @@
 # ncu warp-state metrics of three qmv.affine int4 g64 configs at one row on 28672 x 4096 (the
 # 16-consumer ring profiled in call 5 of 2026-12-05-h200-2, the same tactic; two CTAs per SM of
 # 12 consumers in two stages; two of 10 in four), then the harness table (mma and ring paths, rows 1, 4, 16) on
-# 28672 x 4096 and 4096 x 14336, int4 g64 and g128. About 4 minutes over carried programs;
+# 28672 x 4096 and 4096 x 14336, int4 g64 and g128, and racecheck of the ring configs on the
+# minimal shapes (n = 1000: one m16 unit a CTA, so every warp_n past the first has no rows).
+# About 6 minutes over carried programs;
 # everything lands in OUTDIR/ring_occupancy.tar.gz, packed after each step.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/ring_occupancy.sh "$OUT" build
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-run_begin ring_occupancy 280
+run_begin ring_occupancy 400
 
 ring=qmv.affine.ring:rows_per_cta=8
 i=0
@@ -40,4 +42,16 @@ HONE_TEST_PATHS=mma,ring timeout "$(($(left) - 5))" "$BUILD/bench/qmv_affine_har
   >"$R/qmv_table.log" 2>&1
 echo "qmv table rc=$? $(($(date +%s) - T0)) s" | tee -a "$R/qmv_table.log"
 cut -c1-200 "$R/qmv_table.log" | tail -n 14
+pack
+
+# The warps without rows skip their loads and arithmetic but keep the ring's phases: racecheck of
+# every ring config where most warps have none.
+[ "$(left)" -lt 40 ] && exit 0
+HONE_TEST_PATHS=ring HONE_DEVICE_TEST_REDUCED=2 timeout "$(($(left) - 5))" compute-sanitizer \
+  --tool racecheck --error-exitcode 3 "$BUILD/tests/device/qmv_affine_kernel_test" \
+  --gtest_filter='QmvAffineKernel.Every*' >"$R/racecheck.raw" 2>&1
+echo "racecheck qmv ring configs (minimal shapes): rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|\[  (PASSED|FAILED) ' "$R/racecheck.raw" | tr '\n' ' ')" |
+  tee -a "$R/racecheck.log"
+grep -m 10 -E 'hazard|Failure' "$R/racecheck.raw" >>"$R/racecheck.log"
+rm -f "$R/racecheck.raw"
 pack
