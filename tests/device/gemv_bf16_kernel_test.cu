@@ -576,6 +576,21 @@ TEST_F(GemvBf16KernelTest, NoStreamConfigSpills) {
   EXPECT_GT(stream, 0);
 }
 
+// Every ring config offered at two CTAs per SM fits twice in the register file at its compiled
+// kernel's registers (as allocated, in steps of 8): the kernel table's REGISTERS are ptxas's
+// counts, so a kernel that grew since fails here rather than timing as its one-CTA twin.
+TEST_F(GemvBf16KernelTest, RingPairsFitTheRegisterFile) {
+  int pairs = 0;
+  for (const GemvBf16Config &c : gemv_bf16_configs())
+    if (c.path == KernelPath::ring && c.ctas_per_sm == 2) {
+      ++pairs;
+      const int allocated = (gemv_bf16_resources(c).registers + 7) / 8 * 8;
+      EXPECT_LE(2 * (c.warps + 1) * 32 * allocated, 65536)
+          << c.to_tactic().str() << ": " << allocated << " registers a thread";
+    }
+  EXPECT_GT(pairs, 0);
+}
+
 TEST(GemvBf16KernelConfigTest, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
   for (int n : {1, 77, 4096, 14336})
     for (int k : {8, 64, 264, 4096, 14336}) {

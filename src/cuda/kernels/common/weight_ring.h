@@ -9,7 +9,7 @@
 // activation row and chunk (the op's chunk of K: 32 for gemv.bf16, 64 / 128 for 8 / 4-bit
 // qmv.affine).
 //
-//   append_ring_configs(base, max_consumers, chunk_k, out);  // the tactic axes
+//   append_ring_configs(base, max_consumers, pair_consumers, chunk_k, out);  // the tactic axes
 //   const int bytes = ring_shared_bytes(config, config, chunk_k); // what a launch asks
 #pragma once
 
@@ -121,28 +121,27 @@ inline bool ring_launch_fits(const SplitKCta &c, const StreamRingFields &r, int 
          (r.step_chunks == 0 || r.step_chunks == 1 || r.step_chunks == 2 || r.step_chunks == 4);
 }
 
-// Whether a ring config of `consumers` warps over the kernel of `rows_per_cta` activation rows
-// and `outputs_per_warp` weight rows per warp is offered at two CTAs per SM: CTAs of at most 8
-// warps, and for the kernels of one m16n8 tile per warp (8 rows, 16 outputs: 55-74 registers,
-// 56-80 allocated) up to 12 consumers, two CTAs of 13 warps within the register file at 72
-// allocated (at 80 the occupancy calculator keeps one CTA per SM: 11 warps a CTA fit).
-// Larger kernels' pairs do not fit the register file. Why more warps: the ncu of the
-// 16-consumer qmv.affine ring at one row (2026-12-05-h200-2, call 5) had 4.2 warps per scheduler
-// with the issue slots 57 % busy, stalled mostly on dependencies (1.59 cycles per issue on fixed
-// latencies, 1.03 on shared memory, 0.93 on global loads).
-inline bool ring_two_per_sm(int consumers, int rows_per_cta, int outputs_per_warp) {
-  return (consumers + 1) * 32 <= 256 ||
-         (rows_per_cta == 8 && outputs_per_warp == 16 && consumers <= 12);
+// The most consumer warps a CTA of a ring kernel of `registers` per thread may have at two CTAs
+// per SM: two CTAs of that many warps and the producer within the SM's 64 K registers, as
+// allocated (per thread, in steps of 8). The ops' kernel tables hold it per kernel from
+// ptxas's counts, and a device test holds every pair offered to the compiled kernels' counts.
+// Why pairs: the ncu of the 16-consumer qmv.affine ring at one row (2026-12-05-h200-2, call 5)
+// had 4.2 warps per scheduler with the issue slots 57 % busy, stalled mostly on dependencies
+// (1.59 cycles per issue on fixed latencies, 1.03 on shared memory, 0.93 on global loads).
+constexpr int ring_pair_consumers(int registers) {
+  const int allocated = (registers + 7) / 8 * 8;
+  return 65536 / (2 * 32 * allocated) - 1;
 }
 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
 // (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
 // warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit), and where the rule
-// steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM where
-// ring_two_per_sm says they fit. Appends `base` (its kernel's rows_per_cta and
-// outputs_per_warp set) at every point that fits (ring_fits), as KernelPath::ring.
+// steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM at up to
+// `pair_consumers` consumers (ring_pair_consumers of the kernel's registers). Appends `base`
+// (its kernel's rows_per_cta and outputs_per_warp set) at every point that fits (ring_fits),
+// as KernelPath::ring.
 template <class Config>
-void append_ring_configs(const Config &base, int max_consumers, int chunk_k,
+void append_ring_configs(const Config &base, int max_consumers, int pair_consumers, int chunk_k,
                          std::vector<Config> &out) {
   for (int consumers : {4, 6, 8, 10, 12, 16}) {
     if (consumers > max_consumers)
@@ -151,7 +150,7 @@ void append_ring_configs(const Config &base, int max_consumers, int chunk_k,
       if (consumers % slices != 0)
         continue;
       for (int per_sm : {1, 2}) {
-        if (per_sm == 2 && !ring_two_per_sm(consumers, base.rows_per_cta, base.outputs_per_warp))
+        if (per_sm == 2 && consumers > pair_consumers)
           continue;
         Config c = base;
         c.path = KernelPath::ring;

@@ -21,21 +21,24 @@ struct RingEntry {
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   int max_consumers;    // MAX_THREADS / 32 - 1
+  int pair_consumers;   // at two CTAs per SM (ring_pair_consumers)
   RingFn fn;
 };
 
-template <int NT, int MT, int MAX_THREADS> constexpr RingEntry ring_entry() {
+// REGISTERS: the kernel's count (ptxas, sm_90a), for the pairs offered;
+// GemvBf16KernelTest.RingPairsFitTheRegisterFile holds it to the compiled kernel.
+template <int NT, int MT, int MAX_THREADS, int REGISTERS> constexpr RingEntry ring_entry() {
   return {
-      NT * 8, MT * 16, MAX_THREADS / 32 - 1,
+      NT * 8, MT * 16, MAX_THREADS / 32 - 1, ring_pair_consumers(REGISTERS),
       &kernel_detail::weight_ring_kernel<gemv_bf16_detail::RingChunk<NT, MT>, NT, MT, MAX_THREADS>};
 }
 
 // NOTE: MAX_THREADS caps the registers (ptxas budgets for a multiple of 128 threads: 544 leaves
 // 96, 288 leaves 168); every kernel at 0 spill bytes (-Xptxas -v).
-// <NT, MT, MAX_THREADS>
+// <NT, MT, MAX_THREADS, REGISTERS>
 const RingEntry kRingKernels[] = {
-    ring_entry<1, 1, 544>(), ring_entry<1, 2, 544>(), ring_entry<2, 1, 544>(),
-    ring_entry<2, 2, 288>(), ring_entry<4, 1, 288>(), ring_entry<4, 2, 288>(),
+    ring_entry<1, 1, 544, 54>(), ring_entry<1, 2, 544, 58>(), ring_entry<2, 1, 544, 56>(),
+    ring_entry<2, 2, 288, 72>(), ring_entry<4, 1, 288, 73>(), ring_entry<4, 2, 288, 95>(),
 };
 
 const RingEntry *find_ring_kernel(const GemvBf16Config &c) {
@@ -55,7 +58,7 @@ void append_gemv_bf16_ring_configs(std::vector<GemvBf16Config> &out) {
     base.rows_per_cta = e.rows_per_cta;
     base.outputs_per_warp = e.outputs_per_warp;
     base.vec = 16;
-    append_ring_configs(base, e.max_consumers, kGemvBf16RingChunkK, out);
+    append_ring_configs(base, e.max_consumers, e.pair_consumers, kGemvBf16RingChunkK, out);
   }
 }
 

@@ -26,16 +26,22 @@ struct RingEntry {
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   int max_consumers;    // MAX_THREADS / 32 - 1
+  int pair_consumers;   // at two CTAs per SM (ring_pair_consumers)
   RingFn fn[2];         // [factored]
 };
 
-template <int BITS, int NT, int MT, int MAX_THREADS> constexpr RingEntry ring_entry() {
+// REGISTERS: the more of the two kernels' counts (ptxas, sm_90a, as CMake builds them), for the
+// pairs offered;
+// QmvAffineKernel.RingPairsFitTheRegisterFile holds them to the compiled kernels.
+template <int BITS, int NT, int MT, int MAX_THREADS, int REGISTERS>
+constexpr RingEntry ring_entry() {
   using kernel_detail::weight_ring_kernel;
   using qmv_affine_detail::RingChunk;
   return {BITS,
           NT * 8,
           MT * 16,
           MAX_THREADS / 32 - 1,
+          ring_pair_consumers(REGISTERS),
           {&weight_ring_kernel<RingChunk<BITS, NT, MT, false>, NT, MT, MAX_THREADS>,
            &weight_ring_kernel<RingChunk<BITS, NT, MT, true>, NT, MT, MAX_THREADS>}};
 }
@@ -49,12 +55,14 @@ template <int BITS, int NT, int MT, int MAX_THREADS> constexpr RingEntry ring_en
 // weights, halving the activations' shared-memory reads per weight, which at one m16 tile are
 // 8 x the weights') take 4 consumers and 186 / 178 registers (factored, 4 / 8 bits): at 288
 // threads (168) the factored kernels spilled 32 and 8 bytes. Four m16 tiles spilled at 255.
-// <BITS, NT, MT, MAX_THREADS>
+// <BITS, NT, MT, MAX_THREADS, REGISTERS>
 const RingEntry kRingKernels[] = {
-    ring_entry<4, 1, 1, 544>(), ring_entry<4, 1, 2, 288>(), ring_entry<4, 2, 1, 288>(),
-    ring_entry<4, 2, 2, 288>(), ring_entry<4, 4, 1, 288>(), ring_entry<4, 4, 2, 160>(),
-    ring_entry<8, 1, 1, 544>(), ring_entry<8, 1, 2, 288>(), ring_entry<8, 2, 1, 288>(),
-    ring_entry<8, 2, 2, 288>(), ring_entry<8, 4, 1, 288>(), ring_entry<8, 4, 2, 160>(),
+    ring_entry<4, 1, 1, 544, 74>(),  ring_entry<4, 1, 2, 288, 103>(),
+    ring_entry<4, 2, 1, 288, 100>(), ring_entry<4, 2, 2, 288, 132>(),
+    ring_entry<4, 4, 1, 288, 130>(), ring_entry<4, 4, 2, 160, 187>(),
+    ring_entry<8, 1, 1, 544, 72>(),  ring_entry<8, 1, 2, 288, 96>(),
+    ring_entry<8, 2, 1, 288, 90>(),  ring_entry<8, 2, 2, 288, 125>(),
+    ring_entry<8, 4, 1, 288, 124>(), ring_entry<8, 4, 2, 160, 180>(),
 };
 
 const RingEntry *find_ring_kernel(const QmvAffineConfig &c, int bits) {
@@ -75,7 +83,7 @@ void append_qmv_affine_ring_configs(int bits, std::vector<QmvAffineConfig> &out)
       QmvAffineConfig base;
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
-      append_ring_configs(base, e.max_consumers, qmv_affine_chunk_k(bits), out);
+      append_ring_configs(base, e.max_consumers, e.pair_consumers, qmv_affine_chunk_k(bits), out);
     }
 }
 
