@@ -17,6 +17,15 @@ export BUILD=${2:-build}
 source scripts/device/env.sh
 run_begin ring_occupancy 400
 
+# The pairs offered fit the register file at the compiled kernels' registers; no spills.
+for t in qmv_affine_kernel_test:QmvAffineKernel gemv_bf16_kernel_test:GemvBf16KernelTest; do
+  timeout 60 "$BUILD/tests/device/${t%%:*}" --gtest_filter="${t#*:}.RingPairs*:${t#*:}.No*Spills" \
+    >>"$R/tests.log" 2>&1
+  stamp "${t%%:*} pairs and spills" $?
+done
+grep -E '^\[  (PASSED|FAILED) |Failure|registers a thread' "$R/tests.log" | head -8
+pack
+
 ring=qmv.affine.ring:rows_per_cta=8
 i=0
 for tactic in "$ring,warps=16,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=1" \
