@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The one-tile ring kernels with more warps per SM, and their stalls after the tile-ahead
-# prefetch of the group parameters (docs/notes/qmv_affine.md, v8, fourth stop of 2026-12-05):
-# ncu warp-state metrics of three qmv.affine int4 g64 configs at one row on 28672 x 4096 (the
-# 16-consumer ring profiled in call 5 of 2026-12-05-h200-2, the same tactic; two CTAs per SM of
-# 12 consumers in two stages; two of 10 in four), then the harness table (mma and ring paths, rows 1, 4, 16) on
-# 28672 x 4096 and 4096 x 14336, int4 g64 and g128, and racecheck of the ring configs on the
-# minimal shapes (n = 1000: one m16 unit a CTA, so every warp_n past the first has no rows).
-# About 6 minutes over carried programs;
-# everything lands in OUTDIR/ring_occupancy.tar.gz, packed after each step.
+# The ring kernels with more warps per SM, and their stalls after the tile-ahead prefetch of
+# the group parameters (docs/notes/qmv_affine.md, v8, fourth stop of 2026-12-05). First the
+# register-file test of the two-CTA configs and the spill tests; then ncu warp-state metrics of
+# three qmv.affine int4 g64 configs at one row on 28672 x 4096: the 16-consumer ring profiled in
+# call 5 of 2026-12-05-h200-2 (the same tactic), two CTAs per SM of 10 consumers, and two of 8
+# consumers with two m16 tiles each (2.66 instructions per weight); then the harness table (mma
+# and ring paths, rows 1, 4, 16) on 28672 x 4096 and 4096 x 14336, int4 g64 and g128; then
+# racecheck of the ring configs on the minimal shapes (n = 1000: one m16 unit a CTA, so every
+# warp_n past the first has no rows). About 6 minutes over carried programs; everything lands in
+# OUTDIR/ring_occupancy.tar.gz, packed after each step.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/ring_occupancy.sh "$OUT" build
 set -u
@@ -29,8 +30,8 @@ pack
 ring=qmv.affine.ring:rows_per_cta=8
 i=0
 for tactic in "$ring,warps=16,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=1" \
-  "$ring,warps=12,warps_k=1,outputs_per_warp=16,split_k=1,stages=2,ctas_per_sm=2" \
-  "$ring,warps=10,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=2"; do
+  "$ring,warps=10,warps_k=1,outputs_per_warp=16,split_k=1,stages=4,ctas_per_sm=2" \
+  "$ring,warps=8,warps_k=4,outputs_per_warp=32,split_k=1,stages=4,ctas_per_sm=2"; do
   [ "$(left)" -lt 100 ] && break
   i=$((i + 1))
   HONE_TEST_TACTIC=$tactic timeout 70 ncu --kernel-name "regex:weight_ring_kernel" --launch-skip 1 \

@@ -443,7 +443,7 @@ TEST(QmvAffineConfig, GroupedDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
 
 TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
   for (int bits : {4, 8}) {
-    int ring = 0, own_step = 0, wide_pairs = 0;
+    int ring = 0, own_step = 0, wide_pairs = 0, halved_step = 0, three_stages = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
       if (c.path != KernelPath::ring)
         continue;
@@ -453,6 +453,13 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       // Two CTAs per SM past 7 consumers (8 warps), where the kernel's registers let the pair
       // fit the register file (RingPairsFitTheRegisterFile holds each to its kernel).
       wide_pairs += c.ctas_per_sm == 2 && c.warps > 7;
+      // At the rule's step, two or three stages only where four do not fit.
+      if (c.stages < 4 && c.step_chunks == 0) {
+        three_stages += c.stages == 3;
+        QmvAffineConfig four = c;
+        four.stages = 4;
+        EXPECT_FALSE(ring_fits(four, four, qmv_affine_chunk_k(bits))) << t;
+      }
       EXPECT_EQ(c.warps % c.warps_k, 0) << t;
       const int chunk_k = qmv_affine_chunk_k(bits); // bf16 activations per row and chunk
       const int step = ring_step_chunks(c, c, chunk_k);
@@ -471,11 +478,23 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
         EXPECT_EQ(step == 4, 4 * per_chunk <= kRingStepTarget) << t;
         EXPECT_EQ(step >= 2, 2 * per_chunk <= kRingStepTarget) << t;
       } else {
-        // Its own: two chunks only where the rule takes one and two stay within the maximum.
+        // Its own: two chunks only where the rule takes one and two stay within the maximum, or
+        // where the rule takes four and four stages fit only at two (then in four stages).
         ++own_step;
         EXPECT_EQ(c.step_chunks, 2) << t;
-        EXPECT_EQ(ring_rule_step_chunks(c, chunk_k), 1) << t;
+        const int rule = ring_rule_step_chunks(c, chunk_k);
+        EXPECT_TRUE(rule == 1 || rule == 4) << t;
         EXPECT_LE(2 * per_chunk, kRingStepMax) << t;
+        if (rule == 4) {
+          ++halved_step;
+          EXPECT_EQ(c.stages, 4) << t;
+          QmvAffineConfig at_rule = c;
+          at_rule.step_chunks = 0;
+          EXPECT_GT(static_cast<size_t>(ring_shared_bytes(at_rule, at_rule, chunk_k)) *
+                        c.ctas_per_sm,
+                    kStreamMaxSharedBytes)
+              << t << ": four stages fit at the rule's step";
+        }
       }
       // A launch never takes more chunks per step than a slice has, nor fewer than it needs.
       for (int slice_chunks : {1, 2, 3, 4, 5, 64}) {
@@ -494,6 +513,9 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
     }
     EXPECT_GT(ring, 0) << "bits=" << bits;
     EXPECT_GT(wide_pairs, 0) << "bits=" << bits << ": no pair of 8 or more consumers";
+    EXPECT_GT(three_stages, 0) << "bits=" << bits;
+    EXPECT_GT(halved_step, 0) << "bits=" << bits
+                              << ": no two-chunk step where four stages of four do not fit";
     // The 8-slice, 32-row tiles of 8 activation rows step one chunk by the rule: they also come
     // with two-chunk steps.
     EXPECT_GT(own_step, 0) << "bits=" << bits;

@@ -135,7 +135,7 @@ constexpr int ring_pair_consumers(int registers) {
 
 // The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
 // (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
-// warps_n row groups (any count); 4 or 8 stages (2 where 4 do not fit), and where the rule
+// warps_n row groups (any count); 4 or 8 stages (2 and 3 where 4 do not fit), and where the rule
 // steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM at up to
 // `pair_consumers` consumers (ring_pair_consumers of the kernel's registers). Appends `base`
 // (its kernel's rows_per_cta and outputs_per_warp set) at every point that fits (ring_fits),
@@ -166,10 +166,11 @@ void append_ring_configs(const Config &base, int max_consumers, int pair_consume
           c.stages = stages;
           return ring_fits(c, c, chunk_k);
         };
-        // Two stages only where four do not fit (many slices of 32 activation rows).
+        // Two or three stages only where four do not fit (many slices of 32 activation rows,
+        // pairs of CTAs): three keep two steps in flight where two keep one.
         const bool four = fits(4);
-        for (int stages : {2, 4, 8})
-          if ((stages != 2 || !four) && fits(stages))
+        for (int stages : {2, 3, 4, 8})
+          if ((stages >= 4 || !four) && fits(stages))
             out.push_back(c);
         // Where the rule steps one chunk at a time (64-byte box rows), also two chunks in as
         // many stages as fit, up to a kRingStepMax step.
@@ -179,6 +180,15 @@ void append_ring_configs(const Config &base, int max_consumers, int pair_consume
           for (int stages : {2, 4})
             if (fits(stages))
               out.push_back(c);
+          c.step_chunks = 0;
+        }
+        // Where the rule's four-chunk step leaves room for two stages only (pairs of CTAs, many
+        // slices), also two-chunk steps (128-byte box rows) in four stages: three steps in
+        // flight instead of one.
+        if (!four && ring_rule_step_chunks(c, chunk_k) == 4) {
+          c.step_chunks = 2;
+          if (fits(4))
+            out.push_back(c);
           c.step_chunks = 0;
         }
       }
