@@ -50,8 +50,9 @@ done
 pack
 
 # 3. The step: the tuned PDL step beside the same with decode.paged's KV prefetch at 64 and 256
-# KiB per CTA and with the fused rope append, every variant in the same run and each PDL
-# variant checked bit for bit against the (separate, PDL-off) step over 1000 replays.
+# KiB per CTA, with the fused rope append, and with the linears' weights-once ring twins (their
+# weights start before the wait), every variant in the same run and each PDL variant checked bit
+# for bit against the (separate, PDL-off) step over 1000 replays.
 step() {
   local name=$1
   shift
@@ -62,8 +63,8 @@ step() {
   sed -n '/| variant/,/^$/p' "$R/step_$name.log"
   pack
 }
-step bf16 --quant bf16 --kv-prefetch 64,256 --fuse-rope-append
-step int4_g64 --quant int4:g64 --kv-prefetch 64,256 --fuse-rope-append
+step bf16 --quant bf16 --kv-prefetch 64,256 --fuse-rope-append --weights-once
+step int4_g64 --quant int4:g64 --kv-prefetch 64,256 --fuse-rope-append --weights-once
 
 # 4. qmv.affine: the two-m16-tile ring kernels at 24-32 rows against the rest, and the grouped
 # kernels (2.22 instructions per weight since 42462ce, never timed) at 1-4 rows where they won.

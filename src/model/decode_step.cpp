@@ -411,7 +411,9 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
   const int64_t R = step_rows(o); // rows through the layers; a request each in the page table
   const int64_t attn_width = m.hq * m.head_dim;
   auto on = [&](StepOp op) { return only == nullptr || *only == op; };
-  const ops::ChainLaunch chain{pdl};
+  ops::ChainLaunch chain;
+  chain.dependent = pdl;
+  chain.weights_once = pdl && launch.weights_once;
   auto linear_rows = [&](const Linear &l, const void *x, void *y, int64_t rows) {
     if (o.bits != 16)
       ops::quantized_linear(x, l.q, l.scales, l.biases, y, rows, l.n, l.k, o.bits, o.group, stream,

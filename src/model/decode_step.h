@@ -72,13 +72,18 @@ struct StepOptions {
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
 // cuBLASLt's and qmm's a programmatic dependent launch; with it, `kv_prefetch_kib` KiB per CTA
 // of each layer's cached K and V that decode.paged asks L2 for before its griddepcontrol.wait
-// (ops::cuda::ChainLaunch::prefetch_kib; 0: none); and whether rope takes the append.
+// (ops::cuda::ChainLaunch::prefetch_kib; 0: none) and the linears' weights-once twins; and
+// whether rope takes the append.
 struct StepLaunch {
   bool pdl = false;
   int kv_prefetch_kib = 0;
   // Rope, the K/V append and the q/k/v bias in one launch a layer (StepOptions::fuse_rope_append
   // is what enqueue(stream, d, pdl) takes).
   bool fuse_rope_append = false;
+  // With `pdl`: the decode linears (gemv.bf16, qmv.affine) of the mma path run as their
+  // weights-once ring twins, the same bits, whose weights start before the wait
+  // (ops::cuda::ChainLaunch::weights_once).
+  bool weights_once = false;
 };
 
 // The kinds of launch in a step, in chain order (for the per-op breakdown).

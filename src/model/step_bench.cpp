@@ -83,7 +83,7 @@ double median(std::vector<double> v) {
 
 StepLaunch launch_of(const StepVariant &v, const DecodeStep &step) {
   return {v.pdl, v.pdl ? v.kv_prefetch_kib : 0,
-          v.fuse_rope_append.value_or(step.options().fuse_rope_append)};
+          v.fuse_rope_append.value_or(step.options().fuse_rope_append), v.pdl && v.weights_once};
 }
 
 int launches_of(StepOp op, const DecodeStep &step) {
@@ -138,6 +138,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     const StepLaunch launch = launch_of(v, step);
     r.kv_prefetch_kib = launch.kv_prefetch_kib;
     r.fuse_rope_append = launch.fuse_rope_append;
+    r.weights_once = launch.weights_once;
     step.enqueue(s, *v.dispatcher, false);
     step.enqueue(s, *v.dispatcher, launch);
     if (out.variants.empty()) {

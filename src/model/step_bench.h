@@ -29,6 +29,7 @@ struct StepVariant {
   int kv_prefetch_kib = 0; // with pdl: StepLaunch::kv_prefetch_kib
   // StepLaunch::fuse_rope_append; unset: the step's StepOptions::fuse_rope_append.
   std::optional<bool> fuse_rope_append;
+  bool weights_once = false; // with pdl: StepLaunch::weights_once
 };
 
 struct StepBenchOptions {
@@ -43,6 +44,7 @@ struct StepVariantResult {
   bool pdl = false;
   int kv_prefetch_kib = 0;
   bool fuse_rope_append = false;
+  bool weights_once = false;
   double seconds = 0; // median per step
   double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the

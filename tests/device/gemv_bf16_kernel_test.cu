@@ -28,6 +28,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -640,6 +641,38 @@ TEST(GemvBf16KernelConfigTest, RingConfigsCoverTheMmaOrdersAndRefuseWhatTheyCann
       EXPECT_FALSE(gemv_bf16_can_implement(c, 1, 4096, 4104, &why));
       EXPECT_NE(why.find("k=4104 is not a multiple of 32"), std::string::npos) << why;
     }
+}
+
+// The ring twin of an mma config (ChainLaunch::weights_once) computes its K order: the ring
+// path at the same k_slices, and one that can run the shape; none for the other paths or where
+// the ring's 32-value chunk does not divide K.
+TEST(GemvBf16KernelConfigTest, RingTwinKeepsTheMmaConfigsOrder) {
+  int twins = 0;
+  for (int rows : {1, 8, 9, 16, 24, 32})
+    for (const auto &[n, k] : {std::pair{4096, 4096}, std::pair{28672, 4096},
+                               std::pair{4096, 14336}, std::pair{1536, 8960}}) {
+      for (const GemvBf16Config &c : gemv_bf16_configs()) {
+        if (c.path != KernelPath::mma || !gemv_bf16_can_implement(c, rows, n, k, nullptr))
+          continue;
+        const std::optional<GemvBf16Config> twin = gemv_bf16_ring_twin(c, rows, n, k);
+        if (!twin)
+          continue;
+        ++twins;
+        EXPECT_EQ(twin->path, KernelPath::ring) << c.to_tactic().str();
+        EXPECT_EQ(gemv_bf16_k_slices(*twin), gemv_bf16_k_slices(c)) << c.to_tactic().str();
+        EXPECT_TRUE(gemv_bf16_can_implement(*twin, rows, n, k, nullptr))
+            << twin->to_tactic().str() << " rows=" << rows << " n=" << n << " k=" << k;
+      }
+      if (rows == 1 && n != 1536)
+        EXPECT_TRUE(gemv_bf16_ring_twin(gemv_bf16_default(1, n, k), 1, n, k))
+            << "n=" << n << " k=" << k;
+    }
+  EXPECT_GT(twins, 0);
+  const GemvBf16Config ring = gemv_bf16_ring_default(1, 4096, 4096);
+  EXPECT_EQ(gemv_bf16_ring_twin(ring, 1, 4096, 4096), ring);
+  EXPECT_FALSE(gemv_bf16_ring_twin(gemv_bf16_stream_default(1, 4096, 4096), 1, 4096, 4096));
+  // K = 4104: a multiple of 8, not of the ring's 32-value chunk.
+  EXPECT_FALSE(gemv_bf16_ring_twin(gemv_bf16_default(1, 4096, 4104), 1, 4096, 4104));
 }
 
 TEST(GemvBf16KernelConfigTest, RingDefaultKeepsTheMmaDefaultOrderAndRuns) {

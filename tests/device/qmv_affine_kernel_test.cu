@@ -28,6 +28,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -566,6 +567,46 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
       EXPECT_TRUE(qmv_affine_can_implement(c, 1, 4096, 1152, 4, 64, &why)) << why;
       break;
     }
+}
+
+// The ring twin of an mma config (ChainLaunch::weights_once) computes its K order: the ring
+// path at the same k_slices, and one that can run the shape; none for the other paths or where
+// the ring's chunk does not divide K.
+TEST(QmvAffineConfig, RingTwinKeepsTheMmaConfigsOrder) {
+  int twins = 0;
+  for (int bits : {4, 8})
+    for (int rows : {1, 8, 9, 16, 24, 32})
+      for (const auto &[n, k] : {std::pair{4096, 4096}, std::pair{28672, 4096},
+                                 std::pair{4096, 14336}, std::pair{1536, 8960}}) {
+        for (const QmvAffineConfig &c : qmv_affine_configs(bits)) {
+          if (c.path != KernelPath::mma ||
+              !qmv_affine_can_implement(c, rows, n, k, bits, 64, nullptr))
+            continue;
+          const std::optional<QmvAffineConfig> twin = qmv_affine_ring_twin(c, rows, n, k, bits, 64);
+          if (!twin)
+            continue;
+          ++twins;
+          EXPECT_EQ(twin->path, KernelPath::ring) << c.to_tactic().str();
+          EXPECT_EQ(qmv_affine_k_slices(*twin), qmv_affine_k_slices(c)) << c.to_tactic().str();
+          EXPECT_TRUE(qmv_affine_can_implement(*twin, rows, n, k, bits, 64, nullptr))
+              << twin->to_tactic().str() << " rows=" << rows << " n=" << n << " k=" << k;
+        }
+        // The step's linears at one row with no cache run the default, which has one.
+        if (rows == 1 && n != 1536)
+          EXPECT_TRUE(
+              qmv_affine_ring_twin(qmv_affine_default(1, n, k, bits, 64), 1, n, k, bits, 64))
+              << "bits=" << bits << " n=" << n << " k=" << k;
+      }
+  EXPECT_GT(twins, 0);
+  const QmvAffineConfig ring = qmv_affine_ring_default(1, 4096, 4096, 4, 64);
+  EXPECT_EQ(qmv_affine_ring_twin(ring, 1, 4096, 4096, 4, 64), ring);
+  EXPECT_FALSE(
+      qmv_affine_ring_twin(qmv_affine_stream_default(1, 4096, 4096, 4, 64), 1, 4096, 4096, 4, 64));
+  EXPECT_FALSE(
+      qmv_affine_ring_twin(qmv_affine_grouped_default(1, 4096, 4096, 4, 64), 1, 4096, 4096, 4, 64));
+  // K = 1088: a multiple of the group, not of the ring's 128-value chunk.
+  EXPECT_FALSE(
+      qmv_affine_ring_twin(qmv_affine_default(1, 4096, 1088, 4, 64), 1, 4096, 1088, 4, 64));
 }
 
 TEST(QmvAffineConfig, RingDefaultKeepsTheMmaDefaultOrderAndRuns) {

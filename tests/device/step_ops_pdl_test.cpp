@@ -297,24 +297,75 @@ std::vector<Config> one_per_path(const Config &def, const std::vector<Config> &c
   return out;
 }
 
+// The operands of a linear chain: rmsnorm of x into `a`, linears ping-ponging between `a` and
+// `b` over one bf16 weight matrix and one int4 g64 one, rmsnorm into `out`; and its stream.
+struct LinearChain {
+  static constexpr int kBits = 4, kGroup = 64;
+  int rows, n, k;
+  size_t act;
+  DeviceBuffer x, norm_w, w, q, scales, biases, a, b, out;
+  cudaStream_t stream = nullptr;
+
+  LinearChain(int rows_, int n_, int k_)
+      : rows(rows_), n(n_), k(k_), act(static_cast<size_t>(rows_) * k_),
+        x(upload(random_bf16(act))), norm_w(upload(random_bf16(k_))),
+        w(upload(random_bf16(static_cast<size_t>(n_) * k_, 0.05f))), q(random_words()),
+        scales(upload(random_bf16(static_cast<size_t>(n_) * k_ / kGroup, 0.005f))),
+        biases(upload(random_bf16(static_cast<size_t>(n_) * k_ / kGroup, 0.02f))),
+        a(poisoned(act * 2)), b(poisoned(act * 2)), out(poisoned(act * 2)) {
+    HONE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  ~LinearChain() { cudaStreamDestroy(stream); }
+  LinearChain(const LinearChain &) = delete;
+  LinearChain &operator=(const LinearChain &) = delete;
+
+  DeviceBuffer random_words() const {
+    std::vector<uint32_t> words(static_cast<size_t>(n) * k * kBits / 32);
+    for (uint32_t &v : words)
+      v = static_cast<uint32_t>(next_random_seed());
+    return upload(words);
+  }
+  // rmsnorm(from) -> `to`, a dependent launch or not.
+  void norm(const DeviceBuffer &from, DeviceBuffer &to, bool dependent) {
+    ops::cuda::RmsnormTensors t;
+    t.x = from.data();
+    t.w = norm_w.data();
+    t.out = to.data();
+    t.rows = rows;
+    t.hidden = k;
+    t.dependent = dependent;
+    ops::cuda::rmsnorm(t, stream);
+  }
+  // rmsnorm(x) -> `a`, after the poison in stream order.
+  void first_norm() { norm(x, a, false); }
+  // rmsnorm(from) -> `out`.
+  void last_norm(const DeviceBuffer &from, bool dependent) { norm(from, out, dependent); }
+  void poison() {
+    for (DeviceBuffer *d : {&a, &b, &out})
+      HONE_CUDA_CHECK(cudaMemsetAsync(d->data(), 0xff, d->size(), stream));
+  }
+  std::vector<uint16_t> outputs() {
+    HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return download_bf16(out, act);
+  }
+  // The serial chain's outputs, then how many of the dependent chain's graph replays differ.
+  int mismatches(const std::function<void(bool)> &chain, const std::string &what) {
+    poison();
+    chain(false);
+    const std::vector<uint16_t> serial = outputs();
+    EXPECT_EQ(count_finite(serial), act)
+        << "the serial chain left outputs unwritten or not finite:" << what;
+    return mismatched_replays(
+        stream, [&] { poison(); }, chain, [&] { return outputs(); }, serial, replay_count());
+  }
+};
+
 // rmsnorm -> gemv.bf16 under every path's config -> qmv.affine (int4 g64) under every path's
 // config -> rmsnorm, each linear a dependent launch, ping-ponging between two activation
 // buffers.
 TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
-  const int rows = 4, n = 1024, k = 1024, bits = 4, group = 64;
-  const size_t act = static_cast<size_t>(rows) * k;
-  DeviceBuffer x = upload(random_bf16(act)), norm_w = upload(random_bf16(k));
-  DeviceBuffer w = upload(random_bf16(static_cast<size_t>(n) * k, 0.05f));
-  std::vector<uint32_t> words(static_cast<size_t>(n) * k * bits / 32);
-  for (uint32_t &v : words)
-    v = static_cast<uint32_t>(next_random_seed());
-  DeviceBuffer q = upload(words);
-  DeviceBuffer scales = upload(random_bf16(static_cast<size_t>(n) * k / group, 0.005f));
-  DeviceBuffer biases = upload(random_bf16(static_cast<size_t>(n) * k / group, 0.02f));
-  DeviceBuffer a = poisoned(act * 2), b = poisoned(act * 2), out = poisoned(act * 2);
-  cudaStream_t stream = nullptr;
-  HONE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-
+  LinearChain l(4, 1024, 1024);
+  const int rows = l.rows, n = l.n, k = l.k, bits = LinearChain::kBits, group = LinearChain::kGroup;
   const std::vector<GemvBf16Config> gemvs = one_per_path(
       gemv_bf16_default(rows, n, k), gemv_bf16_configs(),
       [&](const GemvBf16Config &c) { return gemv_bf16_can_implement(c, rows, n, k, nullptr); });
@@ -336,19 +387,13 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
   ASSERT_GE(qmvs.size(), 2u) << paths;
 
   const auto chain = [&](bool dependent) {
-    ops::cuda::RmsnormTensors n1;
-    n1.x = x.data();
-    n1.w = norm_w.data();
-    n1.out = a.data();
-    n1.rows = rows;
-    n1.hidden = k;
-    ops::cuda::rmsnorm(n1, stream); // waits for the poison in stream order
-    DeviceBuffer *from = &a, *to = &b;
+    l.first_norm();
+    DeviceBuffer *from = &l.a, *to = &l.b;
     const auto next = [&] { std::swap(from, to); };
     for (const GemvBf16Config &c : gemvs) {
       GemvBf16Args args;
       args.x = from->data();
-      args.w = w.data();
+      args.w = l.w.data();
       args.y = to->data();
       args.rows = rows;
       args.n = n;
@@ -356,15 +401,15 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
       args.workspace = workspace.data();
       args.workspace_bytes = workspace.size();
       args.chain = {dependent};
-      ASSERT_TRUE(gemv_bf16_launch(c, args, stream).ok()) << c.to_tactic().str();
+      ASSERT_TRUE(gemv_bf16_launch(c, args, l.stream).ok()) << c.to_tactic().str();
       next();
     }
     for (const QmvAffineConfig &c : qmvs) {
       QmvAffineArgs args;
       args.x = from->data();
-      args.q = q.as<const uint32_t>();
-      args.scales = scales.data();
-      args.biases = biases.data();
+      args.q = l.q.as<const uint32_t>();
+      args.scales = l.scales.data();
+      args.biases = l.biases.data();
       args.y = to->data();
       args.rows = rows;
       args.n = n;
@@ -372,37 +417,45 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
       args.bits = bits;
       args.group = group;
       args.chain = {dependent};
-      ASSERT_TRUE(qmv_affine_launch(c, args, stream).ok()) << c.to_tactic().str();
+      ASSERT_TRUE(qmv_affine_launch(c, args, l.stream).ok()) << c.to_tactic().str();
       next();
     }
-    ops::cuda::RmsnormTensors n2;
-    n2.x = from->data();
-    n2.w = norm_w.data();
-    n2.out = out.data();
-    n2.rows = rows;
-    n2.hidden = k;
-    n2.dependent = dependent;
-    ops::cuda::rmsnorm(n2, stream);
+    l.last_norm(*from, dependent);
   };
-  const auto poison = [&] {
-    for (DeviceBuffer *d : {&a, &b, &out})
-      HONE_CUDA_CHECK(cudaMemsetAsync(d->data(), 0xff, d->size(), stream));
-  };
-  const auto outputs = [&] {
-    HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return download_bf16(out, act);
-  };
+  EXPECT_EQ(l.mismatches(chain, paths), 0) << "of " << replay_count() << " replays;" << paths;
+}
 
-  poison();
-  chain(false);
-  const std::vector<uint16_t> serial = outputs();
-  ASSERT_EQ(count_finite(serial), act)
-      << "the serial chain left outputs unwritten or not finite:" << paths;
+// rmsnorm -> gemv.bf16 -> qmv.affine (int4 g64) -> gemv.bf16 -> rmsnorm through the public
+// entry points with their default tactics (mma path), each linear a dependent launch that runs
+// as its weights-once ring twin (ChainLaunch::weights_once): every replay gives the bits of the
+// same chain launched plainly, the mma kernels without PDL.
+TEST_F(StepOpsPdlTest, GraphReplaysOfWeightsOnceTwinsEqualTheSerialMmaChain) {
+  LinearChain l(1, 2048, 2048);
+  const int rows = l.rows, n = l.n, k = l.k, bits = LinearChain::kBits, group = LinearChain::kGroup;
+  // The twins exist here, so the dependent chain does run the ring kernels.
+  const GemvBf16Config gemv = gemv_bf16_default(rows, n, k);
+  const QmvAffineConfig qmv = qmv_affine_default(rows, n, k, bits, group);
+  ASSERT_EQ(gemv.path, KernelPath::mma);
+  ASSERT_EQ(qmv.path, KernelPath::mma);
+  ASSERT_TRUE(gemv_bf16_ring_twin(gemv, rows, n, k).has_value());
+  ASSERT_TRUE(qmv_affine_ring_twin(qmv, rows, n, k, bits, group).has_value());
+  // The static defaults: no cache, no lazy tune, no HONE_TACTIC_* override.
+  DispatcherOptions defaults;
+  defaults.use_cache = false;
+  Dispatcher d(cuda_backend(), defaults);
 
-  const int replays = replay_count();
-  const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
-  EXPECT_EQ(mismatched, 0) << "of " << replays << " replays;" << paths;
-  HONE_CUDA_CHECK(cudaStreamDestroy(stream));
+  const auto chain = [&](bool dependent) {
+    ops::cuda::ChainLaunch link;
+    link.dependent = dependent;
+    link.weights_once = dependent;
+    l.first_norm();
+    ops::cuda::gemv_bf16(l.a.data(), l.w.data(), l.b.data(), rows, n, k, l.stream, d, link);
+    ops::cuda::qmv_affine(l.b.data(), l.q.as<const uint32_t>(), l.scales.data(), l.biases.data(),
+                          l.a.data(), rows, n, k, bits, group, l.stream, d, link);
+    ops::cuda::gemv_bf16(l.a.data(), l.w.data(), l.b.data(), rows, n, k, l.stream, d, link);
+    l.last_norm(l.b, dependent);
+  };
+  EXPECT_EQ(l.mismatches(chain, " weights-once twins"), 0) << "of " << replay_count() << " replays";
 }
 
 } // namespace

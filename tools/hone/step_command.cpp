@@ -95,6 +95,9 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--fuse-rope-append", options_.fuse_rope_append,
                  "Also time the tuned PDL step with rope, the K/V append and the q/k/v bias in "
                  "one launch per layer (same bits)");
+  app_->add_flag("--weights-once", options_.weights_once,
+                 "Also time the tuned PDL step with the decode linears of the mma path as their "
+                 "weights-once ring twins, whose weights start before the wait (same bits)");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -227,12 +230,15 @@ int StepCommand::run() {
   // Measured beside the chain tactics, not one of them: never the chain pick.
   if (options_.fuse_rope_append)
     variants.push_back({"tuned+pdl+fused", &tuned, true, 0, true});
+  if (options_.weights_once)
+    variants.push_back({"tuned+pdl+ring", &tuned, true, 0, std::nullopt, true});
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant.
   const auto index_of = [&](const ChainChoice &c) {
     for (size_t i = 2; i < r.variants.size(); ++i)
       if (r.variants[i].pdl == c.pdl && r.variants[i].kv_prefetch_kib == c.kv_prefetch_kib &&
-          r.variants[i].fuse_rope_append == r.variants[3].fuse_rope_append)
+          r.variants[i].fuse_rope_append == r.variants[3].fuse_rope_append &&
+          !r.variants[i].weights_once)
         return i;
     return size_t{2};
   };

@@ -48,6 +48,9 @@ struct StepOptions {
   // One more variant: the tuned PDL step with rope taking the K/V append
   // (model::StepLaunch::fuse_rope_append).
   bool fuse_rope_append = false;
+  // One more variant: the tuned PDL step with the decode linears' weights-once ring twins
+  // (model::StepLaunch::weights_once).
+  bool weights_once = false;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
@@ -66,8 +69,8 @@ bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_m
 // HONE_TACTIC_* override.
 DispatcherOptions default_path_options();
 // One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
-// spread, mismatches, check_replays; kv_prefetch_kib and fuse_rope_append where a step variant
-// has them) as both commands write it in their JSON.
+// spread, mismatches, check_replays; kv_prefetch_kib, fuse_rope_append and weights_once where a
+// step variant has them) as both commands write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   nlohmann::json j = {{"name", v.name},
                       {"pdl", v.pdl},
@@ -81,6 +84,9 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   if constexpr (requires { v.fuse_rope_append; })
     if (v.fuse_rope_append)
       j["fuse_rope_append"] = true;
+  if constexpr (requires { v.weights_once; })
+    if (v.weights_once)
+      j["weights_once"] = true;
   return j;
 }
 

@@ -31,6 +31,11 @@ struct ChainLaunch {
   // decode.paged (the cached K and V of its first tiles; it then reads its page table before
   // the wait, so the kernel before must not write that); the other kernels ignore it.
   int prefetch_kib = 0;
+  // With `dependent`: a gemv.bf16 or qmv.affine tactic of the mma path runs as the weights-once
+  // ring kernel of the same K order (the same bits) where one takes the shape, whose producer
+  // sends its first weights before the kernel's griddepcontrol.wait, where the mma kernels wait
+  // at their entry. The other ops and paths ignore it.
+  bool weights_once = false;
 };
 
 // The process-wide dispatcher over the CUDA backend, configured from the environment.

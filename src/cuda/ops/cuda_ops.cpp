@@ -42,7 +42,10 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
     check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_vendor_launch(*vendor, args, stream));
     return;
   }
-  const auto &config = r.compiled.as<hone::cuda::GemvBf16Config>();
+  hone::cuda::GemvBf16Config config = r.compiled.as<hone::cuda::GemvBf16Config>();
+  if (chain.dependent && chain.weights_once)
+    if (const auto ring = hone::cuda::gemv_bf16_ring_twin(config, args.rows, args.n, args.k))
+      config = *ring;
   args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
   if (args.workspace_bytes > 0)
     args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);
@@ -61,7 +64,11 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   const Resolution &r = d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
   require_aligned("qmv.affine", {{"x", x}, {"q", q}});
   require_aligned("qmv.affine", {{"scales", scales}, {"biases", biases}, {"y", y}}, 2);
-  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  hone::cuda::QmvAffineConfig config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  if (chain.dependent && chain.weights_once)
+    if (const auto ring = hone::cuda::qmv_affine_ring_twin(
+            config, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), bits, group))
+      config = *ring;
   hone::cuda::QmvAffineArgs args;
   args.x = x;
   args.q = q;

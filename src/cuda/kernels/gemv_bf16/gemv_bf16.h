@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k);
 // (gemv_bf16_config.cpp) is set. A config of 16 K slices at more than 16 rows is not compiled:
 // check it with gemv_bf16_can_implement.
 GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k);
+// The ring config that computes `config`'s bits at this shape: `config` itself on the ring
+// path; for an mma config, the ring default's shape at its k_slices (the same K order); none
+// for the other paths or where that ring config cannot take the shape.
+std::optional<GemvBf16Config> gemv_bf16_ring_twin(const GemvBf16Config &config, int rows, int n,
+                                                  int k);
 // False with a reason when `config` cannot run this shape (alignment, rows, K multiple).
 bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int k,
                              std::string *reason);

@@ -2,6 +2,7 @@
 // kernels and the config list are in gemv_bf16.cu.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,25 @@ int default_k_slices(int n, int k) {
   return slices;
 }
 
+// The ring default's shape at `slices` K slices (the mma path's order of that k_slices).
+GemvBf16Config ring_config(int rows, int slices) {
+  GemvBf16Config c;
+  c.path = KernelPath::ring;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  c.vec = 16;
+  c.warps_k = slices;
+  c.warps = std::max(c.rows_per_cta <= 16 ? 16 : 8, c.warps_k);
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = kRingDefaultStages;
+  c.ctas_per_sm = 1;
+  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
+  if (!ring_fits(c, c, kGemvBf16RingChunkK))
+    c.stages = 2;
+  return c;
+}
+
 } // namespace
 
 Tactic GemvBf16Config::to_tactic() const {
@@ -118,20 +138,18 @@ GemvBf16Config gemv_bf16_stream_default(int rows, int n, int k) {
 }
 
 GemvBf16Config gemv_bf16_ring_default(int rows, int n, int k) {
-  GemvBf16Config c;
-  c.path = KernelPath::ring;
-  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
-  c.outputs_per_warp = 16;
-  c.vec = 16;
-  c.warps_k = default_k_slices(n, k);
-  c.warps = std::max(c.rows_per_cta <= 16 ? 16 : 8, c.warps_k);
-  c.split_k = 1;
-  c.async = 0;
-  c.stages = kRingDefaultStages;
-  c.ctas_per_sm = 1;
-  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (!ring_fits(c, c, kGemvBf16RingChunkK))
-    c.stages = 2;
+  return ring_config(rows, default_k_slices(n, k));
+}
+
+std::optional<GemvBf16Config> gemv_bf16_ring_twin(const GemvBf16Config &config, int rows, int n,
+                                                  int k) {
+  if (config.path == KernelPath::ring)
+    return config;
+  if (config.path != KernelPath::mma)
+    return std::nullopt;
+  const GemvBf16Config c = ring_config(rows, gemv_bf16_k_slices(config));
+  if (!gemv_bf16_can_implement(c, rows, n, k, nullptr))
+    return std::nullopt;
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int bits, int
 // (qmv_affine_config.cpp) is set. A config of 16 K slices at more than 8 rows is not compiled:
 // check it with qmv_affine_can_implement.
 QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int group);
+// The ring config that computes `config`'s bits at this shape: `config` itself on the ring
+// path; for an mma config, the ring default's shape at its k_slices (the same K order); none
+// for the other paths or where that ring config cannot take the shape.
+std::optional<QmvAffineConfig> qmv_affine_ring_twin(const QmvAffineConfig &config, int rows, int n,
+                                                    int k, int bits, int group);
 // False with a reason when `config` cannot run this shape.
 bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, int k, int bits,
                               int group, std::string *reason);

@@ -1,6 +1,7 @@
 // qmv.affine host logic: tactic conversion, the static default and can_implement. The
 // compiled kernels and the config list are in qmv_affine.cu.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,24 @@ int default_k_slices(int n, int k, int bits) {
   return slices;
 }
 
+// The ring default's shape at `slices` K slices (the mma path's order of that k_slices).
+QmvAffineConfig ring_config(int rows, int bits, int slices) {
+  QmvAffineConfig c;
+  c.path = KernelPath::ring;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  c.warps_k = slices;
+  c.warps = std::max(c.rows_per_cta == 8 ? 16 : 8, c.warps_k);
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = kRingDefaultStages;
+  c.ctas_per_sm = 1;
+  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
+  if (!ring_fits(c, c, qmv_affine_chunk_k(bits)))
+    c.stages = 2;
+  return c;
+}
+
 } // namespace
 
 Tactic QmvAffineConfig::to_tactic() const {
@@ -130,19 +149,18 @@ QmvAffineConfig qmv_affine_grouped_default(int rows, int n, int k, int /*bits*/,
 }
 
 QmvAffineConfig qmv_affine_ring_default(int rows, int n, int k, int bits, int /*group*/) {
-  QmvAffineConfig c;
-  c.path = KernelPath::ring;
-  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
-  c.outputs_per_warp = 16;
-  c.warps_k = default_k_slices(n, k, bits);
-  c.warps = std::max(c.rows_per_cta == 8 ? 16 : 8, c.warps_k);
-  c.split_k = 1;
-  c.async = 0;
-  c.stages = kRingDefaultStages;
-  c.ctas_per_sm = 1;
-  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (!ring_fits(c, c, qmv_affine_chunk_k(bits)))
-    c.stages = 2;
+  return ring_config(rows, bits, default_k_slices(n, k, bits));
+}
+
+std::optional<QmvAffineConfig> qmv_affine_ring_twin(const QmvAffineConfig &config, int rows, int n,
+                                                    int k, int bits, int group) {
+  if (config.path == KernelPath::ring)
+    return config;
+  if (config.path != KernelPath::mma)
+    return std::nullopt;
+  const QmvAffineConfig c = ring_config(rows, bits, qmv_affine_k_slices(config));
+  if (!qmv_affine_can_implement(c, rows, n, k, bits, group, nullptr))
+    return std::nullopt;
   return c;
 }
 
