@@ -569,6 +569,17 @@ TEST(QmvAffineConfig, RingConfigsFitTheirSharedMemoryAndCoverEveryMmaOrder) {
     }
 }
 
+// Two CTAs of ring_pair_consumers(r) consumers and their producers fit the 64 K registers at r
+// registers a thread as allocated (steps of 8), and one consumer more would not.
+TEST(QmvAffineConfig, RingPairConsumersFillTheRegisterFile) {
+  for (int registers = 24; registers <= 255; ++registers) {
+    const int allocated = (registers + 7) / 8 * 8;
+    const int c = ring_pair_consumers(registers);
+    EXPECT_LE(2 * (c + 1) * 32 * allocated, 65536) << registers << " registers";
+    EXPECT_GT(2 * (c + 2) * 32 * allocated, 65536) << registers << " registers";
+  }
+}
+
 // The ring twin of an mma config (ChainLaunch::weights_once) computes its K order: the ring
 // path at the same k_slices, and one that can run the shape; none for the other paths or where
 // the ring's chunk does not divide K.
