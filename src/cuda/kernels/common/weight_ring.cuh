@@ -182,9 +182,10 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     return;
   }
 
-  // Consumers read the activations and write y: only once the previous kernel of a dependent
-  // launch has completed.
-  pdl_wait();
+  // Consumers read the activations only from the stages, which the producer fills after its
+  // wait, and the group parameters, which no kernel writes: they set up, ask L2 for the first
+  // tile's parameters and issue their first loads while the previous kernel of a dependent
+  // launch finishes, and wait for it only before they write y (below).
   pdl_launch_dependents();
   constexpr int kXVectors = Chunk::kXVectors;
   const int warp_n = warp % p.warps_n, slice = warp / p.warps_n;
@@ -276,6 +277,9 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
     store_mma_partials(partials, acc, warp, lane);
     const int consumer_threads = consumers * 32;
     named_barrier(1, consumer_threads);
+    // y may still be read by the kernel before (a buffer of a chain's ping-pong): written only
+    // once that kernel has completed (at once after the first tile, and without PDL).
+    pdl_wait();
     const float *pf = reinterpret_cast<const float *>(partials);
     constexpr int kFloatsPerWarp = MT * NT * 128;
     for (int o = static_cast<int>(threadIdx.x); o < tile_rows * NT * 8; o += consumer_threads) {
