@@ -67,6 +67,7 @@
 
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
 
 namespace hone::cuda::decode_paged_detail {
@@ -74,6 +75,8 @@ namespace hone::cuda::decode_paged_detail {
 using kernel_detail::bf16_hi;
 using kernel_detail::bf16_lo;
 using kernel_detail::mma_m16n8k16;
+using kernel_detail::pdl_launch_dependents;
+using kernel_detail::pdl_wait;
 using kernel_detail::prefetch_line_l2;
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -416,12 +419,10 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   // grid has started; it waits for this grid's completion before it reads anything written
   // here.
   const bool early = p.prefetch_tiles > 0;
-#if __CUDA_ARCH__ >= 900
   if (!early) {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    pdl_wait();
+    pdl_launch_dependents();
   }
-#endif
 
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
@@ -439,10 +440,8 @@ template <int D> __global__ void __launch_bounds__(kMaxWarps * 32) split_kernel(
   if (early) {
     if (it.valid)
       prefetch_first_tiles<D>(p, it, kv_head, head_warp, head_warps, lane);
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+    pdl_wait();
+    pdl_launch_dependents();
   }
   if (!it.valid) // the same for every warp: the whole CTA leaves
     return;
@@ -703,9 +702,7 @@ template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kerne
     return;
   // The split kernel's partial states are complete and visible after this (before sm_90 the
   // merge is an ordinary launch, ordered by the stream).
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  pdl_wait();
 
   const MergePart<D> part = merge_part<D, kMergeUnroll>(p, before, chunks, head, warp, lane);
   if (lane == 0) {
