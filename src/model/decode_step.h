@@ -84,6 +84,7 @@ struct StepLaunch {
   // weights-once ring twins, the same bits, whose weights start before the wait
   // (ops::cuda::ChainLaunch::weights_once).
   bool weights_once = false;
+  bool operator==(const StepLaunch &) const = default;
 };
 
 // The kinds of launch in a step, in chain order (for the per-op breakdown).

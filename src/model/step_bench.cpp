@@ -134,13 +134,9 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     HONE_CHECK(v.dispatcher != nullptr, "bench_decode_step: variant without a dispatcher");
     StepVariantResult r;
     r.name = v.name;
-    r.pdl = v.pdl;
-    const StepLaunch launch = launch_of(v, step);
-    r.kv_prefetch_kib = launch.kv_prefetch_kib;
-    r.fuse_rope_append = launch.fuse_rope_append;
-    r.weights_once = launch.weights_once;
+    r.launch = launch_of(v, step);
     step.enqueue(s, *v.dispatcher, false);
-    step.enqueue(s, *v.dispatcher, launch);
+    step.enqueue(s, *v.dispatcher, r.launch);
     if (out.variants.empty()) {
       HONE_CUDA_CHECK(cudaMemcpyAsync(first_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -158,7 +154,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
   for (size_t i = 0; i < variants.size(); ++i) {
     const StepVariant &v = variants[i];
     StepVariantResult &r = out.variants[i];
-    if (v.pdl && options.check_replays > 0) {
+    if (r.launch.pdl && options.check_replays > 0) {
       step.enqueue(s, *v.dispatcher, false);
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -166,7 +162,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
                                       cudaMemcpyDeviceToDevice, s));
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       Graph check(s, [&] {
-        step.enqueue(s, *v.dispatcher, launch_of(v, step));
+        step.enqueue(s, *v.dispatcher, r.launch);
         count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
         count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
       });
@@ -174,8 +170,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       r.mismatches = read_count();
       r.check_replays = options.check_replays;
     }
-    graphs.push_back(
-        std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, launch_of(v, step)); }));
+    graphs.push_back(std::make_unique<Graph>(s, [&] { step.enqueue(s, *v.dispatcher, r.launch); }));
   }
   Events events;
   // Replays per sample from the first variant's time.

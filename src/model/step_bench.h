@@ -41,10 +41,7 @@ struct StepBenchOptions {
 
 struct StepVariantResult {
   std::string name;
-  bool pdl = false;
-  int kv_prefetch_kib = 0;
-  bool fuse_rope_append = false;
-  bool weights_once = false;
+  StepLaunch launch;  // what the variant ran: PDL, the KV prefetch, the fused rope, the twins
   double seconds = 0; // median per step
   double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the

@@ -141,9 +141,12 @@ ChainTiming chain_timing(const model::StepBenchResult &r, size_t off) {
   t.replays_per_sample = r.replays_per_sample;
   for (size_t i = off + 2; i < r.variants.size(); ++i) {
     const model::StepVariantResult &v = r.variants[i];
-    if (v.pdl && v.kv_prefetch_kib > 0 && v.fuse_rope_append == on.fuse_rope_append &&
-        v.weights_once == on.weights_once)
-      t.prefetch.push_back({v.kv_prefetch_kib, v.seconds, v.spread, v.mismatches, v.check_replays});
+    // PDL with a KV prefetch, and otherwise what the PDL variant ran.
+    model::StepLaunch without = v.launch;
+    without.kv_prefetch_kib = 0;
+    if (v.launch.kv_prefetch_kib > 0 && without == on.launch)
+      t.prefetch.push_back(
+          {v.launch.kv_prefetch_kib, v.seconds, v.spread, v.mismatches, v.check_replays});
   }
   return t;
 }

@@ -233,12 +233,13 @@ int StepCommand::run() {
   if (options_.weights_once)
     variants.push_back({"tuned+pdl+ring", &tuned, true, 0, std::nullopt, true});
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
-  // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant.
+  // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope
+  // launches of tuned+pdl, no twins).
   const auto index_of = [&](const ChainChoice &c) {
+    const model::StepLaunch want{c.pdl, c.pdl ? c.kv_prefetch_kib : 0,
+                                 r.variants[3].launch.fuse_rope_append, false};
     for (size_t i = 2; i < r.variants.size(); ++i)
-      if (r.variants[i].pdl == c.pdl && r.variants[i].kv_prefetch_kib == c.kv_prefetch_kib &&
-          r.variants[i].fuse_rope_append == r.variants[3].fuse_rope_append &&
-          !r.variants[i].weights_once)
+      if (r.variants[i].launch == want)
         return i;
     return size_t{2};
   };
@@ -287,9 +288,10 @@ int StepCommand::run() {
         << check << " |\n";
   }
   const model::StepVariantResult &chosen = r.variants[pick];
-  out << "\nchain tactic: pdl=" << (chosen.pdl ? "on" : "off")
-      << (chosen.kv_prefetch_kib > 0 ? ", kv_prefetch=" + std::to_string(chosen.kv_prefetch_kib)
-                                     : std::string())
+  out << "\nchain tactic: pdl=" << (chosen.launch.pdl ? "on" : "off")
+      << (chosen.launch.kv_prefetch_kib > 0
+              ? ", kv_prefetch=" + std::to_string(chosen.launch.kv_prefetch_kib)
+              : std::string())
       << " (" << chosen.name << ", " << fixed(r.variants[2].seconds / chosen.seconds, 3)
       << "x tuned PDL-off, " << fixed(base / chosen.seconds, 3) << "x default)\n";
   out << "chain pick: "

@@ -73,20 +73,21 @@ DispatcherOptions default_path_options();
 // step variant has them) as both commands write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   nlohmann::json j = {{"name", v.name},
-                      {"pdl", v.pdl},
                       {"seconds", v.seconds},
                       {"spread", v.spread},
                       {"mismatches", v.mismatches},
                       {"check_replays", v.check_replays}};
-  if constexpr (requires { v.kv_prefetch_kib; })
-    if (v.kv_prefetch_kib > 0)
-      j["kv_prefetch_kib"] = v.kv_prefetch_kib;
-  if constexpr (requires { v.fuse_rope_append; })
-    if (v.fuse_rope_append)
+  if constexpr (requires { v.launch; }) {
+    j["pdl"] = v.launch.pdl;
+    if (v.launch.kv_prefetch_kib > 0)
+      j["kv_prefetch_kib"] = v.launch.kv_prefetch_kib;
+    if (v.launch.fuse_rope_append)
       j["fuse_rope_append"] = true;
-  if constexpr (requires { v.weights_once; })
-    if (v.weights_once)
+    if (v.launch.weights_once)
       j["weights_once"] = true;
+  } else {
+    j["pdl"] = v.pdl;
+  }
   return j;
 }
 

@@ -135,7 +135,8 @@ void run_cell(const model::ModelSpec &spec, model::StepOptions so, Backend &back
     cell.kv_bytes = step.kv_bytes();
     cell.replays_per_sample = r.replays_per_sample;
     for (const model::StepVariantResult &v : r.variants)
-      cell.variants.push_back({v.name, v.pdl, v.seconds, v.spread, v.mismatches, v.check_replays});
+      cell.variants.push_back(
+          {v.name, v.launch.pdl, v.seconds, v.spread, v.mismatches, v.check_replays});
   } catch (const Error &e) {
     if (e.kind() == ErrorKind::invalid_argument)
       throw;
