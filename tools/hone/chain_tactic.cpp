@@ -65,6 +65,21 @@ std::string margin_text() {
   return std::to_string(static_cast<int>(TunerOptions{}.min_margin * 100)) + " % margin";
 }
 
+// A PDL candidate of chain_report: its time against PDL off (off_s) and its admission (status
+// ok, or gate_failed with the problem returned).
+std::string fill_pdl_candidate(CandidateReport &c, const Tactic &tactic, double seconds,
+                               double spread, int64_t mismatches, int check_replays, double off_s) {
+  c.tactic = tactic;
+  c.median_s = seconds;
+  c.spread = spread;
+  c.finalist = true;
+  c.ratio = off_s > 0 ? seconds / off_s : 1;
+  c.error = static_cast<double>(std::max<int64_t>(mismatches, 0));
+  std::string problem = admission_problem(mismatches, check_replays);
+  c.status = problem.empty() ? Status::ok : Status::gate_failed;
+  return problem;
+}
+
 } // namespace
 
 ChainDecision decide_chain(const ChainTiming &t) {
@@ -112,27 +127,16 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   off.spread = t.off_spread;
   off.reason = decision.pdl ? "" : "default: " + decision.reason;
   CandidateReport &on = res.candidates[1];
-  on.tactic = chain_tactic(true);
-  on.median_s = t.on_s;
-  on.spread = t.on_spread;
-  on.finalist = true;
-  on.ratio = t.off_s > 0 ? t.on_s / t.off_s : 1;
-  on.error = static_cast<double>(std::max<int64_t>(t.mismatches, 0));
-  const std::string on_problem = admission_problem(t.mismatches, t.check_replays);
-  on.status = on_problem.empty() ? Status::ok : Status::gate_failed;
+  const std::string on_problem = fill_pdl_candidate(on, chain_tactic(true), t.on_s, t.on_spread,
+                                                    t.mismatches, t.check_replays, t.off_s);
   res.default_index = 0;
   res.pick_index = decision.pdl ? 1 : 0;
   for (size_t i = 0; i < t.prefetch.size(); ++i) {
     const ChainPrefetchTiming &p = t.prefetch[i];
     CandidateReport &c = res.candidates[2 + i];
-    c.tactic = chain_tactic(true, p.kv_prefetch_kib);
-    c.median_s = p.seconds;
-    c.spread = p.spread;
-    c.finalist = true;
-    c.ratio = t.off_s > 0 ? p.seconds / t.off_s : 1;
-    c.error = static_cast<double>(std::max<int64_t>(p.mismatches, 0));
-    const std::string problem = admission_problem(p.mismatches, p.check_replays);
-    c.status = problem.empty() ? Status::ok : Status::gate_failed;
+    const std::string problem =
+        fill_pdl_candidate(c, chain_tactic(true, p.kv_prefetch_kib), p.seconds, p.spread,
+                           p.mismatches, p.check_replays, t.off_s);
     const bool picked = decision.kv_prefetch_kib == p.kv_prefetch_kib && decision.pdl;
     c.reason = picked             ? "picked"
                : !problem.empty() ? problem
