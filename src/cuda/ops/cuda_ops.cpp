@@ -1,11 +1,15 @@
 // Public CUDA op entry points (include/hone/ops/cuda.h).
 #include "hone/ops/cuda.h"
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/workspace.h"
+#include "cuda/kernels/gemv_bf16/gemv_bf16_shape.h"
 #include "cuda/ops/entry_point.h"
 #include "cuda/ops/gemv_bf16_op.h"
 #include "cuda/ops/qmv_affine_op.h"
@@ -18,6 +22,25 @@ namespace hone::ops::cuda {
 using hone::cuda::check_launch;
 using hone::cuda::entry_op;
 using hone::cuda::require_aligned;
+
+namespace {
+
+// The weights-once ring twin (ChainLaunch::weights_once) of a resolved mma config at a shape:
+// `twin()` (the op's *_ring_twin, which scans the compiled configs and builds refusal text)
+// runs once per (k_slices, shape) and thread, so that a launch of a known shape allocates
+// nothing. The twin depends on the config only through its path (mma; a ring config is its own
+// twin, the other paths have none) and k_slices.
+template <class Config, class Twin>
+const std::optional<Config> &known_ring_twin(int k_slices, std::array<int, 5> shape, Twin twin) {
+  thread_local std::map<std::array<int, 6>, std::optional<Config>> known;
+  const std::array<int, 6> key{k_slices, shape[0], shape[1], shape[2], shape[3], shape[4]};
+  auto it = known.find(key);
+  if (it == known.end())
+    it = known.emplace(key, twin()).first;
+  return it->second;
+}
+
+} // namespace
 
 Dispatcher &dispatcher() {
   static Dispatcher d(hone::cuda::backend(), DispatcherOptions::from_settings(settings()));
@@ -43,8 +66,10 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
     return;
   }
   hone::cuda::GemvBf16Config config = r.compiled.as<hone::cuda::GemvBf16Config>();
-  if (chain.dependent && chain.weights_once)
-    if (const auto ring = hone::cuda::gemv_bf16_ring_twin(config, args.rows, args.n, args.k))
+  if (chain.dependent && chain.weights_once && config.path == hone::cuda::KernelPath::mma)
+    if (const auto &ring = known_ring_twin<hone::cuda::GemvBf16Config>(
+            hone::cuda::gemv_bf16_k_slices(config), {args.rows, args.n, args.k, 0, 0},
+            [&] { return hone::cuda::gemv_bf16_ring_twin(config, args.rows, args.n, args.k); }))
       config = *ring;
   args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
   if (args.workspace_bytes > 0)
@@ -65,9 +90,11 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   require_aligned("qmv.affine", {{"x", x}, {"q", q}});
   require_aligned("qmv.affine", {{"scales", scales}, {"biases", biases}, {"y", y}}, 2);
   hone::cuda::QmvAffineConfig config = r.compiled.as<hone::cuda::QmvAffineConfig>();
-  if (chain.dependent && chain.weights_once)
-    if (const auto ring = hone::cuda::qmv_affine_ring_twin(
-            config, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), bits, group))
+  const int irows = static_cast<int>(rows), in = static_cast<int>(n), ik = static_cast<int>(k);
+  if (chain.dependent && chain.weights_once && config.path == hone::cuda::KernelPath::mma)
+    if (const auto &ring = known_ring_twin<hone::cuda::QmvAffineConfig>(
+            hone::cuda::qmv_affine_k_slices(config), {irows, in, ik, bits, group},
+            [&] { return hone::cuda::qmv_affine_ring_twin(config, irows, in, ik, bits, group); }))
       config = *ring;
   hone::cuda::QmvAffineArgs args;
   args.x = x;
