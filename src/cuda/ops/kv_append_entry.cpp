@@ -52,8 +52,6 @@ void kv_append_validate(const ops::cuda::KvAppendTensors &t, const char *op) {
   if (t.num_pages < 1 || t.num_pages > 0x7fffffff)
     HONE_INVALID_ARGUMENT(std::string(op) + ": num_pages=" + ops::cuda::str(t.num_pages) +
                           " outside 1..2^31 - 1");
-  if (t.k != nullptr)
-    require_aligned(op, {{"k", t.k}});
   require_aligned(op, {{"v", t.v}, {"k_cache", t.k_cache}, {"v_cache", t.v_cache}});
   require_aligned(op,
                   {{"kv_indptr", t.kv_indptr},

@@ -60,8 +60,9 @@ private:
 
 // What the kv_append entry point checks before it resolves a tactic, for `op` (the name in its
 // messages; rope checks the append it fuses the same way): num_pages, the alignment of v, the
-// caches and the page table (and of k where non-null), the strides, and the host copies of the
-// page table where given. Throws Error(invalid_argument) naming the bad value.
+// caches and the page table, the strides, and the host copies of the page table where given (k
+// is the caller's: kv_append's own, rope's roped k). Throws Error(invalid_argument) naming the
+// bad value.
 void kv_append_validate(const ops::cuda::KvAppendTensors &t, const char *op);
 
 // Buckets: batch exact 1..8, then the power of two at or above (up to 4096); hkv, head_dim and
