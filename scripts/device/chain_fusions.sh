@@ -71,8 +71,8 @@ step() {
   sed -n '/| variant/,/^$/p' "$R/step_$name.log"
   pack
 }
-step bf16 --quant bf16 --kv-prefetch 64,256 --fuse-rope-append --weights-once
-step int4_g64 --quant int4:g64 --kv-prefetch 64,256 --fuse-rope-append --weights-once
+step bf16 --quant bf16 --kv-prefetch 64,256 --separate-rope-append --weights-once
+step int4_g64 --quant int4:g64 --kv-prefetch 64,256 --separate-rope-append --weights-once
 
 # 4. qmv.affine: the two-m16-tile ring kernels at 24-32 rows against the rest, and the grouped
 # kernels (2.22 instructions per weight since 42462ce, never timed) at 1-4 rows where they won.

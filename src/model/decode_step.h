@@ -64,9 +64,10 @@ struct StepOptions {
   std::string weights;
   // One launch per layer for rope, the K/V append and the q/k/v bias (RopeTensors::append and
   // qkv_bias) instead of two or three, in every enqueue that does not say otherwise
-  // (StepLaunch); the same bits either way. Off until its device tests (the rope op's and the
-  // step's fused-against-separate comparisons) have run on a GPU.
-  bool fuse_rope_append = false;
+  // (StepLaunch); the same bits either way (the rope op's and the step's fused-against-separate
+  // device tests; bit-identical over 1000 graph replays of the Llama-3.1-8B step, and 0.8-1.7 %
+  // faster: docs/benchmark_results/2026-12-05-h100).
+  bool fuse_rope_append = true;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
@@ -79,7 +80,7 @@ struct StepLaunch {
   int kv_prefetch_kib = 0;
   // Rope, the K/V append and the q/k/v bias in one launch a layer (StepOptions::fuse_rope_append
   // is what enqueue(stream, d, pdl) takes).
-  bool fuse_rope_append = false;
+  bool fuse_rope_append = true;
   // With `pdl`: the decode linears (gemv.bf16, qmv.affine) of the mma path run as their
   // weights-once ring twins, the same bits, whose weights start before the wait
   // (ops::cuda::ChainLaunch::weights_once).

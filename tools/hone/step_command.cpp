@@ -92,9 +92,9 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                    "Graph replays of a PDL step compared bit for bit with PDL off")
       ->capture_default_str();
   app_->add_flag("--no-breakdown", options_.no_breakdown, "Skip the per-op breakdown");
-  app_->add_flag("--fuse-rope-append", options_.fuse_rope_append,
-                 "Also time the tuned PDL step with rope, the K/V append and the q/k/v bias in "
-                 "one launch per layer (same bits)");
+  app_->add_flag("--separate-rope-append", options_.separate_rope_append,
+                 "Also time the tuned PDL step with rope, the K/V append and the q/k/v bias as "
+                 "separate launches, as before they were fused (same bits)");
   app_->add_flag("--weights-once", options_.weights_once,
                  "Also time the tuned PDL step with the decode linears of the mma path as their "
                  "weights-once ring twins, whose weights start before the wait (same bits)");
@@ -228,8 +228,8 @@ int StepCommand::run() {
     if (kib > 0)
       variants.push_back({"tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib});
   // Measured beside the chain tactics, not one of them: never the chain pick.
-  if (options_.fuse_rope_append)
-    variants.push_back({"tuned+pdl+fused", &tuned, true, 0, true});
+  if (options_.separate_rope_append)
+    variants.push_back({"tuned+pdl+separate", &tuned, true, 0, false});
   if (options_.weights_once)
     variants.push_back({"tuned+pdl+ring", &tuned, true, 0, std::nullopt, true});
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);

@@ -45,9 +45,9 @@ struct StepOptions {
   // One more variant per value: the tuned step with PDL and decode.paged's L2 prefetch of this
   // many KiB per CTA of cached K and V before its wait (model::StepLaunch::kv_prefetch_kib).
   std::vector<int> kv_prefetch_kib;
-  // One more variant: the tuned PDL step with rope taking the K/V append
-  // (model::StepLaunch::fuse_rope_append).
-  bool fuse_rope_append = false;
+  // One more variant: the tuned PDL step with rope and the K/V append as separate launches
+  // (model::StepLaunch::fuse_rope_append off; the step's default takes them in one).
+  bool separate_rope_append = false;
   // One more variant: the tuned PDL step with the decode linears' weights-once ring twins
   // (model::StepLaunch::weights_once).
   bool weights_once = false;
@@ -81,8 +81,7 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
     j["pdl"] = v.launch.pdl;
     if (v.launch.kv_prefetch_kib > 0)
       j["kv_prefetch_kib"] = v.launch.kv_prefetch_kib;
-    if (v.launch.fuse_rope_append)
-      j["fuse_rope_append"] = true;
+    j["fuse_rope_append"] = v.launch.fuse_rope_append;
     if (v.launch.weights_once)
       j["weights_once"] = true;
   } else {
