@@ -69,6 +69,7 @@ __global__ void fill_words_kernel(uint32_t *p, size_t count, uint64_t seed) {
 // One quantized problem in device memory.
 struct Problem {
   int rows, n, k, bits, group;
+  int chunk_groups = -1; // QmvAffineArgs::chunk_groups of every launch
   std::unique_ptr<DeviceMem> x, q, s, b;
   size_t words() const { return elements(n, k) / static_cast<size_t>(32 / bits); }
   size_t groups() const { return elements(n, k / group); }
@@ -114,6 +115,7 @@ struct Problem {
     a.k = k;
     a.bits = bits;
     a.group = group;
+    a.chunk_groups = chunk_groups;
     return qmv_affine_launch(c, a, st).code();
   }
 
@@ -354,24 +356,76 @@ std::vector<Case> check_cases(bool quick, bool minimal = false) {
 
 class QmvAffineKernel : public testing::DeviceTest {};
 
+// What every checked problem must show: no config off the reference or off its order's bits,
+// and (for the paths run) configs that shared the default's order or the mma path's.
+void expect_clean(const CheckSummary &s, const Problem &p) {
+  EXPECT_GT(s.configs, 1) << where(p);
+  EXPECT_EQ(s.failed, 0) << (s.failures.empty() ? "" : s.failures.front());
+  EXPECT_EQ(s.variant, 0) << (s.failures.empty() ? "" : s.failures.front());
+  if (path_selected(KernelPath::mma))
+    EXPECT_GT(s.invariant, 0) << where(p);
+  if (path_selected(KernelPath::ring))
+    EXPECT_GT(s.ring_invariant, 0) << where(p);
+}
+
 TEST_F(QmvAffineKernel, EveryConfigMatchesReferenceAndDefaultOrderIsBatchInvariant) {
   for (const Case &c : check_cases(testing::reduced_shapes(), testing::minimal_shapes())) {
     Problem p(c.rows, c.n, c.k, c.bits, c.group);
     const CheckSummary s = check_problem(p);
-    EXPECT_GT(s.configs, 1) << where(p);
-    EXPECT_EQ(s.failed, 0) << (s.failures.empty() ? "" : s.failures.front());
-    EXPECT_EQ(s.variant, 0) << (s.failures.empty() ? "" : s.failures.front());
-    if (path_selected(KernelPath::mma))
-      EXPECT_GT(s.invariant, 0) << where(p);
+    expect_clean(s, p);
     if (path_selected(KernelPath::stream))
       EXPECT_GT(s.stream_invariant, 0) << where(p);
-    if (path_selected(KernelPath::ring))
-      EXPECT_GT(s.ring_invariant, 0) << where(p);
     if (c.bits == 4 && c.k % 128 == 0 &&
         qmv_affine_default(1, c.n, c.k, 4, c.group).path != KernelPath::grouped &&
         path_selected(KernelPath::grouped))
       EXPECT_GT(s.grouped_invariant, 0) << where(p);
   }
+}
+
+// The two-group chunks of int4 g64 (qmv_affine_chunk_groups 2, not yet the default): every config
+// against the reference, and the mma and ring paths at each k_slices bit-identical per row at
+// every row count, as the default's form is. They must also differ from the per-weight form, or
+// the override did not reach the kernels.
+TEST_F(QmvAffineKernel, TwoGroupChunksMatchTheReferenceAndAreBatchInvariant) {
+  const bool quick = testing::reduced_shapes() || testing::minimal_shapes();
+  const std::vector<int> rows =
+      quick ? std::vector<int>{1, 32} : std::vector<int>{1, 2, 5, 8, 9, 16, 17, 24, 32};
+  std::vector<std::pair<int, int>> shapes{{1000, 1152}, {72, 4096}, {256, 384}};
+  if (testing::minimal_shapes()) // under the sanitizers
+    shapes.resize(1);
+  for (const auto &[n, k] : shapes)
+    for (int r : rows) {
+      Problem p(r, n, k, 4, 64);
+      p.chunk_groups = 2;
+      expect_clean(check_problem(p), p);
+      const QmvAffineConfig def = qmv_affine_default(r, n, k, 4, 64);
+      DeviceMem y0(elements(r, n) * 2), y2(elements(r, n) * 2);
+      p.chunk_groups = 0;
+      KT_CHECK(static_cast<cudaError_t>(p.launch(def, p.x->p, y0.p, r)));
+      p.chunk_groups = 2;
+      KT_CHECK(static_cast<cudaError_t>(p.launch(def, p.x->p, y2.p, r)));
+      KT_CHECK(cudaDeviceSynchronize());
+      EXPECT_NE(download(y0.p, elements(r, n)), download(y2.p, elements(r, n))) << where(p);
+    }
+}
+
+// Which dequantisation a launch takes: the shape's by default, a requested one only where the
+// shape allows it.
+TEST(QmvAffineConfig, ChunkGroupsFollowBitsGroupAndK) {
+  EXPECT_EQ(qmv_affine_chunk_groups(4, 128, 4096), 1);
+  EXPECT_EQ(qmv_affine_chunk_groups(8, 64, 4096), 1);
+  EXPECT_EQ(qmv_affine_chunk_groups(8, 32, 4096), 0);
+  EXPECT_EQ(qmv_affine_chunk_groups(4, 32, 4096, true), 0);
+  EXPECT_EQ(qmv_affine_chunk_groups(4, 64, 4096, true), 2);
+  EXPECT_EQ(qmv_affine_chunk_groups(4, 64, 4096, false), 0);
+  EXPECT_EQ(qmv_affine_chunk_groups(4, 64, 4096 + 64, true), 0); // a chunk cut by K
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(-1, 4, 64, 4096), qmv_affine_chunk_groups(4, 64, 4096));
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(2, 4, 64, 4096), 2);
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(2, 4, 64, 4096 + 64), -1);
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(2, 8, 32, 4096), -1);
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(1, 4, 64, 4096), -1);
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(1, 4, 128, 4096), 1);
+  EXPECT_EQ(qmv_affine_launch_chunk_groups(0, 4, 128, 4096), 0);
 }
 
 TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
@@ -954,16 +1008,34 @@ int run_main(int argc, char **argv) {
           if (std::string why; !(c == def) && path_selected(c) && tactic_selected(c) &&
                                qmv_affine_can_implement(c, rows, n, k, bits, group, &why))
             field.push_back(c);
+        // HONE_TEST_CHUNK_GROUPS=2 (int4 g64, K a multiple of 128): every mma and ring config
+        // of the field is timed a second time in the two-group chunks (not yet the default),
+        // interleaved with the rest; reported on a line of its own.
+        std::vector<QmvAffineConfig> twins;
+        if (const char *v = std::getenv("HONE_TEST_CHUNK_GROUPS");
+            v && std::string(v) == "2" && qmv_affine_chunk_groups(bits, group, k, true) == 2)
+          for (const QmvAffineConfig &c : field)
+            if (c.path == KernelPath::mma || c.path == KernelPath::ring)
+              twins.push_back(c);
         std::vector<std::unique_ptr<GraphBatch>> graphs;
         const double ideal = static_cast<double>(base.weight_bytes()) / bandwidth + 2e-6;
         const int batch = std::clamp(static_cast<int>(5e-4 / ideal), 8, 200);
-        for (const QmvAffineConfig &c : field)
+        auto add_graph = [&](const QmvAffineConfig &c, int chunk_groups) {
           graphs.push_back(std::make_unique<GraphBatch>(
-              [&, c](int copy, cudaStream_t st) {
+              [&, c, chunk_groups](int copy, cudaStream_t st) {
+                Problem &b = base;
+                b.chunk_groups = chunk_groups;
                 KT_CHECK(static_cast<cudaError_t>(
-                    base.launch(c, base.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p)));
+                    b.launch(c, b.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p)));
+                b.chunk_groups = -1;
               },
               batch, copies, stream));
+        };
+        for (const QmvAffineConfig &c : field)
+          add_graph(c, -1);
+        for (const QmvAffineConfig &c : twins)
+          add_graph(c, 2);
+        const size_t first_ceiling = graphs.size();
         // The loads-only ceiling of the same packed words (scales and biases are not rotated,
         // as for the kernels).
         add_ceiling_graphs(graphs, qs, q_bytes, static_cast<uint32_t *>(sink.p), batch, stream);
@@ -978,7 +1050,7 @@ int run_main(int argc, char **argv) {
         double best = 1e9, best_inv = 1e9, old = 1e9, streamed = 1e9, grouped = 1e9, ringed = 1e9,
                ceiling = 1e9;
         std::string best_name, best_inv_name, old_name, stream_name, grouped_name, ring_name;
-        for (size_t g = field.size(); g < t.size(); ++g)
+        for (size_t g = first_ceiling; g < t.size(); ++g)
           ceiling = std::min(ceiling, median(t[g]));
         for (size_t g = 0; g < field.size(); ++g) {
           const double m = median(t[g]);
@@ -1014,6 +1086,25 @@ int run_main(int argc, char **argv) {
                     ceiling / streamed, grouped * 1e6, ceiling / grouped, ringed * 1e6,
                     ceiling / ringed, best_name.c_str(), old_name.c_str(), stream_name.c_str(),
                     grouped_name.c_str(), ring_name.c_str(), short_name(def).c_str());
+        if (!twins.empty()) {
+          // twins[0] is the default (field[0]) in the two-group chunks where it is mma or ring.
+          double two_best = 1e9;
+          std::string two_name;
+          for (size_t i = 0; i < twins.size(); ++i) {
+            const double m = median(t[field.size() + i]);
+            if (csv)
+              std::fprintf(csv, "%d,%d,%d,%d,%d,%s chunk_groups=2,%.3f\n", bits, group, n, k, rows,
+                           twins[i].to_tactic().str().c_str(), m * 1e6);
+            if (m < two_best)
+              two_best = m, two_name = short_name(twins[i]);
+          }
+          const bool default_twin = def.path == KernelPath::mma || def.path == KernelPath::ring;
+          const double two_def = default_twin ? median(t[field.size()]) : NAN;
+          std::printf("      two-group chunks: default %8.2f (%5.3f of the default's time, %5.3f "
+                      "of ceiling), best %8.2f (%5.3f of ceiling) %s\n",
+                      two_def * 1e6, two_def / d, ceiling / two_def, two_best * 1e6,
+                      ceiling / two_best, two_name.c_str());
+        }
         std::fflush(stdout);
       }
     }

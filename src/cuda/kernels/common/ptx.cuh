@@ -18,6 +18,16 @@ __device__ __forceinline__ uint4 load_weight(const void *p) {
   return v;
 }
 
+// 8-byte weight load with load_weight's hints: a lane's words in two runs (qmv.affine's chunks of
+// two quantisation groups, one run per group).
+__device__ __forceinline__ uint2 load_weight_half(const void *p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];"
+      : "=r"(v.x), "=r"(v.y)
+      : "l"(p));
+  return v;
+}
+
 // Asks L2 for the 128-byte line holding `src`: a hint, no value read. Per lane, so a warp asks
 // for up to 32 lines in one instruction (CCTL.E.PF2). (The bulk form, cp.async.bulk.prefetch.L2,
 // takes a warp-uniform address: per-lane addresses made nvcc loop over the lanes, one TMA
@@ -31,6 +41,11 @@ __device__ __forceinline__ void prefetch_line_l2(const void *src) {
 __device__ __forceinline__ void copy_weight_async(void *dst, const void *src) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+// The 8-byte form (cp.async.cg takes 16 bytes only): through L1, with the same L2 prefetch.
+__device__ __forceinline__ void copy_weight_async_half(void *dst, const void *src) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global.L2::256B [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
 }
 __device__ __forceinline__ void copy_activation_async(void *dst, const void *src) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
@@ -50,6 +65,13 @@ __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "r"(addr));
+  return v;
+}
+
+// 8 bytes from shared memory at a 32-bit shared-window address.
+__device__ __forceinline__ uint2 lds64(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
   return v;
 }
 

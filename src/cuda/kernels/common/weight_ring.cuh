@@ -18,6 +18,10 @@
 // of each n8 tile. The policy `Chunk` (the op's) multiplies one chunk exactly as its mma path
 // does:
 //   Chunk::kChunkK, kLaneK, kXVectors            values per chunk and lane, activation vectors
+//   Chunk::kRuns                                  1, or 2: the lane's 16 bytes of a row are two
+//                                                 8-byte runs, at 8t and 32 + 8t, and its
+//                                                 activations the matching K values
+//                                                 (qmv.affine's chunks of two groups)
 //   Chunk::Extra                                  the op's own kernel parameters
 //   Chunk::Tile    Chunk::tile(extra, p, m_warp, g)           per tile and lane (e.g. group
 //                                                             parameter offsets)
@@ -188,14 +192,18 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
   // launch finishes, and wait for it only before they write y (below).
   pdl_launch_dependents();
   constexpr int kXVectors = Chunk::kXVectors;
+  constexpr int kRuns = Chunk::kRuns;
+  static_assert(kRuns == 1 || kRuns == 2, "a lane's chunk is one run or two");
+  constexpr int kRunXVectors = kXVectors / kRuns;
   const int warp_n = warp % p.warps_n, slice = warp / p.warps_n;
   const int g = lane >> 2, t = lane & 3;
   const int c_begin = slice * p.slice_chunks;
   const int c_end = min(c_begin + p.slice_chunks, p.total_chunks);
   // This lane's 16 bytes of row g of its first m16 tile, in the plane of slice `slice`, and of
   // activation row g at its K offset in a chunk's activation block.
-  const int fragment = slice * plane_stride + (warp_n * MT * 16 + g) * row_stride + 16 * t;
-  const int x_fragment = x_blocks + slice * p.step_chunks * kXBlockBytes + Chunk::kLaneK * 2 * t;
+  const int fragment = slice * plane_stride + (warp_n * MT * 16 + g) * row_stride + 16 / kRuns * t;
+  const int x_fragment =
+      x_blocks + slice * p.step_chunks * kXBlockBytes + Chunk::kLaneK / kRuns * 2 * t;
   // Activation row nt x 8 + g, clamped to the last row: at one row every lane of a quarter warp
   // reads the same bytes (one broadcast), where distinct rows of zeros took 8 x the wavefronts.
   int x_row[NT];
@@ -238,13 +246,20 @@ __global__ void __launch_bounds__(MAX_THREADS, 1)
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          w[mt][h] = lds128(words + (mt * 16 + h * 8) * row_stride);
+          if constexpr (kRuns == 1) {
+            w[mt][h] = lds128(words + (mt * 16 + h * 8) * row_stride);
+          } else {
+            const uint2 a = lds64(words + (mt * 16 + h * 8) * row_stride);
+            const uint2 b = lds64(words + (mt * 16 + h * 8) * row_stride + 32);
+            w[mt][h] = make_uint4(a.x, a.y, b.x, b.y);
+          }
       uint4 x[NT][kXVectors];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int v = 0; v < kXVectors; ++v)
-          x[nt][v] = lds128(xs + x_row[nt] + 16 * v);
+        for (int v = 0; v < kXVectors; ++v) // run v / kRunXVectors, half a chunk apart
+          x[nt][v] = lds128(xs + x_row[nt] + (v / kRunXVectors) * Chunk::kChunkK +
+                            (v % kRunXVectors) * 16);
       Chunk::multiply(acc, w, use.loads, x);
     };
     // A warp whose rows all lie past a short tile's end (the last tile of a CTA's range, up to

@@ -16,6 +16,7 @@ struct RingExtra {}; // gemv.bf16 has no parameters of its own
 template <int NT, int MT> struct RingChunk {
   static constexpr int kChunkK = kGemvBf16RingChunkK; // 64 bytes of a weight row
   static constexpr int kLaneK = 8;   // lane t: elements 8t..8t+7 of a chunk
+  static constexpr int kRuns = 1;    // in one run (weight_ring.cuh)
   static constexpr int kXVectors = 1;
   using Extra = RingExtra;
   struct Tile {};

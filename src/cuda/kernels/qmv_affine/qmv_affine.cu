@@ -44,28 +44,37 @@ using qmv_affine_detail::Params;
 using KernelFn = void (*)(Params);
 
 // One compiled kernel: the template parameters it fixes, then its slot in the family table.
-// Each slot has two entry points per pipeline, one per dequantisation (per weight, or factored
-// when a K chunk lies inside one group); the slot's fn / async_fn are the per-weight ones.
+// Each slot has an entry point per pipeline and dequantisation (qmv_affine_chunk_groups: per
+// weight, factored with one group per chunk, factored with two at 4 bits; null at 8 bits); the
+// slot's fn / async_fn are the per-weight ones.
 struct KernelEntry {
   int bits;
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   SplitKKernel kernel;  // ring: S x 2 MT x 512 bytes per warp
-  KernelFn fn[2];       // [factored] the register-pipelined kernel
-  KernelFn async_fn[2]; // [factored] the same kernel with the cp.async ring
+  KernelFn fn[3];       // [chunk groups] the register-pipelined kernel
+  KernelFn async_fn[3]; // [chunk groups] the same kernel with the cp.async ring
 };
 
 template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr KernelEntry entry() {
   using qmv_affine_detail::qmv_affine_mma_kernel;
-  constexpr KernelFn fn0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, false>;
-  constexpr KernelFn async0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, false>;
+  constexpr KernelFn fn0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0>;
+  constexpr KernelFn async0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0>;
+  KernelFn fn2 = nullptr, async2 = nullptr;
+  if constexpr (BITS == 4) {
+    // Eight m16n8 tiles in two-group chunks spill at two cp.async stages (96 bytes at 255
+    // registers); one stage fits (the slot's shared memory is sized for S, of which it uses part).
+    constexpr int kS2 = NT * MT >= 8 ? 1 : S;
+    fn2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 2>;
+    async2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, kS2, 2>;
+  }
   return {BITS,
           NT * 8,
           MT * 16,
           {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
            MT * NT * 128, S * 2 * MT * 512},
-          {fn0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, true>},
-          {async0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, true>}};
+          {fn0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>, fn2},
+          {async0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 1>, async2}};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -228,11 +237,14 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
   const KernelEntry *e = find_kernel(config, bits);
   if (!e)
     return {};
-  // The worst of the config's two kernels (factored and per-weight dequantisation).
+  // The worst of the config's kernels (every dequantisation it compiles).
   const KernelFn *fns = config.async ? e->async_fn : e->fn;
-  const void *both[] = {reinterpret_cast<const void *>(fns[0]),
-                        reinterpret_cast<const void *>(fns[1])};
-  return split_k_resources(both, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
+  std::vector<const void *> kernels;
+  for (int i = 0; i < 3; ++i)
+    if (fns[i])
+      kernels.push_back(reinterpret_cast<const void *>(fns[i]));
+  return split_k_resources(kernels,
+                           split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
@@ -282,8 +294,10 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
       config.warps_k < 1 || config.split_k < 1)
     return LaunchStatus::invalid_value();
   Params p = mma_params(config, args);
-  p.factored = args.group >= qmv_affine_chunk_k(args.bits) ? 1 : 0;
-  const KernelFn fn = (config.async ? e->async_fn : e->fn)[p.factored];
+  p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
+  const KernelFn fn = p.factored < 0 ? nullptr : (config.async ? e->async_fn : e->fn)[p.factored];
+  if (!fn)
+    return LaunchStatus::invalid_value();
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
                                reinterpret_cast<const void *>(fn), args.chain.dependent);
 }

@@ -23,7 +23,9 @@
 //           becomes the float 2^23 + q with one prmt, then q * scale + bias in fp32, and two
 //           floats one bf16x2 (cvt.rn): again one rounding to bf16 per weight.
 // A lane's K range lies inside one quantisation group (groups are >= 32 values and aligned),
-// so each lane needs one scale and one bias per weight row and chunk.
+// so each lane needs one scale and one bias per weight row and chunk. In the two-group chunks
+// (int4 g64, LaneRuns, not yet the default) lane t holds words 2t, 2t + 1 and 8 + 2t, 9 + 2t
+// instead, so that each mma's K values lie in one group, and two parameters per row and chunk.
 #pragma once
 
 #include <cstdint>
@@ -139,14 +141,14 @@ __device__ __forceinline__ void zero_chunk(float (&part)[MT][NT][4], float (&xsu
     }
 }
 
-template <int MT, int NT>
+// Words [W0, W0 + NW) of the lane's four only (a chunk of two groups: one group's words).
+template <int MT, int NT, int W0 = 0, int NW = 4>
 __device__ __forceinline__ void mma_int4_offset_chunk(float (&part)[MT][NT][4],
-                                                      float (&xsum)[NT][4],
-                                                      const uint4 (&x)[NT][4],
+                                                      float (&xsum)[NT][4], const uint4 (&x)[NT][4],
                                                       const uint4 (&q)[MT][2]) {
   zero_chunk(part, xsum);
 #pragma unroll
-  for (int wi = 0; wi < 4; ++wi) {
+  for (int wi = W0; wi < W0 + NW; ++wi) {
     uint32_t xb[NT][4];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -188,14 +190,81 @@ template <int MT> struct WeightFragment {
   uint32_t bias[MT][2];
 };
 
+// The dequantisation a chunk takes: GROUPS = 0, per weight (any group); 1, factored with one group
+// per chunk (group >= chunk); 2, factored with two groups per chunk (4 bits, group 64, K a
+// multiple of the chunk), the lane's words in two runs (LaneRuns).
+template <int GROUPS> constexpr bool kFactored = GROUPS > 0;
+
+// Which words of a chunk's row a lane holds. One run (GROUPS 0 and 1): words 4t..4t+3. Two runs
+// (GROUPS 2): words 2t, 2t+1 of the first group and 8 + 2t, 9 + 2t of the second, so that every
+// mma's 16 K values (word wi of each of the quad's four lanes) lie in one group and its
+// exact-integer partial takes that group's scale. Activations follow the same K values.
+template <int BITS, int GROUPS> struct LaneRuns {
+  static constexpr int kRuns = GROUPS == 2 ? 2 : 1;
+  static constexpr int kRunWords = 4 / kRuns;        // words of one run
+  static constexpr int kRunStrideWords = 16 / kRuns; // from one run's first word to the next's
+  static constexpr int kRunValues = kRunWords * Layout<BITS>::kValuesPerWord;
+  static constexpr int kRunStrideValues = kRunStrideWords * Layout<BITS>::kValuesPerWord;
+  static constexpr int kRunXVectors = Layout<BITS>::kXVectors / kRuns;
+  // K offset in a chunk of the lane's activation vector v (8 values), past its first value.
+  static constexpr __device__ __forceinline__ int x_offset(int v) {
+    return (v / kRunXVectors) * kRunStrideValues + (v % kRunXVectors) * 8;
+  }
+};
+
+// Lane t's four words of one chunk of a weight row in global memory, `qp` at the chunk's first
+// word of the lane (the row's + LaneRuns::kRunWords x t): one 16-byte load, or one 8-byte load
+// per run.
+template <int BITS, int GROUPS>
+__device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
+  using R = LaneRuns<BITS, GROUPS>;
+  if constexpr (R::kRuns == 1) {
+    return load_weight(qp);
+  } else {
+    const uint2 a = load_weight_half(qp), b = load_weight_half(qp + R::kRunStrideWords);
+    return make_uint4(a.x, a.y, b.x, b.y);
+  }
+}
+
+// The group parameters (scale or bias) of a two-run chunk's two groups, p[0] and p[1], as one
+// word: the first run's in the low half, the second's in the high half.
+__device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
+  return __byte_perm(__ldg(p), __ldg(p + 1), 0x5410);
+}
+
 // One chunk into the m16n8 accumulators: the weights of `f` dequantised in registers (per weight,
-// or FACTORED: exact integers with the chunk's one group applied per accumulator), times the
-// chunk's activations `x`. The mma path's whole arithmetic, and so its summation order: every
-// kernel that feeds a K slice's chunks through it in increasing K gets the same bits.
-template <int BITS, int NT, int MT, bool FACTORED>
+// or factored: exact integers with the group applied per accumulator), times the chunk's
+// activations `x`. The mma path's whole arithmetic, and so its summation order: every kernel
+// that feeds a K slice's chunks through it in increasing K gets the same bits.
+template <int BITS, int NT, int MT, int GROUPS>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
                                           const uint4 (&x)[NT][Layout<BITS>::kXVectors]) {
-  if constexpr (FACTORED) {
+  if constexpr (GROUPS == 2) {
+    static_assert(BITS == 4, "two groups per chunk: 4 bits only");
+    // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
+    // chunk below; scale and bias of group i in the low (i = 0) or high half.
+    float part[MT][NT][4], xsum[NT][4];
+#pragma unroll
+    for (int gi = 0; gi < 2; ++gi) {
+      if (gi == 0)
+        mma_int4_offset_chunk<MT, NT, 0, 2>(part, xsum, x, f.q);
+      else
+        mma_int4_offset_chunk<MT, NT, 2, 2>(part, xsum, x, f.q);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sc = gi == 0 ? bf16_lo(f.scale[mt][h]) : bf16_hi(f.scale[mt][h]);
+          const float b = gi == 0 ? bf16_lo(f.bias[mt][h]) : bf16_hi(f.bias[mt][h]);
+          const float bi = fmaf(-128.0f, sc, b);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 2 * h; i < 2 * h + 2; ++i)
+              acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
+        }
+    }
+  } else if constexpr (GROUPS == 1) {
     // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
     // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
     // in fp32: sum_k x (q s + b) = s sum_k x q' + (b - o s) sum_k x, with q' = q + o. The
@@ -342,15 +411,16 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
 // what it copied (no barrier); the chunks' scales and biases wait in a register ring. More
 // bytes in flight per warp at fewer registers; same fragments and mma order, so bit-identical
 // to S = 0.
-// FACTORED: compiled for p.factored == 1 (one group per chunk) or 0; each kernel carries only
-// its own dequantisation, which keeps its register count down.
-template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, bool FACTORED>
+// GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
+// kernel carries only its own dequantisation, which keeps its register count down.
+template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
   // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
   pdl_wait();
   pdl_launch_dependents();
   using L = Layout<BITS>;
+  using R = LaneRuns<BITS, GROUPS>;
   extern __shared__ float4 shared_partials[];
   const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<MT, NT>(p);
   const int words_per_row = p.k / L::kValuesPerWord;
@@ -364,28 +434,38 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const size_t row = static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
-      qp[mt][h] = p.q + row * words_per_row + 4 * t;
+      qp[mt][h] = p.q + row * words_per_row + R::kRunWords * t;
       sp[mt][h] = p.scales + row * p.groups_per_row;
       bp[mt][h] = p.biases + row * p.groups_per_row;
     }
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
-    xp[nt] = p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + L::kLaneK * t;
+    xp[nt] =
+        p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + R::kRunValues * t;
 
   float acc[MT][NT][4]; // m16n8 accumulators, fp32
   zero_accumulators(acc);
 
+  // The chunk's first group of the lane's (first) run.
+  auto first_group = [&](int chunk) {
+    return (chunk * L::kChunkK + (R::kRuns == 1 ? L::kLaneK * t : 0)) >> p.group_shift;
+  };
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
-    const int group = (chunk * L::kChunkK + L::kLaneK * t) >> p.group_shift;
+    const int group = first_group(chunk);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (in_k) {
-          f.q[mt][h] = load_weight(qp[mt][h] + chunk * 16);
-          f.scale[mt][h] = __ldg(sp[mt][h] + group);
-          f.bias[mt][h] = __ldg(bp[mt][h] + group);
+          f.q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + chunk * 16);
+          if constexpr (R::kRuns == 1) {
+            f.scale[mt][h] = __ldg(sp[mt][h] + group);
+            f.bias[mt][h] = __ldg(bp[mt][h] + group);
+          } else {
+            f.scale[mt][h] = load_parameter_pair(sp[mt][h] + group);
+            f.bias[mt][h] = load_parameter_pair(bp[mt][h] + group);
+          }
         } else { // past K: q = scale = bias = 0 gives w = 0
           f.q[mt][h] = make_uint4(0, 0, 0, 0);
           f.scale[mt][h] = 0;
@@ -406,15 +486,17 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int v = 0; v < L::kXVectors; ++v)
-        x[nt][v] =
-            in_k ? load_activation(xp[nt] + chunk * L::kChunkK + 8 * v) : make_uint4(0, 0, 0, 0);
+        x[nt][v] = in_k ? load_activation(xp[nt] + chunk * L::kChunkK + R::x_offset(v))
+                        : make_uint4(0, 0, 0, 0);
   };
   // The activations of the chunk being multiplied. Where registers allow (kXAhead), the next
   // chunk's are loaded before this one is multiplied, which takes the L1 round trip off each
   // chunk's dependency chain (5-13 % on the H200 against loading them at use,
   // docs/notes/qmv_affine.md); the factored ring kernels with four m16 x n8 tiles per warp
-  // would spill with it, so they load at use.
-  constexpr bool kXAhead = !(S > 0 && FACTORED && NT * MT >= 4);
+  // would spill with it, so they load at use, as do the two-group kernels of eight tiles or of
+  // the cp.async ring at 512 threads (128 registers), which spilled 16-96 bytes with it.
+  constexpr bool kXAhead = !(S > 0 && kFactored<GROUPS> && NT * MT >= 4) &&
+                           !(GROUPS == 2 && (NT * MT >= 8 || (S > 0 && MAX_THREADS >= 512)));
 
   uint4 x[NT][L::kXVectors];
   if constexpr (kXAhead)
@@ -427,7 +509,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       load_x(chunk + 1, x_next);
     else
       load_x(chunk, x);
-    mma_chunk<BITS, NT, MT, FACTORED>(acc, f, x);
+    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x);
     if constexpr (kXAhead)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -442,14 +524,23 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint32_t scale[S][MT][2], bias[S][MT][2];
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
-      const int group = (chunk * L::kChunkK + L::kLaneK * t) >> p.group_shift;
+      const int group = first_group(chunk);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          copy_weight_async(ring + (stage * 2 * MT + mt * 2 + h) * 32, qp[mt][h] + chunk * 16);
-          scale[stage][mt][h] = __ldg(sp[mt][h] + group);
-          bias[stage][mt][h] = __ldg(bp[mt][h] + group);
+          uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
+          if constexpr (R::kRuns == 1) {
+            copy_weight_async(slot, qp[mt][h] + chunk * 16);
+            scale[stage][mt][h] = __ldg(sp[mt][h] + group);
+            bias[stage][mt][h] = __ldg(bp[mt][h] + group);
+          } else { // the two runs into the slot's halves: the words as load_lane_words orders them
+            copy_weight_async_half(slot, qp[mt][h] + chunk * 16);
+            copy_weight_async_half(reinterpret_cast<uint2 *>(slot) + 1,
+                                   qp[mt][h] + chunk * 16 + R::kRunStrideWords);
+            scale[stage][mt][h] = load_parameter_pair(sp[mt][h] + group);
+            bias[stage][mt][h] = load_parameter_pair(bp[mt][h] + group);
+          }
         }
     };
     auto consume = [&](int chunk, int stage) {

@@ -51,6 +51,10 @@ struct QmvAffineArgs {
   void *y = nullptr;            // bf16 [rows, n]
   int rows = 0, n = 0, k = 0, bits = 4, group = 64;
   ChainLink chain; // a link of a decode step: a dependent launch
+  // The mma and ring paths' dequantisation (qmv_affine_chunk_groups): -1, the shape's; 0-2, that
+  // one where the shape allows it (else the launch is refused). Tests of a form that is not yet
+  // the default set it; every other caller leaves it.
+  int chunk_groups = -1;
 };
 
 // Every config compiled in for `bits` (the candidate universe); filter with

@@ -19,31 +19,35 @@ using kernel_detail::RingArgs;
 using qmv_affine_detail::RingExtra;
 using RingFn = void (*)(RingArgs<RingExtra>);
 
-// One compiled kernel: <BITS, NT, MT> with its two dequantisations, per weight and factored
-// (one group per chunk), as the mma path.
+// One compiled kernel: <BITS, NT, MT> with the mma path's dequantisations
+// (qmv_affine_chunk_groups: per weight, one group per chunk, two at 4 bits; null at 8 bits).
 struct RingEntry {
   int bits;
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   int max_consumers;    // MAX_THREADS / 32 - 1
   int pair_consumers;   // at two CTAs per SM (ring_pair_consumers)
-  RingFn fn[2];         // [factored]
+  RingFn fn[3];         // [chunk groups]
 };
 
-// REGISTERS: the more of the two kernels' counts (ptxas, sm_90a, as CMake builds them), for the
+// REGISTERS: the most of the kernels' counts (ptxas, sm_90a, as CMake builds them), for the
 // pairs offered;
 // QmvAffineKernel.RingPairsFitTheRegisterFile holds them to the compiled kernels.
 template <int BITS, int NT, int MT, int MAX_THREADS, int REGISTERS>
 constexpr RingEntry ring_entry() {
   using kernel_detail::weight_ring_kernel;
   using qmv_affine_detail::RingChunk;
-  return {BITS,
-          NT * 8,
-          MT * 16,
-          MAX_THREADS / 32 - 1,
-          ring_pair_consumers(REGISTERS),
-          {&weight_ring_kernel<RingChunk<BITS, NT, MT, false>, NT, MT, MAX_THREADS>,
-           &weight_ring_kernel<RingChunk<BITS, NT, MT, true>, NT, MT, MAX_THREADS>}};
+  return {
+      BITS,
+      NT * 8,
+      MT * 16,
+      MAX_THREADS / 32 - 1,
+      ring_pair_consumers(REGISTERS),
+      {&weight_ring_kernel<RingChunk<BITS, NT, MT, 0>, NT, MT, MAX_THREADS>,
+       &weight_ring_kernel<RingChunk<BITS, NT, MT, 1>, NT, MT, MAX_THREADS>,
+       BITS == 4
+           ? &weight_ring_kernel<RingChunk<BITS, NT, MT, BITS == 4 ? 2 : 1>, NT, MT, MAX_THREADS>
+           : nullptr}};
 }
 
 // NOTE: MAX_THREADS caps the registers, and ptxas budgets for a multiple of 128 threads: 544
@@ -57,9 +61,9 @@ constexpr RingEntry ring_entry() {
 // threads (168) the factored kernels spilled 32 and 8 bytes. Four m16 tiles spilled at 255.
 // <BITS, NT, MT, MAX_THREADS, REGISTERS>
 const RingEntry kRingKernels[] = {
-    ring_entry<4, 1, 1, 544, 74>(),  ring_entry<4, 1, 2, 288, 103>(),
-    ring_entry<4, 2, 1, 288, 100>(), ring_entry<4, 2, 2, 288, 132>(),
-    ring_entry<4, 4, 1, 288, 130>(), ring_entry<4, 4, 2, 160, 187>(),
+    ring_entry<4, 1, 1, 544, 86>(),  ring_entry<4, 1, 2, 288, 118>(),
+    ring_entry<4, 2, 1, 288, 107>(), ring_entry<4, 2, 2, 288, 146>(),
+    ring_entry<4, 4, 1, 288, 149>(), ring_entry<4, 4, 2, 160, 227>(),
     ring_entry<8, 1, 1, 544, 72>(),  ring_entry<8, 1, 2, 288, 96>(),
     ring_entry<8, 2, 1, 288, 90>(),  ring_entry<8, 2, 2, 288, 125>(),
     ring_entry<8, 4, 1, 288, 124>(), ring_entry<8, 4, 2, 160, 180>(),
@@ -91,11 +95,13 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   const RingEntry *e = find_ring_kernel(config, bits);
   if (!e)
     return {};
-  // The worst of the config's two kernels (per-weight and factored dequantisation).
-  const void *both[] = {reinterpret_cast<const void *>(e->fn[0]),
-                        reinterpret_cast<const void *>(e->fn[1])};
+  // The worst of the config's kernels (every dequantisation it compiles).
+  std::vector<const void *> kernels;
+  for (RingFn fn : e->fn)
+    if (fn)
+      kernels.push_back(reinterpret_cast<const void *>(fn));
   return split_k_resources(
-      both, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
+      kernels, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
 }
 
 LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
@@ -116,7 +122,12 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
   a.extra.groups_per_row = args.k / args.group;
   a.extra.group_shift = std::countr_zero(static_cast<unsigned>(args.group));
   const int chunk_k = qmv_affine_chunk_k(args.bits);
-  const void *fn = reinterpret_cast<const void *>(e->fn[args.group >= chunk_k ? 1 : 0]);
+  const int groups =
+      qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
+  const RingFn ring_fn = groups < 0 ? nullptr : e->fn[groups];
+  if (!ring_fn)
+    return LaunchStatus::invalid_value();
+  const void *fn = reinterpret_cast<const void *>(ring_fn);
   return kernel_detail::launch_weight_ring(fn, config, config, args.q, args.x, a, chunk_k,
                                            qmv_affine_slice_chunks(config, args.k, args.bits),
                                            e->max_consumers, stream, args.chain.dependent);

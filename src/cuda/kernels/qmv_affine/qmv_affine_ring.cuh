@@ -19,11 +19,14 @@ struct RingExtra {
   int group_shift;        // log2(group)
 };
 
-template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
+template <int BITS, int NT, int MT, int GROUPS> struct RingChunk {
   using L = Layout<BITS>;
+  using R = LaneRuns<BITS, GROUPS>;
   static constexpr int kChunkK = L::kChunkK;
   static constexpr int kLaneK = L::kLaneK;
   static constexpr int kXVectors = L::kXVectors;
+  // The lane's words and activations of a chunk in kRuns runs (LaneRuns).
+  static constexpr int kRuns = R::kRuns;
   using Extra = RingExtra;
   // A lane's rows' first group parameter: n x groups_per_row < 2^31 (the launcher checks).
   struct Tile {
@@ -48,7 +51,8 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
 
   __device__ __forceinline__ static void issue(const Extra &e, const Tile &tl, int chunk, int t,
                                                Loads &l) {
-    const int group = (chunk * kChunkK + kLaneK * t) >> e.group_shift;
+    // The group of the lane's (first) run.
+    const int group = (chunk * kChunkK + (kRuns == 1 ? kLaneK * t : 0)) >> e.group_shift;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -56,8 +60,13 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
         // Unsigned (< 2^31): a zero-extended index costs one LEA pair per address, where the
         // signed sum was sign-extended and shifted as 64 bits (five instructions, SASS).
         const uint32_t i = static_cast<uint32_t>(tl.so[mt][h] + group);
-        l.scale[mt][h] = __ldg(e.scales + i);
-        l.bias[mt][h] = __ldg(e.biases + i);
+        if constexpr (kRuns == 1) {
+          l.scale[mt][h] = __ldg(e.scales + i);
+          l.bias[mt][h] = __ldg(e.biases + i);
+        } else {
+          l.scale[mt][h] = load_parameter_pair(e.scales + i);
+          l.bias[mt][h] = load_parameter_pair(e.biases + i);
+        }
       }
   }
 
@@ -102,7 +111,7 @@ template <int BITS, int NT, int MT, bool FACTORED> struct RingChunk {
         f.scale[mt][h] = l.scale[mt][h];
         f.bias[mt][h] = l.bias[mt][h];
       }
-    mma_chunk<BITS, NT, MT, FACTORED>(acc, f, x);
+    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x);
   }
 };
 

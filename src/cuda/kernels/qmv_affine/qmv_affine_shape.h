@@ -8,6 +8,38 @@ namespace hone::cuda {
 // K values per chunk: 4 lanes x 4 packed words per weight row (qmv_affine.cuh).
 inline int qmv_affine_chunk_k(int bits) { return 16 * (32 / bits); }
 
+// Whether int4 g64 takes the two-group chunks (below). Compiled and counted from the SASS, not
+// yet run on a GPU: 2.79 instructions per weight against 3.18 per weight in the rows-1 kernel,
+// but 782 against 649 a loop in the 32-row kernel (docs/notes/qmv_affine.md, v9). Since the
+// form fixes the bits of every row count, it becomes the default only when a GPU run shows
+// it correct and faster over rows 1-32 (docs/notes/device_plan.md).
+inline constexpr bool kQmvAffineTwoGroupChunks = false;
+
+// The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
+// 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
+// half a chunk, K a multiple of the chunk, so that no chunk is cut; where `two_group_chunks`);
+// 0, per weight (the rest). A function of (bits, group, k) only, so part of the summation order
+// that k_slices fixes.
+inline int qmv_affine_chunk_groups(int bits, int group, int k,
+                                   bool two_group_chunks = kQmvAffineTwoGroupChunks) {
+  const int chunk_k = qmv_affine_chunk_k(bits);
+  if (group >= chunk_k)
+    return 1;
+  if (two_group_chunks && bits == 4 && 2 * group == chunk_k && k % chunk_k == 0)
+    return 2;
+  return 0;
+}
+
+// The dequantisation a launch takes: `requested` (QmvAffineArgs::chunk_groups) where the shape
+// allows it, the shape's where it is -1, else -1 (refused).
+inline int qmv_affine_launch_chunk_groups(int requested, int bits, int group, int k) {
+  if (requested < 0)
+    return qmv_affine_chunk_groups(bits, group, k);
+  const bool allowed = requested == 0 || (requested == 1 && group >= qmv_affine_chunk_k(bits)) ||
+                       (requested == 2 && qmv_affine_chunk_groups(bits, group, k, true) == 2);
+  return allowed ? requested : -1;
+}
+
 // Chunks per K slice; depends on k, bits and k_slices only.
 inline int qmv_affine_slice_chunks(const QmvAffineConfig &c, int k, int bits) {
   const int chunk_k = qmv_affine_chunk_k(bits);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# qmv.affine's two-group chunks for int4 g64 (qmv_affine_chunk_groups 2; built 2026-12-05, not
+# yet the default, kQmvAffineTwoGroupChunks): the kernel tests that hold them to the reference
+# and to batch invariance (mma and ring alike), the spill and register-file tests of the new
+# kernels, memcheck on minimal shapes, then the table of every mma and ring config at int4 g64
+# timed in both forms in one interleaved run (HONE_TEST_CHUNK_GROUPS=2), int4 g128 beside them
+# (its one-group chunks are the form the two-group chunks extend). Runs over carried programs
+# (scripts/device/pack_carry.sh); everything lands in OUTDIR/two_group_chunks.tar.gz, packed
+# after each step. About 5 minutes.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/two_group_chunks.sh "$OUT" build
+set -u
+cd "$(dirname "$0")/../.."
+OUTDIR=${1:?OUTDIR}
+export BUILD=${2:-build}
+source scripts/device/env.sh
+run_begin two_group_chunks 330
+T=$BUILD/tests/device/qmv_affine_kernel_test
+
+# 1. Tests.
+HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 120 "$T" \
+  --gtest_filter='*TwoGroupChunks*:*RingPairsFitTheRegisterFile*:*NoCompiledConfigSpills*:QmvAffineConfig.*' \
+  >"$R/tests.log" 2>&1
+stamp "qmv_affine_kernel_test (two-group chunks, spills, pairs)" $?
+grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/tests.log" | head -10
+pack
+
+# 2. memcheck on the minimal shapes.
+HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=2 timeout "$(cap 60)" compute-sanitizer \
+  --tool memcheck --error-exitcode 3 "$T" --gtest_filter='*TwoGroupChunks*' >"$R/sanitizer.raw" 2>&1
+echo "memcheck two-group chunks: rc $? $(grep -E 'ERROR SUMMARY|\[  (PASSED|FAILED) ' \
+  "$R/sanitizer.raw" | tr '\n' ' ')" | tee "$R/sanitizer.log"
+grep -m 10 -E 'Invalid|Failure' "$R/sanitizer.raw" >>"$R/sanitizer.log"
+rm -f "$R/sanitizer.raw"
+pack
+
+# 3. The table: both forms of every mma and ring config, interleaved.
+HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout "$(($(left) - 5))" \
+  "$BUILD/bench/qmv_affine_harness" --no-check --shapes 28672x4096,4096x14336,6144x4096 \
+  --rows 1,4,8,16,32 --formats 4x64,4x128 --csv "$R/qmv_table.csv" >"$R/qmv_table.log" 2>&1
+stamp "qmv table, two-group chunks beside" $?
+grep -E 'two-group|^4x' "$R/qmv_table.log" | cut -c1-160
+pack
