@@ -3,6 +3,7 @@
 // qmv_affine_ring.h.
 #include "cuda/kernels/qmv_affine/qmv_affine_ring.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <vector>
@@ -30,19 +31,23 @@ struct RingEntry {
   RingFn fn[3];         // [chunk groups]
 };
 
-// REGISTERS: the most of the kernels' counts (ptxas, sm_90a, as CMake builds them), for the
-// pairs offered;
+// REGISTERS: the more of the per-weight and one-group kernels' counts (ptxas, sm_90a, as CMake
+// builds them), for the pairs offered; TWO_GROUP_REGISTERS: the two-group kernel's, which counts
+// only where the two-group chunks are the default (kQmvAffineTwoGroupChunks: they take up to 40
+// more, which would cost pairs the other forms keep, e.g. <4, 4, 2>'s of four consumers).
 // QmvAffineKernel.RingPairsFitTheRegisterFile holds them to the compiled kernels.
-template <int BITS, int NT, int MT, int MAX_THREADS, int REGISTERS>
+template <int BITS, int NT, int MT, int MAX_THREADS, int REGISTERS, int TWO_GROUP_REGISTERS = 0>
 constexpr RingEntry ring_entry() {
   using kernel_detail::weight_ring_kernel;
   using qmv_affine_detail::RingChunk;
+  constexpr int registers =
+      kQmvAffineTwoGroupChunks ? std::max(REGISTERS, TWO_GROUP_REGISTERS) : REGISTERS;
   return {
       BITS,
       NT * 8,
       MT * 16,
       MAX_THREADS / 32 - 1,
-      ring_pair_consumers(REGISTERS),
+      ring_pair_consumers(registers),
       {&weight_ring_kernel<RingChunk<BITS, NT, MT, 0>, NT, MT, MAX_THREADS>,
        &weight_ring_kernel<RingChunk<BITS, NT, MT, 1>, NT, MT, MAX_THREADS>,
        BITS == 4
@@ -61,12 +66,12 @@ constexpr RingEntry ring_entry() {
 // threads (168) the factored kernels spilled 32 and 8 bytes. Four m16 tiles spilled at 255.
 // <BITS, NT, MT, MAX_THREADS, REGISTERS>
 const RingEntry kRingKernels[] = {
-    ring_entry<4, 1, 1, 544, 86>(),  ring_entry<4, 1, 2, 288, 118>(),
-    ring_entry<4, 2, 1, 288, 107>(), ring_entry<4, 2, 2, 288, 146>(),
-    ring_entry<4, 4, 1, 288, 149>(), ring_entry<4, 4, 2, 160, 227>(),
-    ring_entry<8, 1, 1, 544, 72>(),  ring_entry<8, 1, 2, 288, 96>(),
-    ring_entry<8, 2, 1, 288, 90>(),  ring_entry<8, 2, 2, 288, 125>(),
-    ring_entry<8, 4, 1, 288, 124>(), ring_entry<8, 4, 2, 160, 180>(),
+    ring_entry<4, 1, 1, 544, 74, 86>(),   ring_entry<4, 1, 2, 288, 103, 118>(),
+    ring_entry<4, 2, 1, 288, 100, 107>(), ring_entry<4, 2, 2, 288, 132, 146>(),
+    ring_entry<4, 4, 1, 288, 130, 149>(), ring_entry<4, 4, 2, 160, 187, 227>(),
+    ring_entry<8, 1, 1, 544, 72>(),       ring_entry<8, 1, 2, 288, 96>(),
+    ring_entry<8, 2, 1, 288, 90>(),       ring_entry<8, 2, 2, 288, 125>(),
+    ring_entry<8, 4, 1, 288, 124>(),      ring_entry<8, 4, 2, 160, 180>(),
 };
 
 const RingEntry *find_ring_kernel(const QmvAffineConfig &c, int bits) {
@@ -95,11 +100,13 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   const RingEntry *e = find_ring_kernel(config, bits);
   if (!e)
     return {};
-  // The worst of the config's kernels (every dequantisation it compiles).
+  // The worst of the config's kernels of the forms in use (the two-group one only where it is
+  // the default; forced by QmvAffineArgs::chunk_groups, a pair its registers do not fit runs
+  // one CTA per SM: persistent_ctas asks the occupancy).
   std::vector<const void *> kernels;
-  for (RingFn fn : e->fn)
-    if (fn)
-      kernels.push_back(reinterpret_cast<const void *>(fn));
+  for (int groups = 0; groups < 3; ++groups)
+    if (e->fn[groups] && (groups < 2 || kQmvAffineTwoGroupChunks))
+      kernels.push_back(reinterpret_cast<const void *>(e->fn[groups]));
   return split_k_resources(
       kernels, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
 }
