@@ -4,9 +4,10 @@
 # and to batch invariance (mma and ring alike), the spill and register-file tests of the new
 # kernels, memcheck on minimal shapes, then the table of every mma and ring config at int4 g64
 # timed in both forms in one interleaved run (HONE_TEST_CHUNK_GROUPS=2), int4 g128 beside them
-# (its one-group chunks are the form the two-group chunks extend). Runs over carried programs
+# (its one-group chunks are the form the two-group chunks extend), and last the int4 g64 table
+# with cold scales and biases (--cold-params, as in a model step). Runs over carried programs
 # (scripts/device/pack_carry.sh); everything lands in OUTDIR/two_group_chunks.tar.gz, packed
-# after each step. About 5 minutes.
+# after each step. About 7 minutes.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/two_group_chunks.sh "$OUT" build
 set -u
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-run_begin two_group_chunks 330
+run_begin two_group_chunks 420
 T=$BUILD/tests/device/qmv_affine_kernel_test
 
 # 1. Tests.
@@ -40,4 +41,15 @@ HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout "$(($(left) - 5))" \
   --rows 1,4,8,16,32 --formats 4x64,4x128 --csv "$R/qmv_table.csv" >"$R/qmv_table.log" 2>&1
 stamp "qmv table, two-group chunks beside" $?
 grep -E 'two-group|^4x' "$R/qmv_table.log" | cut -c1-160
+pack
+
+# 4. The same kernels with cold scales and biases (--cold-params: they rotate with the words, as
+# in a model step, where gate_up's int4 g64 launches took 40 us against the harness's 32 on the
+# H100, 2026-12-05-h100), the ceiling reading all three.
+[ "$(left)" -lt 30 ] && exit 0
+HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring,grouped timeout "$(($(left) - 5))" \
+  "$BUILD/bench/qmv_affine_harness" --no-check --cold-params --shapes 28672x4096,4096x14336 \
+  --rows 1,16 --formats 4x64 --csv "$R/qmv_cold_params.csv" >"$R/qmv_cold_params.log" 2>&1
+stamp "qmv table, cold parameters" $?
+grep -E 'two-group|^4x' "$R/qmv_cold_params.log" | cut -c1-160
 pack

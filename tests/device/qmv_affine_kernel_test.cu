@@ -17,7 +17,10 @@
 //     src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp
 //     -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
-//     [--formats 4x64,4x128,8x64] [--csv FILE]
+//     [--formats 4x64,4x128,8x64] [--csv FILE] [--cold-params]
+//   --cold-params: the scales and biases rotate with the packed words (each copy holds all
+//     three), as in a model step where every layer's are cold, and the loads-only ceiling reads
+//     all three; by default only the words rotate and the ceiling reads them alone.
 //   ./qmv_affine_kernel_test --pattern [--shapes ...]: loads-only reads of the 4-bit words in the
 //     kernels' access patterns (run_patterns)
 #include <algorithm>
@@ -103,12 +106,12 @@ struct Problem {
   }
 
   int launch(const QmvAffineConfig &c, const void *xp, void *y, int r, cudaStream_t st = nullptr,
-             const void *qp = nullptr) const {
+             const void *qp = nullptr, const void *sp = nullptr, const void *bp = nullptr) const {
     QmvAffineArgs a;
     a.x = xp;
     a.q = static_cast<const uint32_t *>(qp ? qp : q->p);
-    a.scales = s->p;
-    a.biases = b->p;
+    a.scales = sp ? sp : s->p;
+    a.biases = bp ? bp : b->p;
     a.y = y;
     a.rows = r;
     a.n = n;
@@ -915,7 +918,7 @@ int run_main(int argc, char **argv) {
   std::vector<int> shape_list{4096, 4096, 14336, 4096, 4096, 14336, 8960, 1536, 1536, 8960};
   std::vector<int> format_list{4, 64, 4, 128, 8, 64};
   const char *csv_path = nullptr;
-  bool pattern = false;
+  bool pattern = false, cold_params = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
@@ -931,6 +934,8 @@ int run_main(int argc, char **argv) {
       pattern = true;
     else if (!std::strcmp(argv[i], "--no-check"))
       quick = true, setenv("HONE_NO_CHECK", "1", 1);
+    else if (!std::strcmp(argv[i], "--cold-params"))
+      cold_params = true;
   }
   if (pattern)
     return run_patterns(shape_list);
@@ -973,6 +978,9 @@ int run_main(int argc, char **argv) {
   KT_CHECK(cudaEventCreate(&e1));
   const double bandwidth = measure_read_bandwidth(stream, e0, e1);
   std::printf("read bandwidth: %.0f GB/s\n", bandwidth * 1e-9);
+  if (cold_params)
+    std::printf("cold parameters: scales and biases rotate with the words; the ceiling reads "
+                "all three\n");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
     std::fprintf(csv, "bits,group,n,k,rows,candidate,us\n");
@@ -988,8 +996,12 @@ int run_main(int argc, char **argv) {
       const int max_rows = *std::max_element(rows_list.begin(), rows_list.end());
       Problem base(max_rows, n, k, bits, group);
       // Cold L2: rotate among copies of the packed weights (scales are 1/16 of the bytes or
-      // less and shared; they are counted in the bandwidth all the same).
-      const size_t q_bytes = base.words() * 4;
+      // less and shared; they are counted in the bandwidth all the same). With --cold-params
+      // each copy also holds its own scales and biases (the base's, 16-byte aligned after the
+      // words), and the ceiling reads the whole copy.
+      const size_t words_bytes = base.words() * 4;
+      const size_t param_bytes = (base.groups() * 2 + 15) / 16 * 16;
+      const size_t q_bytes = cold_params ? words_bytes + 2 * param_bytes : words_bytes;
       const int copies =
           static_cast<int>((2 * static_cast<size_t>(prop.l2CacheSize)) / q_bytes) + 2;
       std::vector<std::unique_ptr<DeviceMem>> qs;
@@ -998,7 +1010,21 @@ int run_main(int argc, char **argv) {
         fill_words_kernel<<<1024, 256>>>(static_cast<uint32_t *>(qs.back()->p), base.words(),
                                          next_seed());
         KT_CHECK(cudaGetLastError());
+        if (cold_params) {
+          auto *params = static_cast<uint8_t *>(qs.back()->p) + words_bytes;
+          KT_CHECK(cudaMemcpy(params, base.s->p, base.groups() * 2, cudaMemcpyDeviceToDevice));
+          KT_CHECK(cudaMemcpy(params + param_bytes, base.b->p, base.groups() * 2,
+                              cudaMemcpyDeviceToDevice));
+        }
       }
+      // The scales and biases a launch on copy `copy` reads.
+      auto copy_params = [&](int copy) -> std::pair<const void *, const void *> {
+        if (!cold_params)
+          return {base.s->p, base.b->p};
+        const auto *params =
+            static_cast<const uint8_t *>(qs[static_cast<size_t>(copy)]->p) + words_bytes;
+        return {params, params + param_bytes};
+      };
       DeviceMem y(elements(max_rows, n) * 2), sink(16);
       KT_CHECK(cudaDeviceSynchronize());
       for (int rows : rows_list) {
@@ -1025,8 +1051,9 @@ int run_main(int argc, char **argv) {
               [&, c, chunk_groups](int copy, cudaStream_t st) {
                 Problem &b = base;
                 b.chunk_groups = chunk_groups;
+                const auto [sp, bp] = copy_params(copy);
                 KT_CHECK(static_cast<cudaError_t>(
-                    b.launch(c, b.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p)));
+                    b.launch(c, b.x->p, y.p, rows, st, qs[static_cast<size_t>(copy)]->p, sp, bp)));
                 b.chunk_groups = -1;
               },
               batch, copies, stream));
@@ -1037,7 +1064,7 @@ int run_main(int argc, char **argv) {
           add_graph(c, 2);
         const size_t first_ceiling = graphs.size();
         // The loads-only ceiling of the same packed words (scales and biases are not rotated,
-        // as for the kernels).
+        // as for the kernels), or with --cold-params of the words, scales and biases.
         add_ceiling_graphs(graphs, qs, q_bytes, static_cast<uint32_t *>(sink.p), batch, stream);
         for (auto &g : graphs)
           g->time(stream, e0, e1);
