@@ -382,27 +382,57 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
   }
 }
 
-// The register pipeline of the mma and grouped kernels: chunks [c, end) J at a time, the next J
-// requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
+// The register pipeline of the mma kernel: chunks [c, end) J at a time, the next J requested
+// (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
 // (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
+// PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
+// one to the other every J chunks. In the per-weight 4-bit kernels of one n8 tile (rows 1-8:
+// int4 g64's decode default) that takes 7-10 % of the main loop's instructions (the copies,
+// IMAD.MOV: 50 of 814 in <4, 1, 2, 2>) at the same or fewer registers (84 -> 76, 170 -> 172).
+// Elsewhere nvcc then interleaves the two halves: the factored and 8-bit kernels took 5-36
+// more registers (fewer CTAs of 2-4 warps per SM), those of more n8 tiles spilled. So they
+// copy. The chunks, and so the bits, are the same either way.
 // REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
-template <int J, class Fragment, class Load, class Multiply>
+template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
 __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
                                                  Multiply multiply) {
-  for (; c + J <= end; c += J) {
+  if constexpr (PING_PONG) {
+    if (c + J > end)
+      return c;
     Fragment fb[J];
-    if (c + 2 * J <= end)
+    // Multiplies the J chunks from c held in `cur` after requesting the next J into `next` where
+    // they exist; false where the chunks end with these.
+    auto half = [&](Fragment(&cur)[J], Fragment(&next)[J]) {
+      const bool more = c + 2 * J <= end;
+      if (more)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          load(c + J + j, next[j]);
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        load(c + J + j, fb[j]);
+        multiply(c + j, cur[j]);
+      c += J;
+      return more;
+    };
+    while (half(fa, fb) && half(fb, fa)) {
+    }
+    return c;
+  } else {
+    for (; c + J <= end; c += J) {
+      Fragment fb[J];
+      if (c + 2 * J <= end)
 #pragma unroll
-    for (int j = 0; j < J; ++j)
-      multiply(c + j, fa[j]);
+        for (int j = 0; j < J; ++j)
+          load(c + J + j, fb[j]);
 #pragma unroll
-    for (int j = 0; j < J; ++j)
-      fa[j] = fb[j];
+      for (int j = 0; j < J; ++j)
+        multiply(c + j, fa[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        fa[j] = fb[j];
+    }
+    return c;
   }
-  return c;
 }
 
 // S > 0 (asynchronous pipeline): instead of the register double buffer of J chunks, each lane
@@ -587,8 +617,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int j = 0; j < J; ++j)
         load(c + j, true, fa[j]);
-    c = register_pipeline(
-        c, c_full, fa, [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); }, multiply);
+    c = register_pipeline < J,
+    NT == 1 && BITS == 4 &&
+        GROUPS == 0 > (
+                          c, c_full, fa,
+                          [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); },
+                          multiply);
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
   // multiple of 32, so a lane's range is either wholly inside or wholly outside).
