@@ -4,11 +4,12 @@
 # and to batch invariance (mma and ring alike), the spill and register-file tests of the new
 # kernels, memcheck on minimal shapes, then the table of every mma and ring config at int4 g64
 # timed in both forms in one interleaved run (HONE_TEST_CHUNK_GROUPS=2), int4 g128 beside them
-# (its one-group chunks are the form the two-group chunks extend), and last the int4 g64 table
+# (its one-group chunks are the form the two-group chunks extend), the per-weight default
+# before and after the register pipeline lost its fragment copies (ea6e27a), and the int4 g64 table
 # with cold scales and biases (--cold-params, as in a model step), and ncu of the rows-1 default
 # in both forms. Runs over carried programs
 # (scripts/device/pack_carry.sh); everything lands in OUTDIR/two_group_chunks.tar.gz, packed
-# after each step. About 9 minutes.
+# after each step. About 9.5 minutes (the later steps are skipped when time runs short).
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/two_group_chunks.sh "$OUT" build
 set -u
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${1:?OUTDIR}
 export BUILD=${2:-build}
 source scripts/device/env.sh
-run_begin two_group_chunks 520
+run_begin two_group_chunks 580
 T=$BUILD/tests/device/qmv_affine_kernel_test
 
 # 1. Tests.
@@ -43,6 +44,28 @@ HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout "$(cap 200)" \
 stamp "qmv table, two-group chunks beside" $?
 grep -E 'two-group|^4x' "$R/qmv_table.log" | cut -c1-160
 pack
+
+# 3b. The register pipeline without fragment copies (ea6e27a: the per-weight 4-bit kernels of
+# one n8 tile, int4 g64's default at rows 1-8; same bits): the mma configs at int4 g64, rows
+# 1-8, timed by the harness built just before that commit (carried as
+# .carry/prev_qmv_affine_harness.xz) and by this one, in turn, twice.
+if [ -f .carry/prev_qmv_affine_harness.xz ] && [ "$(left)" -gt 150 ]; then
+  xz -dc .carry/prev_qmv_affine_harness.xz >"$R/prev_harness" && chmod +x "$R/prev_harness"
+  for round in 1 2; do
+    for which in before after; do
+      bin=$BUILD/bench/qmv_affine_harness
+      [ $which = before ] && bin=$R/prev_harness
+      HONE_TEST_PATHS=mma timeout "$(cap 40)" "$bin" --no-check \
+        --shapes 28672x4096,4096x14336,6144x4096 --rows 1,4,8 --formats 4x64 \
+        >"$R/pingpong_${which}_$round.log" 2>&1
+      stamp "ping-pong A/B: $which, round $round" $?
+      grep -E '^4x' "$R/pingpong_${which}_$round.log" | awk -v w=$which \
+        '{print w, $2, "rows", $3, "default", $4, "inv.best", $6, "ceiling", $10}'
+    done
+  done
+  rm -f "$R/prev_harness"
+  pack
+fi
 
 # 4. The same kernels with cold scales and biases (--cold-params: they rotate with the words, as
 # in a model step, where gate_up's int4 g64 launches took 40 us against the harness's 32 on the
