@@ -617,12 +617,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int j = 0; j < J; ++j)
         load(c + j, true, fa[j]);
-    c = register_pipeline < J,
-    NT == 1 && BITS == 4 &&
-        GROUPS == 0 > (
-                          c, c_full, fa,
-                          [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); },
-                          multiply);
+    // The fragments alternate between two sets where that costs no registers (register_pipeline).
+    constexpr bool kPingPong = NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
+    c = register_pipeline<J, kPingPong>(
+        c, c_full, fa, [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); }, multiply);
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
   // multiple of 32, so a lane's range is either wholly inside or wholly outside).
