@@ -29,7 +29,7 @@ grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/tests.log" | head -10
 pack
 
 # 2. memcheck on the minimal shapes.
-HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=2 timeout "$(cap 60)" compute-sanitizer \
+HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=2 timeout "$(cap 100)" compute-sanitizer \
   --tool memcheck --error-exitcode 3 "$T" --gtest_filter='*TwoGroupChunks*' >"$R/sanitizer.raw" 2>&1
 echo "memcheck two-group chunks: rc $? $(grep -E 'ERROR SUMMARY|\[  (PASSED|FAILED) ' \
   "$R/sanitizer.raw" | tr '\n' ' ')" | tee "$R/sanitizer.log"
