@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # qmv.affine's two-group chunks for int4 g64 (qmv_affine_chunk_groups 2; built 2026-12-05, not
-# yet the default, kQmvAffineTwoGroupChunks): the kernel tests that hold them to the reference
+# yet the default, kQmvAffineTwoGroupChunks): the kernel test of every config in the forms in use
+# (the default's register pipeline lost its fragment copies in ea6e27a), the tests that hold them to the reference
 # and to batch invariance (mma and ring alike), the spill and register-file tests of the new
 # kernels, memcheck on minimal shapes, then the table of every mma and ring config at int4 g64
 # timed in both forms in one interleaved run (HONE_TEST_CHUNK_GROUPS=2), int4 g128 beside them
@@ -22,9 +23,9 @@ T=$BUILD/tests/device/qmv_affine_kernel_test
 
 # 1. Tests.
 HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 120 "$T" \
-  --gtest_filter='*TwoGroupChunks*:*RingPairsFitTheRegisterFile*:*NoCompiledConfigSpills*:QmvAffineConfig.*' \
+  --gtest_filter='*EveryConfigMatchesReference*:*TwoGroupChunks*:*RingPairsFitTheRegisterFile*:*NoCompiledConfigSpills*:QmvAffineConfig.*' \
   >"$R/tests.log" 2>&1
-stamp "qmv_affine_kernel_test (two-group chunks, spills, pairs)" $?
+stamp "qmv_affine_kernel_test (every config, two-group chunks, spills, pairs)" $?
 grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/tests.log" | head -10
 pack
 
