@@ -412,6 +412,17 @@ TEST_F(QmvAffineKernel, TwoGroupChunksMatchTheReferenceAndAreBatchInvariant) {
     }
 }
 
+// The kernels' 32-bit element offsets: a shape of 2^31 packed words or more is refused by name.
+TEST(QmvAffineConfig, ShapesOfTwoToTheThirtyOneWordsAreRefused) {
+  const QmvAffineConfig def = qmv_affine_default(1, 1 << 16, 1 << 14, 4, 64);
+  std::string why;
+  EXPECT_TRUE(qmv_affine_can_implement(def, 1, 1 << 16, 1 << 14, 4, 64, &why)) << why; // 2^27
+  const QmvAffineConfig big = qmv_affine_default(1, 1 << 20, 1 << 14, 4, 64);
+  EXPECT_FALSE(qmv_affine_can_implement(big, 1, 1 << 20, 1 << 14, 4, 64, &why)); // 2^31 words
+  EXPECT_NE(why.find("2^31"), std::string::npos) << why;
+  EXPECT_NE(why.find("n=1048576"), std::string::npos) << why;
+}
+
 // Which dequantisation a launch takes: the shape's by default, a requested one only where the
 // shape allows it.
 TEST(QmvAffineConfig, ChunkGroupsFollowBitsGroupAndK) {

@@ -289,7 +289,9 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
                                  reinterpret_cast<const void *>(fn), args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
+  // 32-bit element offsets (qmv_affine_mma_kernel): fewer than 2^31 words (and so parameters).
   if (!e || args.k < 32 || args.k % 32 != 0 ||
+      static_cast<long long>(args.n) * args.k / (32 / args.bits) >= (1ll << 31) ||
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
       config.warps_k < 1 || config.split_k < 1)
     return LaunchStatus::invalid_value();

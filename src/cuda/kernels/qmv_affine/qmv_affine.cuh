@@ -468,6 +468,21 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       sp[mt][h] = p.scales + row * p.groups_per_row;
       bp[mt][h] = p.biases + row * p.groups_per_row;
     }
+  // The register pipeline's loads (S = 0) address from 32-bit element offsets of each lane row's
+  // first word and first group parameter (the launcher checks n x k x bits / 32 and
+  // n x k / group < 2^31): one LEA pair per address, where from the 64-bit pointers above nvcc
+  // recomputed every chunk's addresses in 64 bits, 4-5 instructions a load (main loops 3-9 %
+  // shorter, SASS). The cp.async kernels keep the pointers: with the offsets five of them
+  // spilled 8-72 bytes.
+  uint32_t qo[MT][2], po[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + R::kRunWords * t;
+      po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row);
+    }
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -488,13 +503,19 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (in_k) {
-          f.q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + chunk * 16);
+          const uint32_t *q = S == 0 ? p.q + (qo[mt][h] + static_cast<uint32_t>(chunk) * 16u)
+                                     : qp[mt][h] + chunk * 16;
+          const uint16_t *sc =
+              S == 0 ? p.scales + (po[mt][h] + static_cast<uint32_t>(group)) : sp[mt][h] + group;
+          const uint16_t *bi =
+              S == 0 ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
+          f.q[mt][h] = load_lane_words<BITS, GROUPS>(q);
           if constexpr (R::kRuns == 1) {
-            f.scale[mt][h] = __ldg(sp[mt][h] + group);
-            f.bias[mt][h] = __ldg(bp[mt][h] + group);
+            f.scale[mt][h] = __ldg(sc);
+            f.bias[mt][h] = __ldg(bi);
           } else {
-            f.scale[mt][h] = load_parameter_pair(sp[mt][h] + group);
-            f.bias[mt][h] = load_parameter_pair(bp[mt][h] + group);
+            f.scale[mt][h] = load_parameter_pair(sc);
+            f.bias[mt][h] = load_parameter_pair(bi);
           }
         } else { // past K: q = scale = bias = 0 gives w = 0
           f.q[mt][h] = make_uint4(0, 0, 0, 0);
