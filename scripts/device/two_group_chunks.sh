@@ -47,7 +47,8 @@ grep -E 'two-group|^4x' "$R/qmv_table.log" | cut -c1-160
 pack
 
 # 3b. The register pipeline without fragment copies (ea6e27a: the per-weight 4-bit kernels of
-# one n8 tile, int4 g64's default at rows 1-8; same bits): the mma configs at int4 g64, rows
+# one n8 tile, int4 g64's default at rows 1-8) and the 32-bit load offsets (1be900d; same bits):
+# the mma configs at int4 g64, rows
 # 1-8, timed by the harness built just before that commit (carried as
 # .carry/prev_qmv_affine_harness.xz) and by this one, in turn, twice.
 if [ -f .carry/prev_qmv_affine_harness.xz ] && [ "$(left)" -gt 150 ]; then
