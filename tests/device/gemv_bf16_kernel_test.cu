@@ -592,6 +592,18 @@ TEST_F(GemvBf16KernelTest, RingPairsFitTheRegisterFile) {
   EXPECT_GT(pairs, 0);
 }
 
+// The kernels' 32-bit offsets of 16-byte fragments: a matrix of 2^34 elements or more is refused
+// by name.
+TEST(GemvBf16KernelConfigTest, MatricesOfTwoToTheThirtyFourElementsAreRefused) {
+  std::string why;
+  const GemvBf16Config small = gemv_bf16_default(1, 1 << 17, 1 << 14); // 2^31 elements
+  EXPECT_TRUE(gemv_bf16_can_implement(small, 1, 1 << 17, 1 << 14, &why)) << why;
+  const GemvBf16Config big = gemv_bf16_default(1, 1 << 20, 1 << 14); // 2^34
+  EXPECT_FALSE(gemv_bf16_can_implement(big, 1, 1 << 20, 1 << 14, &why));
+  EXPECT_NE(why.find("2^34"), std::string::npos) << why;
+  EXPECT_NE(why.find("n=1048576"), std::string::npos) << why;
+}
+
 TEST(GemvBf16KernelConfigTest, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
   for (int n : {1, 77, 4096, 14336})
     for (int k : {8, 64, 264, 4096, 14336}) {

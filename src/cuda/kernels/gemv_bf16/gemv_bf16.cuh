@@ -99,20 +99,6 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
 
   // Weights and activations of the next J chunks are in flight while the current J are
   // multiplied, so neither DRAM nor L1/L2 latency is exposed per iteration.
-  auto load_group = [&](int first, uint4(&w)[J][MT][2], uint4(&x)[J][NT]) {
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          w[j][mt][h] = load_weight(wp[mt][h] + (first + j) * 32);
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-        x[j][nt] = load_activation(xp[nt] + (first + j) * 32);
-  };
   if constexpr (S > 0) {
     constexpr int kPieces = 2 * MT + NT;
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
@@ -155,28 +141,52 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     }
     copy_async_wait<0>();
   } else {
-    uint4 wa[J][MT][2];
-    uint4 xa[J][NT];
-    if (c + J <= c_full)
-      load_group(c, wa, xa);
-    for (; c + J <= c_full; c += J) {
-      uint4 wb[J][MT][2];
-      uint4 xb[J][NT];
-      if (c + 2 * J <= c_full)
-        load_group(c + J, wb, xb);
+    // Weights addressed by 32-bit offsets, in 16-byte units, of each lane row's first fragment
+    // (the launcher checks n x k / 8 < 2^31): one LEA pair an address, where from the 64-bit
+    // row pointers nvcc recomputed each chunk's addresses in 64 bits. The J chunks' fragments
+    // alternate between two sets (ping-pong) instead of being copied from one to the other every
+    // J chunks. Same chunks and order, so the same bits.
+    uint32_t wo[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        wo[mt][h] = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1)) *
+                        static_cast<uint32_t>(p.k / 8) +
+                    static_cast<uint32_t>(t);
+    const uint4 *w16 = reinterpret_cast<const uint4 *>(p.w);
+    auto load_set = [&](int first, uint4(&w)[J][MT][2], uint4(&x)[J][NT]) {
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        multiply(wa[j], xa[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            wa[j][mt][h] = wb[j][mt][h];
+            w[j][mt][h] = load_weight(w16 + (wo[mt][h] + static_cast<uint32_t>(first + j) * 4u));
+#pragma unroll
+      for (int j = 0; j < J; ++j)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
-          xa[j][nt] = xb[j][nt];
+          x[j][nt] = load_activation(xp[nt] + (first + j) * 32);
+    };
+    uint4 wa[J][MT][2], wb[J][MT][2];
+    uint4 xa[J][NT], xb[J][NT];
+    // Multiplies the J chunks from c held in (w, x) after requesting the next J into (wn, xn)
+    // where they exist; false where the chunks end with these.
+    auto half = [&](uint4(&w)[J][MT][2], uint4(&x)[J][NT], uint4(&wn)[J][MT][2],
+                    uint4(&xn)[J][NT]) {
+      const bool more = c + 2 * J <= c_full;
+      if (more)
+        load_set(c + J, wn, xn);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        multiply(w[j], x[j]);
+      c += J;
+      return more;
+    };
+    if (c + J <= c_full) {
+      load_set(c, wa, xa);
+      while (half(wa, xa, wb, xb) && half(wb, xb, wa, xa)) {
       }
     }
   }
