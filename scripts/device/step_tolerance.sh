@@ -7,7 +7,8 @@
 # configs likewise. A runtime that does not need a row's bits to be independent of the batch
 # asks for that tune (`hone tune --model ... --numerics tolerance`); this measures what it buys.
 #
-# First the PyTorch peer of the step (bench/peers/decode_step_torch.py, bf16). Then per weight
+# First an A/B of gemv.bf16's new register pipeline (docs/notes/gemv_bf16.md, v9), then the
+# PyTorch peer of the step (bench/peers/decode_step_torch.py, bf16). Then per weight
 # format (bf16; int4 g64): the model's linears at one row tuned in tolerance mode into
 # a cache of their own (lm_head included), then `hone step` over that cache: default, default+pdl,
 # tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB) and the fused rope
@@ -26,6 +27,27 @@ source scripts/device/env.sh
 run_begin step_tolerance 575
 H="$BUILD/tools/hone/hone"
 MODEL=models/llama-3.1-8b.json
+
+# The gemv.bf16 register pipeline with 32-bit offsets and no fragment copies (same bits, 32-47 %
+# fewer instructions per HMMA): the mma configs at rows 1 and 8 on the two large shapes of the
+# step, timed by the harness built just before it (.carry/prev_gemv_bf16_harness.xz) and by
+# this one, in turn, twice. About a minute.
+if [ -f .carry/prev_gemv_bf16_harness.xz ]; then
+  xz -dc .carry/prev_gemv_bf16_harness.xz >"$R/prev_gemv" && chmod +x "$R/prev_gemv"
+  for round in 1 2; do
+    for which in before after; do
+      bin=$BUILD/bench/gemv_bf16_harness
+      [ $which = before ] && bin=$R/prev_gemv
+      HONE_TEST_PATHS=mma timeout 40 "$bin" --no-check --shapes 28672x4096,4096x14336 --rows 1,8 \
+        >"$R/gemv_ab_${which}_$round.log" 2>&1
+      stamp "gemv.bf16 pipeline A/B: $which, round $round" $?
+      grep -E '^[0-9]+x[0-9]+ +[0-9]+ ' "$R/gemv_ab_${which}_$round.log" | sed "s/^/$which /" |
+        cut -c1-120
+    done
+  done
+  rm -f "$R/prev_gemv"
+  pack
+fi
 
 # The PyTorch peer of the same step first (bf16, batch 1, context 4k), so that both of hone's
 # steps below compare with it within this call (issue 14: bf16 >= 1.15x it, int4 g64 >= 2.5x).
