@@ -32,6 +32,11 @@ MODEL=models/llama-3.1-8b.json
 # fewer instructions per HMMA): the mma configs at rows 1 and 8 on the two large shapes of the
 # step, timed by the harness built just before it (.carry/prev_gemv_bf16_harness.xz) and by
 # this one, in turn, twice. About a minute.
+# The kernel test of every config first (reference and bitwise order checks).
+HONE_DEVICE_TEST_REDUCED=1 timeout 60 "$BUILD/tests/device/gemv_bf16_kernel_test" \
+  --gtest_filter='GemvBf16KernelTest.*' >"$R/test_gemv_kernel.log" 2>&1
+stamp "gemv_bf16_kernel_test" $?
+grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_gemv_kernel.log" | head -5
 if [ -f .carry/prev_gemv_bf16_harness.xz ]; then
   xz -dc .carry/prev_gemv_bf16_harness.xz >"$R/prev_gemv" && chmod +x "$R/prev_gemv"
   for round in 1 2; do
