@@ -275,6 +275,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const int cols = args.group > 0 ? 128 / args.group : 0;
     const int ns = std::max(1, config.rows_per_cta * cols / 8);
     if (!e || args.k < 128 || args.k % 128 != 0 ||
+        static_cast<long long>(args.n) * args.k / (32 / args.bits) >= (1ll << 31) ||
         (args.group != 32 && args.group != 64 && args.group != 128) || ns > 2 ||
         config.warps_k < 1 || config.split_k < 1 ||
         (cols > 1 && (reinterpret_cast<uintptr_t>(args.scales) % 4 != 0 ||

@@ -692,34 +692,37 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
   constexpr int col_shift = G == 1 ? 0 : G == 2 ? 1 : 2;
   const int words_per_row = p.k / L::kValuesPerWord;
 
-  const uint32_t *qp[MT][2];
-  const uint16_t *sp[MT][2];
-  const uint16_t *bp[MT][2];
   // The lane's two columns 2t, 2t + 1 lie in groups (2t) % G and (2t + 1) % G of a chunk: one
-  // scale for both at G = 1, else two adjacent ones (a 4-byte load).
-  const int col_group = (2 * t) & (cols - 1);
+  // scale for both at G = 1, else two adjacent ones (a 4-byte load). Addressed by 32-bit
+  // element offsets of each lane row's words and parameters, as the mma kernel's register
+  // pipeline (n x k / 8 < 2^31, the launcher checks).
+  const uint32_t col_group = static_cast<uint32_t>((2 * t) & (cols - 1));
+  uint32_t qo[MT][2], po[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const size_t row = static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
-      qp[mt][h] = p.q + row * words_per_row + 4 * t;
-      sp[mt][h] = p.scales + row * p.groups_per_row + col_group;
-      bp[mt][h] = p.biases + row * p.groups_per_row + col_group;
+      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + 4u * static_cast<uint32_t>(t);
+      po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row) + col_group;
     }
   auto load = [&](int chunk, WeightFragment<MT> &f) {
+    const uint32_t ch = static_cast<uint32_t>(chunk);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        f.q[mt][h] = load_weight(qp[mt][h] + chunk * 16);
+        f.q[mt][h] = load_weight(p.q + (qo[mt][h] + ch * 16u));
         if constexpr (cols == 1) {
-          const uint32_t s = __ldg(sp[mt][h] + chunk), b = __ldg(bp[mt][h] + chunk);
+          const uint32_t s = __ldg(p.scales + (po[mt][h] + ch)),
+                         b = __ldg(p.biases + (po[mt][h] + ch));
           f.scale[mt][h] = s | (s << 16);
           f.bias[mt][h] = b | (b << 16);
         } else {
-          f.scale[mt][h] = __ldg(reinterpret_cast<const uint32_t *>(sp[mt][h] + chunk * cols));
-          f.bias[mt][h] = __ldg(reinterpret_cast<const uint32_t *>(bp[mt][h] + chunk * cols));
+          f.scale[mt][h] =
+              __ldg(reinterpret_cast<const uint32_t *>(p.scales + (po[mt][h] + ch * cols)));
+          f.bias[mt][h] =
+              __ldg(reinterpret_cast<const uint32_t *>(p.biases + (po[mt][h] + ch * cols)));
         }
       }
   };
