@@ -22,7 +22,7 @@ run_begin two_group_chunks 580
 T=$BUILD/tests/device/qmv_affine_kernel_test
 
 # 1. Tests.
-HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 120 "$T" \
+HONE_TEST_PATHS=mma,ring,grouped HONE_DEVICE_TEST_REDUCED=1 timeout 120 "$T" \
   --gtest_filter='*EveryConfigMatchesReference*:*TwoGroupChunks*:*RingPairsFitTheRegisterFile*:*NoCompiledConfigSpills*:QmvAffineConfig.*' \
   >"$R/tests.log" 2>&1
 stamp "qmv_affine_kernel_test (every config, two-group chunks, spills, pairs)" $?
