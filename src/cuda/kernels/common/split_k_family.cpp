@@ -108,16 +108,20 @@ size_t split_k_shared_bytes(const SplitKKernel &kernel, int warps, bool async) {
 KernelResources split_k_resources(std::span<const void *const> fns, size_t dynamic_shared_bytes) {
   KernelResources res;
   size_t static_shared = 0;
-  for (size_t i = 0; i < fns.size(); ++i) {
+  bool first = true;
+  for (const void *fn : fns) {
+    if (fn == nullptr) // a form the slot does not compile
+      continue;
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fns[i]) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fn) != cudaSuccess) {
       (void)cudaGetLastError();
       return KernelResources{};
     }
     res.registers = std::max(res.registers, attr.numRegs);
     res.local_bytes = std::max(res.local_bytes, attr.localSizeBytes);
     res.max_threads =
-        i == 0 ? attr.maxThreadsPerBlock : std::min(res.max_threads, attr.maxThreadsPerBlock);
+        first ? attr.maxThreadsPerBlock : std::min(res.max_threads, attr.maxThreadsPerBlock);
+    first = false;
     static_shared = std::max(static_shared, attr.sharedSizeBytes);
   }
   res.shared_bytes = static_shared + dynamic_shared_bytes;

@@ -111,8 +111,9 @@ bool is_compiled(const Config &config, const std::vector<Config> &compiled) {
   return std::find(compiled.begin(), compiled.end(), config) != compiled.end();
 }
 
-// What cudaFuncGetAttributes says of `fns` (the worst of them), plus the config's dynamic
-// shared memory. Empty resources when an attribute query fails.
+// What cudaFuncGetAttributes says of `fns` (the worst of them; null entries, forms a slot does
+// not compile, are skipped), plus the config's dynamic shared memory. Empty resources when an
+// attribute query fails.
 KernelResources split_k_resources(std::span<const void *const> fns, size_t dynamic_shared_bytes);
 
 // Sets the fields every family's kernel parameters share: the problem (rows, n, k) and how the

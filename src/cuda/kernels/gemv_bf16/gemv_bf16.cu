@@ -193,9 +193,8 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
                                 config.ctas_per_sm, &p, stream, args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config);
-  // The mma kernel's 32-bit offsets of 16-byte fragments (gemv_bf16_mma_kernel): n x k / 8 < 2^31.
   if (!e || config.vec != 16 || args.k < 8 || args.k % 8 != 0 || config.warps_k < 1 ||
-      config.split_k < 1 || static_cast<long long>(args.n) * (args.k / 8) >= (1ll << 31))
+      config.split_k < 1 || !gemv_bf16_offsets_fit(args.n, args.k))
     return LaunchStatus::invalid_value();
   Params p;
   p.x = static_cast<const uint16_t *>(args.x);

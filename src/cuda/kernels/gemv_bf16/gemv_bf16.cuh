@@ -19,6 +19,7 @@
 
 #include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/register_pipeline.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
 
@@ -144,8 +145,8 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     // Weights addressed by 32-bit offsets, in 16-byte units, of each lane row's first fragment
     // (the launcher checks n x k / 8 < 2^31): one LEA pair an address, where from the 64-bit
     // row pointers nvcc recomputed each chunk's addresses in 64 bits. The J chunks' fragments
-    // alternate between two sets (ping-pong) instead of being copied from one to the other every
-    // J chunks. Same chunks and order, so the same bits.
+    // alternate between two sets (register_pipeline's ping-pong) instead of being copied from
+    // one to the other every J chunks. Same chunks and order, so the same bits.
     uint32_t wo[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -155,40 +156,28 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
                         static_cast<uint32_t>(p.k / 8) +
                     static_cast<uint32_t>(t);
     const uint4 *w16 = reinterpret_cast<const uint4 *>(p.w);
-    auto load_set = [&](int first, uint4(&w)[J][MT][2], uint4(&x)[J][NT]) {
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            w[j][mt][h] = load_weight(w16 + (wo[mt][h] + static_cast<uint32_t>(first + j) * 4u));
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-          x[j][nt] = load_activation(xp[nt] + (first + j) * 32);
+    // One chunk's weights and activations.
+    struct Fragment {
+      uint4 w[MT][2];
+      uint4 x[NT];
     };
-    uint4 wa[J][MT][2], wb[J][MT][2];
-    uint4 xa[J][NT], xb[J][NT];
-    // Multiplies the J chunks from c held in (w, x) after requesting the next J into (wn, xn)
-    // where they exist; false where the chunks end with these.
-    auto half = [&](uint4(&w)[J][MT][2], uint4(&x)[J][NT], uint4(&wn)[J][MT][2],
-                    uint4(&xn)[J][NT]) {
-      const bool more = c + 2 * J <= c_full;
-      if (more)
-        load_set(c + J, wn, xn);
+    auto load = [&](int chunk, Fragment &f) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          f.w[mt][h] = load_weight(w16 + (wo[mt][h] + static_cast<uint32_t>(chunk) * 4u));
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        f.x[nt] = load_activation(xp[nt] + chunk * 32);
+    };
+    Fragment fa[J];
+    if (c + J <= c_full)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        multiply(w[j], x[j]);
-      c += J;
-      return more;
-    };
-    if (c + J <= c_full) {
-      load_set(c, wa, xa);
-      while (half(wa, xa, wb, xb) && half(wb, xb, wa, xa)) {
-      }
-    }
+        load(c + j, fa[j]);
+    c = register_pipeline<J, true>(c, c_full, fa, load,
+                                   [&](int, const Fragment &f) { multiply(f.w, f.x); });
   }
   // Remaining chunks one at a time; elements past K read as zero.
   for (; c < c_end; ++c) {

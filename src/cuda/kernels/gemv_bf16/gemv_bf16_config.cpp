@@ -195,8 +195,7 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
     return refuse(reason, "k=" + std::to_string(k) +
                               " is not a positive multiple of 8 (rows of X and W must be "
                               "16-byte aligned)");
-  // The kernels address the weights by 32-bit offsets of 16-byte fragments.
-  if (static_cast<long long>(n) * (k / 8) >= (1ll << 31))
+  if (!gemv_bf16_offsets_fit(n, k))
     return refuse(reason, "n=" + std::to_string(n) + " x k=" + std::to_string(k) +
                               " is 2^34 or more elements (32-bit offsets of 16-byte fragments)");
   if (!is_compiled(config, gemv_bf16_configs()))

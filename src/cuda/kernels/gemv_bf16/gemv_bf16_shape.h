@@ -5,6 +5,12 @@
 
 namespace hone::cuda {
 
+// The mma kernels address the weights by 32-bit offsets of 16-byte fragments: fewer than 2^31
+// of them (n x k < 2^34 elements).
+inline bool gemv_bf16_offsets_fit(int n, int k) {
+  return static_cast<long long>(n) * (k / 8) < (1ll << 31);
+}
+
 // Number of K slices summed in fixed order: warps_k x split_k.
 inline int gemv_bf16_k_slices(const GemvBf16Config &c) { return c.warps_k * c.split_k; }
 

@@ -239,12 +239,10 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
     return {};
   // The worst of the config's kernels (every dequantisation it compiles).
   const KernelFn *fns = config.async ? e->async_fn : e->fn;
-  std::vector<const void *> kernels;
-  for (int i = 0; i < 3; ++i)
-    if (fns[i])
-      kernels.push_back(reinterpret_cast<const void *>(fns[i]));
-  return split_k_resources(kernels,
-                           split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
+  const void *all[] = {reinterpret_cast<const void *>(fns[0]),
+                       reinterpret_cast<const void *>(fns[1]),
+                       reinterpret_cast<const void *>(fns[2])};
+  return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
@@ -275,7 +273,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const int cols = args.group > 0 ? 128 / args.group : 0;
     const int ns = std::max(1, config.rows_per_cta * cols / 8);
     if (!e || args.k < 128 || args.k % 128 != 0 ||
-        static_cast<long long>(args.n) * args.k / (32 / args.bits) >= (1ll << 31) ||
+        !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
         (args.group != 32 && args.group != 64 && args.group != 128) || ns > 2 ||
         config.warps_k < 1 || config.split_k < 1 ||
         (cols > 1 && (reinterpret_cast<uintptr_t>(args.scales) % 4 != 0 ||
@@ -290,9 +288,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
                                  reinterpret_cast<const void *>(fn), args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
-  // 32-bit element offsets (qmv_affine_mma_kernel): fewer than 2^31 words (and so parameters).
-  if (!e || args.k < 32 || args.k % 32 != 0 ||
-      static_cast<long long>(args.n) * args.k / (32 / args.bits) >= (1ll << 31) ||
+  if (!e || args.k < 32 || args.k % 32 != 0 || !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
       (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
       config.warps_k < 1 || config.split_k < 1)
     return LaunchStatus::invalid_value();

@@ -35,6 +35,7 @@
 
 #include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/common/ptx.cuh"
+#include "cuda/kernels/common/register_pipeline.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
 
@@ -190,10 +191,9 @@ template <int MT> struct WeightFragment {
   uint32_t bias[MT][2];
 };
 
-// The dequantisation a chunk takes: GROUPS = 0, per weight (any group); 1, factored with one group
-// per chunk (group >= chunk); 2, factored with two groups per chunk (4 bits, group 64, K a
-// multiple of the chunk), the lane's words in two runs (LaneRuns).
-template <int GROUPS> constexpr bool kFactored = GROUPS > 0;
+// The dequantisation a chunk takes (mma_chunk's GROUPS): 0, per weight (any group); 1, factored
+// with one group per chunk (group >= chunk); 2, factored with two groups per chunk (4 bits, group
+// 64, K a multiple of the chunk), the lane's words in two runs (LaneRuns).
 
 // Which words of a chunk's row a lane holds. One run (GROUPS 0 and 1): words 4t..4t+3. Two runs
 // (GROUPS 2): words 2t, 2t+1 of the first group and 8 + 2t, 9 + 2t of the second, so that every
@@ -232,6 +232,27 @@ __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
   return __byte_perm(__ldg(p), __ldg(p + 1), 0x5410);
 }
 
+// A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
+// xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
+// `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
+template <int MT, int NT, bool HIGH>
+__device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float (&part)[MT][NT][4],
+                                            const float (&xsum)[NT][4], const WeightFragment<MT> &f,
+                                            float offset) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sc = HIGH ? bf16_hi(f.scale[mt][h]) : bf16_lo(f.scale[mt][h]);
+      const float bi = fmaf(-offset, sc, HIGH ? bf16_hi(f.bias[mt][h]) : bf16_lo(f.bias[mt][h]));
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 2 * h; i < 2 * h + 2; ++i)
+          acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
+    }
+}
+
 // One chunk into the m16n8 accumulators: the weights of `f` dequantised in registers (per weight,
 // or factored: exact integers with the group applied per accumulator), times the chunk's
 // activations `x`. The mma path's whole arithmetic, and so its summation order: every kernel
@@ -244,26 +265,10 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
     // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
     // chunk below; scale and bias of group i in the low (i = 0) or high half.
     float part[MT][NT][4], xsum[NT][4];
-#pragma unroll
-    for (int gi = 0; gi < 2; ++gi) {
-      if (gi == 0)
-        mma_int4_offset_chunk<MT, NT, 0, 2>(part, xsum, x, f.q);
-      else
-        mma_int4_offset_chunk<MT, NT, 2, 2>(part, xsum, x, f.q);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float sc = gi == 0 ? bf16_lo(f.scale[mt][h]) : bf16_hi(f.scale[mt][h]);
-          const float b = gi == 0 ? bf16_lo(f.bias[mt][h]) : bf16_hi(f.bias[mt][h]);
-          const float bi = fmaf(-128.0f, sc, b);
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 2 * h; i < 2 * h + 2; ++i)
-              acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
-        }
-    }
+    mma_int4_offset_chunk<MT, NT, 0, 2>(part, xsum, x, f.q);
+    apply_group<MT, NT, false>(acc, part, xsum, f, 128.0f);
+    mma_int4_offset_chunk<MT, NT, 2, 2>(part, xsum, x, f.q);
+    apply_group<MT, NT, true>(acc, part, xsum, f, 128.0f);
   } else if constexpr (GROUPS == 1) {
     // One quantisation group per chunk: the mma runs on the exact integers (128 + q at 4
     // bits, q at 8 bits) and the group's scale and bias are applied once per accumulator
@@ -297,19 +302,7 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
         }
       }
     }
-    constexpr float kOffset = BITS == 4 ? 128.0f : 0.0f;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float sc = __uint_as_float(f.scale[mt][h] << 16);
-        const float bi = fmaf(-kOffset, sc, __uint_as_float(f.bias[mt][h] << 16));
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int i = 2 * h; i < 2 * h + 2; ++i)
-            acc[mt][nt][i] = fmaf(bi, xsum[nt][i], fmaf(sc, part[mt][nt][i], acc[mt][nt][i]));
-      }
+    apply_group<MT, NT, false>(acc, part, xsum, f, BITS == 4 ? 128.0f : 0.0f);
   } else {
     if constexpr (BITS == 4) {
       uint32_t s2[MT][2], b2[MT][2];
@@ -379,59 +372,6 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
         }
       }
     }
-  }
-}
-
-// The register pipeline of the mma kernel: chunks [c, end) J at a time, the next J requested
-// (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
-// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
-// PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
-// one to the other every J chunks. In the per-weight 4-bit kernels of one n8 tile (rows 1-8:
-// int4 g64's decode default) that takes 7-10 % of the main loop's instructions (the copies,
-// IMAD.MOV: 50 of 814 in <4, 1, 2, 2>) at the same or fewer registers (84 -> 76, 170 -> 172).
-// Elsewhere nvcc then interleaves the two halves: the factored and 8-bit kernels took 5-36
-// more registers (fewer CTAs of 2-4 warps per SM), those of more n8 tiles spilled. So they
-// copy. The chunks, and so the bits, are the same either way.
-// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
-template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
-__device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
-                                                 Multiply multiply) {
-  if constexpr (PING_PONG) {
-    if (c + J > end)
-      return c;
-    Fragment fb[J];
-    // Multiplies the J chunks from c held in `cur` after requesting the next J into `next` where
-    // they exist; false where the chunks end with these.
-    auto half = [&](Fragment(&cur)[J], Fragment(&next)[J]) {
-      const bool more = c + 2 * J <= end;
-      if (more)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c + J + j, next[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        multiply(c + j, cur[j]);
-      c += J;
-      return more;
-    };
-    while (half(fa, fb) && half(fb, fa)) {
-    }
-    return c;
-  } else {
-    for (; c + J <= end; c += J) {
-      Fragment fb[J];
-      if (c + 2 * J <= end)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c + J + j, fb[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        multiply(c + j, fa[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        fa[j] = fb[j];
-    }
-    return c;
   }
 }
 
@@ -546,7 +486,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // docs/notes/qmv_affine.md); the factored ring kernels with four m16 x n8 tiles per warp
   // would spill with it, so they load at use, as do the two-group kernels of eight tiles or of
   // the cp.async ring at 512 threads (128 registers), which spilled 16-96 bytes with it.
-  constexpr bool kXAhead = !(S > 0 && kFactored<GROUPS> && NT * MT >= 4) &&
+  constexpr bool kXAhead = !(S > 0 && GROUPS > 0 && NT * MT >= 4) &&
                            !(GROUPS == 2 && (NT * MT >= 8 || (S > 0 && MAX_THREADS >= 512)));
 
   uint4 x[NT][L::kXVectors];

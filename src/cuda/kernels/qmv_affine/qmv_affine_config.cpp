@@ -204,8 +204,7 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
   if (k < group || k % group != 0)
     return refuse(reason, "k=" + std::to_string(k) +
                               " is not a positive multiple of group=" + std::to_string(group));
-  // The kernels address words and group parameters by 32-bit element offsets.
-  if (static_cast<long long>(n) * k / (32 / bits) >= (1ll << 31))
+  if (!qmv_affine_offsets_fit(n, k, bits))
     return refuse(reason, "n=" + std::to_string(n) + " x k=" + std::to_string(k) + " at " +
                               std::to_string(bits) +
                               " bits is 2^31 or more packed words (32-bit offsets)");

@@ -42,17 +42,16 @@ constexpr RingEntry ring_entry() {
   using qmv_affine_detail::RingChunk;
   constexpr int registers =
       kQmvAffineTwoGroupChunks ? std::max(REGISTERS, TWO_GROUP_REGISTERS) : REGISTERS;
-  return {
-      BITS,
-      NT * 8,
-      MT * 16,
-      MAX_THREADS / 32 - 1,
-      ring_pair_consumers(registers),
-      {&weight_ring_kernel<RingChunk<BITS, NT, MT, 0>, NT, MT, MAX_THREADS>,
-       &weight_ring_kernel<RingChunk<BITS, NT, MT, 1>, NT, MT, MAX_THREADS>,
-       BITS == 4
-           ? &weight_ring_kernel<RingChunk<BITS, NT, MT, BITS == 4 ? 2 : 1>, NT, MT, MAX_THREADS>
-           : nullptr}};
+  RingFn two_group = nullptr; // 4 bits only
+  if constexpr (BITS == 4)
+    two_group = &weight_ring_kernel<RingChunk<BITS, NT, MT, 2>, NT, MT, MAX_THREADS>;
+  return {BITS,
+          NT * 8,
+          MT * 16,
+          MAX_THREADS / 32 - 1,
+          ring_pair_consumers(registers),
+          {&weight_ring_kernel<RingChunk<BITS, NT, MT, 0>, NT, MT, MAX_THREADS>,
+           &weight_ring_kernel<RingChunk<BITS, NT, MT, 1>, NT, MT, MAX_THREADS>, two_group}};
 }
 
 // NOTE: MAX_THREADS caps the registers, and ptxas budgets for a multiple of 128 threads: 544
@@ -103,12 +102,11 @@ KernelResources qmv_affine_ring_resources(const QmvAffineConfig &config, int bit
   // The worst of the config's kernels of the forms in use (the two-group one only where it is
   // the default; forced by QmvAffineArgs::chunk_groups, a pair its registers do not fit runs
   // one CTA per SM: persistent_ctas asks the occupancy).
-  std::vector<const void *> kernels;
-  for (int groups = 0; groups < 3; ++groups)
-    if (e->fn[groups] && (groups < 2 || kQmvAffineTwoGroupChunks))
-      kernels.push_back(reinterpret_cast<const void *>(e->fn[groups]));
+  const void *in_use[] = {
+      reinterpret_cast<const void *>(e->fn[0]), reinterpret_cast<const void *>(e->fn[1]),
+      kQmvAffineTwoGroupChunks ? reinterpret_cast<const void *>(e->fn[2]) : nullptr};
   return split_k_resources(
-      kernels, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
+      in_use, static_cast<size_t>(ring_shared_bytes(config, config, qmv_affine_chunk_k(bits))));
 }
 
 LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,

@@ -8,6 +8,12 @@ namespace hone::cuda {
 // K values per chunk: 4 lanes x 4 packed words per weight row (qmv_affine.cuh).
 inline int qmv_affine_chunk_k(int bits) { return 16 * (32 / bits); }
 
+// The mma and grouped kernels address words and group parameters by 32-bit element offsets:
+// fewer than 2^31 packed words (and so group parameters).
+inline bool qmv_affine_offsets_fit(int n, int k, int bits) {
+  return static_cast<long long>(n) * k / (32 / bits) < (1ll << 31);
+}
+
 // Whether int4 g64 takes the two-group chunks (below). Compiled and counted from the SASS, not
 // yet run on a GPU: 2.79 instructions per weight against 3.18 per weight in the rows-1 kernel,
 // but 782 against 649 a loop in the 32-row kernel (docs/notes/qmv_affine.md, v9). Since the

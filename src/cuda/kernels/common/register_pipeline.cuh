@@ -1,0 +1,60 @@
+// The register pipeline of the GEMV family's mma kernels (gemv.bf16, qmv.affine): the next J
+// chunks' fragments requested while the current J are multiplied. Device code; included by the
+// ops' kernel headers.
+#pragma once
+
+namespace hone::cuda::kernel_detail {
+
+// The register pipeline of the GEMV family's mma kernels: chunks [c, end) J at a time, the next J
+// requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
+// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
+// PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
+// one to the other every J chunks: 7-10 % of qmv.affine's per-weight one-tile main loops (the
+// copies, IMAD.MOV: 50 of 814 in <4, 1, 2, 2>), and with 32-bit offsets 32-47 % of gemv.bf16's.
+// Where nvcc then interleaves the two halves into more registers or spills (qmv.affine's
+// factored, 8-bit and multi-tile kernels), the kernel copies. The chunks, and so the bits, are
+// the same either way.
+// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
+template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
+__device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
+                                                 Multiply multiply) {
+  if constexpr (PING_PONG) {
+    if (c + J > end)
+      return c;
+    Fragment fb[J];
+    // Multiplies the J chunks from c held in `cur` after requesting the next J into `next` where
+    // they exist; false where the chunks end with these.
+    auto half = [&](Fragment(&cur)[J], Fragment(&next)[J]) {
+      const bool more = c + 2 * J <= end;
+      if (more)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          load(c + J + j, next[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        multiply(c + j, cur[j]);
+      c += J;
+      return more;
+    };
+    while (half(fa, fb) && half(fb, fa)) {
+    }
+    return c;
+  } else {
+    for (; c + J <= end; c += J) {
+      Fragment fb[J];
+      if (c + 2 * J <= end)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          load(c + J + j, fb[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        multiply(c + j, fa[j]);
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        fa[j] = fb[j];
+    }
+    return c;
+  }
+}
+
+} // namespace hone::cuda::kernel_detail
