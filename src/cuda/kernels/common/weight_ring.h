@@ -13,6 +13,7 @@
 //   const int bytes = ring_shared_bytes(config, config, chunk_k); // what a launch asks
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -140,6 +141,28 @@ constexpr int ring_pair_consumers(int registers) {
 // `pair_consumers` consumers (ring_pair_consumers of the kernel's registers). Appends `base`
 // (its kernel's rows_per_cta and outputs_per_warp set) at every point that fits (ring_fits),
 // as KernelPath::ring.
+// The ops' ring default at `slices` K slices (the mma path's order of that k_slices): `base`
+// (the op's own fields set) with 8, 16 or 32 activation rows per CTA by `rows`, one m16 tile
+// per warp, as many consumer warps as the kernel takes (16 up to `wide_rows` activation rows per
+// CTA, 8 above; at least `slices`) as K slices x row groups, 4 stages (2 where 4 do not fit:
+// many slices of 32 activation rows), one CTA per SM.
+template <class Config>
+Config ring_default_shape(Config base, int rows, int slices, int wide_rows, int chunk_k) {
+  Config &c = base;
+  c.path = KernelPath::ring;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  c.outputs_per_warp = 16;
+  c.warps_k = slices;
+  c.warps = std::max(c.rows_per_cta <= wide_rows ? 16 : 8, c.warps_k);
+  c.split_k = 1;
+  c.async = 0;
+  c.stages = 4;
+  c.ctas_per_sm = 1;
+  if (!ring_fits(c, c, chunk_k))
+    c.stages = 2;
+  return c;
+}
+
 template <class Config>
 void append_ring_configs(const Config &base, int max_consumers, int pair_consumers, int chunk_k,
                          std::vector<Config> &out) {

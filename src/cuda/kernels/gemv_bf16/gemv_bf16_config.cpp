@@ -36,10 +36,6 @@ constexpr bool kGemvBf16DefaultIsStream = false;
 // above the mma default in every cell (docs/notes/gemv_bf16.md, v8).
 constexpr bool kGemvBf16DefaultIsRing = false;
 
-// The ring default: as many consumer warps as its kernel takes (16 up to 16 rows, 8 at 32), as
-// K slices (the mma default's) x row groups; 4 stages (2 where 4 do not fit), one CTA per SM.
-constexpr int kRingDefaultStages = 4;
-
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks of 32, fewer below;
 // weight tiles of 16 rows (more tiles balance the persistent grid better), 4 stages of 20 KB
 // (60 KB in flight per SM), one CTA per SM.
@@ -63,23 +59,12 @@ int default_k_slices(int n, int k) {
   return slices;
 }
 
-// The ring default's shape at `slices` K slices (the mma path's order of that k_slices).
+// The ring default's shape at `slices` K slices: 16 consumers up to 16 activation rows per CTA,
+// 8 at 32.
 GemvBf16Config ring_config(int rows, int slices) {
-  GemvBf16Config c;
-  c.path = KernelPath::ring;
-  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
-  c.outputs_per_warp = 16;
-  c.vec = 16;
-  c.warps_k = slices;
-  c.warps = std::max(c.rows_per_cta <= 16 ? 16 : 8, c.warps_k);
-  c.split_k = 1;
-  c.async = 0;
-  c.stages = kRingDefaultStages;
-  c.ctas_per_sm = 1;
-  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (!ring_fits(c, c, kGemvBf16RingChunkK))
-    c.stages = 2;
-  return c;
+  GemvBf16Config base;
+  base.vec = 16;
+  return ring_default_shape(base, rows, slices, 16, kGemvBf16RingChunkK);
 }
 
 } // namespace

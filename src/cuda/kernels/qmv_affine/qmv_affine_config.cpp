@@ -38,11 +38,6 @@ constexpr bool kQmvAffineDefaultIsGrouped = false;
 // at or above the mma default in every cell (docs/notes/qmv_affine.md, v8).
 constexpr bool kQmvAffineDefaultIsRing = false;
 
-// The ring default: as many consumer warps as its kernel takes (16 with one m16 and one n8 tile
-// per warp, 8 with more), as K slices (the mma default's) x row groups; 4 stages (2 where 4 do
-// not fit), one CTA per SM.
-constexpr int kRingDefaultStages = 4;
-
 // The stream default: 4 consumer warps (K slices) where K has 4 chunks, fewer below; 8 stages
 // of 20 KB, one CTA per SM.
 constexpr int kStreamDefaultSlices = 4;
@@ -68,22 +63,10 @@ int default_k_slices(int n, int k, int bits) {
   return slices;
 }
 
-// The ring default's shape at `slices` K slices (the mma path's order of that k_slices).
+// The ring default's shape at `slices` K slices: 16 consumers where a warp holds one m16 and one
+// n8 tile (8 activation rows per CTA), 8 with more.
 QmvAffineConfig ring_config(int rows, int bits, int slices) {
-  QmvAffineConfig c;
-  c.path = KernelPath::ring;
-  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
-  c.outputs_per_warp = 16;
-  c.warps_k = slices;
-  c.warps = std::max(c.rows_per_cta == 8 ? 16 : 8, c.warps_k);
-  c.split_k = 1;
-  c.async = 0;
-  c.stages = kRingDefaultStages;
-  c.ctas_per_sm = 1;
-  // Two stages where four do not fit (many slices of 32 activation rows), as the ring's axes.
-  if (!ring_fits(c, c, qmv_affine_chunk_k(bits)))
-    c.stages = 2;
-  return c;
+  return ring_default_shape(QmvAffineConfig{}, rows, slices, 8, qmv_affine_chunk_k(bits));
 }
 
 } // namespace
