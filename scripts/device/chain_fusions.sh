@@ -10,11 +10,8 @@
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/chain_fusions.sh "$OUT" build
 set -u
-cd "$(dirname "$0")/../.."
-OUTDIR=${1:?OUTDIR}
-export BUILD=${2:-build}
-source scripts/device/env.sh
-run_begin chain_fusions 560
+source "$(dirname "$0")/env.sh"
+run_begin chain_fusions 560 "${1:?OUTDIR}" "${2:-build}"
 
 # 1. Tests.
 timeout 120 "$BUILD/tests/device/rope_op_test" >"$R/test_rope.log" 2>&1

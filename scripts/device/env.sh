@@ -1,14 +1,21 @@
-# Sourced by the device scripts: nvcc on PATH, and libcublasLt where the image keeps it when the
-# loader does not find it (the programs link it dynamically). BUILD must name the build.
+# Sourced by the device scripts: moves to the repository root, puts nvcc on PATH, and libcublasLt
+# where the image keeps it when the loader does not find it (the programs link it dynamically),
+# for the build BUILD names (set before sourcing, or given to run_begin).
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 export PATH=$PATH:/usr/local/cuda/bin
-if [ -x "$BUILD/bench/op_matrix" ] && ldd "$BUILD/bench/op_matrix" | grep -q 'libcublasLt.*not found'; then
-  lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
-  [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+find_cublaslt() {
+  if [ -x "$BUILD/bench/op_matrix" ] && ldd "$BUILD/bench/op_matrix" | grep -q 'libcublasLt.*not found'; then
+    local lib
+    lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
+    [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+}
+if [ -n "${BUILD:-}" ]; then find_cublaslt; fi
 
-# run_begin NAME SECONDS (after OUTDIR is set): the step helpers of a device script whose output
-# goes to OUTDIR/NAME and is packed into OUTDIR/NAME.tar.gz after each step (the device tool
-# brings back only a few files; one archive per script keeps two scripts of one call apart).
+# run_begin NAME SECONDS OUTDIR [BUILD] (BUILD default build): the step helpers of a device script
+# whose output goes to OUTDIR/NAME and is packed into OUTDIR/NAME.tar.gz after each step (the
+# device tool brings back only a few files; one archive per script keeps two scripts of one call
+# apart).
 #   left      seconds left of the script's budget (a device command may run 600)
 #   cap N     N, or the seconds left where fewer
 #   pack      (re)writes the archive
@@ -16,6 +23,9 @@ fi
 run_begin() {
   RUN_NAME=$1
   RUN_BUDGET=$2
+  OUTDIR=$3
+  export BUILD=${4:-build}
+  find_cublaslt
   R=$OUTDIR/$RUN_NAME
   mkdir -p "$R"
   T0=$(date +%s)

@@ -8,11 +8,8 @@
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/quantized_linear.sh "$OUT" build
 set -u
-cd "$(dirname "$0")/../.."
-OUTDIR=${1:?OUTDIR}
-export BUILD=${2:-build}
-source scripts/device/env.sh
-run_begin quantized_linear 570
+source "$(dirname "$0")/env.sh"
+run_begin quantized_linear 570 "${1:?OUTDIR}" "${2:-build}"
 T=$BUILD/tests/device/qmm_affine_op_test
 H=$BUILD/tools/hone/hone
 mkdir -p "$R/cache" "$R/tunes"

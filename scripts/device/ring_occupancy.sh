@@ -12,11 +12,8 @@
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/ring_occupancy.sh "$OUT" build
 set -u
-cd "$(dirname "$0")/../.."
-OUTDIR=${1:?OUTDIR}
-export BUILD=${2:-build}
-source scripts/device/env.sh
-run_begin ring_occupancy 400
+source "$(dirname "$0")/env.sh"
+run_begin ring_occupancy 400 "${1:?OUTDIR}" "${2:-build}"
 
 # The pairs offered fit the register file at the compiled kernels' registers; no spills.
 for t in qmv_affine_kernel_test:QmvAffineKernel gemv_bf16_kernel_test:GemvBf16KernelTest; do

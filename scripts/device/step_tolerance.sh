@@ -20,11 +20,8 @@
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/step_tolerance.sh "$OUT" build
 set -u
-cd "$(dirname "$0")/../.."
-OUTDIR=${1:?OUTDIR}
-export BUILD=${2:-build}
-source scripts/device/env.sh
-run_begin step_tolerance 575
+source "$(dirname "$0")/env.sh"
+run_begin step_tolerance 575 "${1:?OUTDIR}" "${2:-build}"
 H="$BUILD/tools/hone/hone"
 MODEL=models/llama-3.1-8b.json
 

@@ -14,11 +14,8 @@
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/two_group_chunks.sh "$OUT" build
 set -u
-cd "$(dirname "$0")/../.."
-OUTDIR=${1:?OUTDIR}
-export BUILD=${2:-build}
-source scripts/device/env.sh
-run_begin two_group_chunks 580
+source "$(dirname "$0")/env.sh"
+run_begin two_group_chunks 580 "${1:?OUTDIR}" "${2:-build}"
 T=$BUILD/tests/device/qmv_affine_kernel_test
 
 # 1. Tests.
