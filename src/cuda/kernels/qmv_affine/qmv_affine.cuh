@@ -226,6 +226,25 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
   }
 }
 
+// 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
+// clamped to the last row): each row's first word plus `word`, and its first group parameter
+// plus `param`. From these an address is one LEA pair off the array's base, where from 64-bit
+// row pointers nvcc recomputed every chunk's addresses in 64 bits, 4-5 instructions a load (SASS).
+// REQUIRES: n x k x bits / 32 < 2^31 (qmv_affine_offsets_fit, which the launcher checks).
+template <int MT>
+__device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t (&po)[MT][2],
+                                                 const Params &p, int words_per_row, int m_warp,
+                                                 int g, uint32_t word, uint32_t param) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + word;
+      po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row) + param;
+    }
+}
+
 // The group parameters (scale or bias) of a two-run chunk's two groups, p[0] and p[1], as one
 // word: the first run's in the low half, the second's in the high half.
 __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
@@ -408,21 +427,11 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       sp[mt][h] = p.scales + row * p.groups_per_row;
       bp[mt][h] = p.biases + row * p.groups_per_row;
     }
-  // The register pipeline's loads (S = 0) address from 32-bit element offsets of each lane row's
-  // first word and first group parameter (the launcher checks n x k x bits / 32 and
-  // n x k / group < 2^31): one LEA pair per address, where from the 64-bit pointers above nvcc
-  // recomputed every chunk's addresses in 64 bits, 4-5 instructions a load (main loops 3-9 %
-  // shorter, SASS). The cp.async kernels keep the pointers: with the offsets five of them
-  // spilled 8-72 bytes.
+  // The register pipeline's loads (S = 0) address from 32-bit offsets (lane_row_offsets; main
+  // loops 3-9 % shorter). The cp.async kernels keep the pointers above: with the offsets five
+  // of them spilled 8-72 bytes.
   uint32_t qo[MT][2], po[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
-      qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + R::kRunWords * t;
-      po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row);
-    }
+  lane_row_offsets(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -634,18 +643,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
 
   // The lane's two columns 2t, 2t + 1 lie in groups (2t) % G and (2t + 1) % G of a chunk: one
   // scale for both at G = 1, else two adjacent ones (a 4-byte load). Addressed by 32-bit
-  // element offsets of each lane row's words and parameters, as the mma kernel's register
-  // pipeline (n x k / 8 < 2^31, the launcher checks).
+  // offsets (lane_row_offsets), as the mma kernel's register pipeline.
   const uint32_t col_group = static_cast<uint32_t>((2 * t) & (cols - 1));
   uint32_t qo[MT][2], po[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
-      qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + 4u * static_cast<uint32_t>(t);
-      po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row) + col_group;
-    }
+  lane_row_offsets(qo, po, p, words_per_row, m_warp, g, 4u * static_cast<uint32_t>(t), col_group);
   auto load = [&](int chunk, WeightFragment<MT> &f) {
     const uint32_t ch = static_cast<uint32_t>(chunk);
 #pragma unroll
