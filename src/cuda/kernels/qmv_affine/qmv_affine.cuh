@@ -226,6 +226,15 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
   }
 }
 
+// The mma kernel's register pipeline (S = 0) compiles to 7-13 % fewer instructions with 32-bit
+// load offsets (lane_row_offsets) and with fragments alternating between two sets
+// (register_pipeline's PING_PONG), but together they measured slower on an H100
+// (docs/benchmark_results/2026-12-05-h100-2): 2-4 % at rows 1-8 on 4096 x 14336, and the rows-1
+// pick of 28672 x 4096 (outputs_per_warp 32) 3-9 %. Off until each alone measures faster; the
+// grouped kernels keep their offsets.
+inline constexpr bool kQmvMmaOffsets32 = false;
+inline constexpr bool kQmvMmaPingPong = false;
+
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
 // plus `param`. From these an address is one LEA pair off the array's base, where from 64-bit
@@ -427,11 +436,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       sp[mt][h] = p.scales + row * p.groups_per_row;
       bp[mt][h] = p.biases + row * p.groups_per_row;
     }
-  // The register pipeline's loads (S = 0) address from 32-bit offsets (lane_row_offsets; main
-  // loops 3-9 % shorter). The cp.async kernels keep the pointers above: with the offsets five
-  // of them spilled 8-72 bytes.
+  // The register pipeline's loads (S = 0) may address from 32-bit offsets (kQmvMmaOffsets32).
+  // The cp.async kernels keep the pointers above: with the offsets five of them spilled 8-72
+  // bytes.
+  constexpr bool kOffsets = S == 0 && kQmvMmaOffsets32;
   uint32_t qo[MT][2], po[MT][2];
-  lane_row_offsets(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
+  if constexpr (kOffsets)
+    lane_row_offsets(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -452,12 +463,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (in_k) {
-          const uint32_t *q = S == 0 ? p.q + (qo[mt][h] + static_cast<uint32_t>(chunk) * 16u)
-                                     : qp[mt][h] + chunk * 16;
+          const uint32_t *q = kOffsets ? p.q + (qo[mt][h] + static_cast<uint32_t>(chunk) * 16u)
+                                       : qp[mt][h] + chunk * 16;
           const uint16_t *sc =
-              S == 0 ? p.scales + (po[mt][h] + static_cast<uint32_t>(group)) : sp[mt][h] + group;
+              kOffsets ? p.scales + (po[mt][h] + static_cast<uint32_t>(group)) : sp[mt][h] + group;
           const uint16_t *bi =
-              S == 0 ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
+              kOffsets ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
           f.q[mt][h] = load_lane_words<BITS, GROUPS>(q);
           if constexpr (R::kRuns == 1) {
             f.scale[mt][h] = __ldg(sc);
@@ -588,7 +599,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       for (int j = 0; j < J; ++j)
         load(c + j, true, fa[j]);
     // The fragments alternate between two sets where that costs no registers (register_pipeline).
-    constexpr bool kPingPong = NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
+    constexpr bool kPingPong =
+        kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
     c = register_pipeline<J, kPingPong>(
         c, c_full, fa, [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); }, multiply);
   }
