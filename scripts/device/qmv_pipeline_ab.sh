@@ -12,7 +12,7 @@
 #
 #   scripts/device/qmv_pipeline_ab.sh "$OUT"      (carry .carry/ab)
 set -u
-VARIANTS="R J2 J4 before O P after"
+VARIANTS="R J2 J4 before O P"
 source "$(dirname "$0")/env.sh"
 run_begin qmv_pipeline_ab 200 "${1:?OUTDIR}" build
 for v in $VARIANTS; do
