@@ -22,7 +22,7 @@ for round in 1 2; do
   for v in $VARIANTS; do
     [ "$(left)" -lt 25 ] && break 2
     HONE_TEST_PATHS=mma,grouped timeout "$(cap 30)" "$R/$v" --no-check \
-      --shapes 28672x4096,4096x14336,6144x4096 --rows 1,4,8,16,32 --formats 4x64,4x128 \
+      --shapes 28672x4096,4096x14336,6144x4096,4096x4096 --rows 1,4,8,16,32 --formats 4x64,4x128 \
       >"$R/${v}_$round.log" 2>&1
     stamp "$v round $round" $?
     # variant, format, shape, rows, default, best invariant (mma), grouped (tolerance)
