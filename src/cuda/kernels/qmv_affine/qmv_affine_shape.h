@@ -8,8 +8,9 @@ namespace hone::cuda {
 // K values per chunk: 4 lanes x 4 packed words per weight row (qmv_affine.cuh).
 inline int qmv_affine_chunk_k(int bits) { return 16 * (32 / bits); }
 
-// The mma and grouped kernels address words and group parameters by 32-bit element offsets:
-// fewer than 2^31 packed words (and so group parameters).
+// The grouped kernels (and the mma kernels where kQmvMmaOffsets32, qmv_affine.cuh) address words
+// and group parameters by 32-bit element offsets: fewer than 2^31 packed words (and so group
+// parameters). Both paths refuse larger shapes, so that the switch changes no accepted shape.
 inline bool qmv_affine_offsets_fit(int n, int k, int bits) {
   return static_cast<long long>(n) * k / (32 / bits) < (1ll << 31);
 }
