@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# qmv.affine's mma register pipeline, each change alone: the harness built before the 32-bit load
-# offsets and the copy-free fragments (before), with neither (R, the code after they were
-# measured slower together), offsets only (O), ping-pong only (P), and both (after, the build
-# measured in docs/benchmark_results/2026-12-05-h100-2); and R with the rows-1-8 kernel of one
-# m16 tile (<4, 1, 1, J>) taking J = 2 (J2, 100 registers) or 4 (J4, 162 at a 256-thread cap)
-# chunks of weights in flight per warp in place of 1 (the rows-1 kernels wait on their loads:
-# more bytes in flight per SM). Every mma config and the grouped path at
-# int4 g64 and g128, rows 1-32, each harness in turn, twice. Same bits in all seven.
-# The harnesses are carried xz-packed in .carry/ab/ (see docs/notes/qmv_affine.md, v9). About
-# 3.5 minutes (a second round as time allows).
+# qmv.affine's mma register pipeline: how many chunks of weights each warp holds in flight (J),
+# and the two instruction cuts measured slower together (docs/benchmark_results/2026-12-05-h100-2).
+# Harnesses, each run in turn, twice:
+#   R     this code (64-bit pointers, fragment copies: kQmvMmaOffsets32 and kQmvMmaPingPong off);
+#   J2    R with the rows-1-8 kernel of one m16 tile, <4, 1, 1, J>, at J = 2 (100 registers);
+#   J4    the same at J = 4 (162 registers, 256-thread cap);
+#   Jall  R with J doubled in every 4-bit kernel but <4, 4, 2> (G0 kernels 100-252 registers; the
+#         g128 kernels of <4, 1, 1> and <4, 1, 2> spill 8-48 bytes, so read their g128 cells
+#         with that in mind);
+#   before  the harness built before the two cuts (7fd6795: R's mma kernels, the grouped
+#         kernels without 32-bit offsets);
+#   O     R with the 32-bit offsets alone.
+# The rows-1 default runs 13.6 warps per SM with 1 KB of weights in flight each, about 14 KB
+# per SM against the ~23 KB that 3.1 TB/s at ~1 us of loaded latency needs. Every mma config and
+# the grouped path at int4 g64 and g128, rows 1-32. Same bits in all. The harnesses are carried
+# xz-packed in .carry/ab/ (docs/notes/qmv_affine.md, v9 measured). About 3.5 minutes (a second
+# round as time allows).
 #
 #   scripts/device/qmv_pipeline_ab.sh "$OUT"      (carry .carry/ab)
 set -u
-VARIANTS="R J2 J4 before O P"
+VARIANTS="R J2 J4 Jall before O"
 source "$(dirname "$0")/env.sh"
 run_begin qmv_pipeline_ab 200 "${1:?OUTDIR}" build
 for v in $VARIANTS; do
@@ -31,7 +38,7 @@ for round in 1 2; do
     pack
   done
 done
-rm -f "$R"/before "$R"/R "$R"/O "$R"/P "$R"/after "$R"/J2 "$R"/J4
+for v in $VARIANTS; do rm -f "${R:?}/$v"; done
 # One line per cell: each variant's mean default / best mma / grouped over the rounds.
 awk -v V="$VARIANTS" 'BEGIN {nv = split(V, vs, " ")}
   {k = $3 " " $4 " " $5; d[k " " $1] += $6; b[k " " $1] += $7; gr[k " " $1] += $8; n[k " " $1]++; keys[k] = 1}
