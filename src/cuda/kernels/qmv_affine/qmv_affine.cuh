@@ -229,7 +229,7 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
 // The mma kernel's register pipeline (S = 0) compiles to 7-13 % fewer instructions with 32-bit
 // load offsets (lane_row_offsets) and with fragments alternating between two sets
 // (register_pipeline's PING_PONG), but together they measured slower on an H100
-// (docs/benchmark_results/2026-12-05-h100-2): 2-4 % at rows 1-8 on 4096 x 14336, and the rows-1
+// (docs/benchmark_results/2026-12-05-h100-2): 3-5 % at rows 1-8 on 4096 x 14336, and the rows-1
 // pick of 28672 x 4096 (outputs_per_warp 32) 3-9 %. Off until each alone measures faster; the
 // grouped kernels keep their offsets.
 inline constexpr bool kQmvMmaOffsets32 = false;
@@ -598,7 +598,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int j = 0; j < J; ++j)
         load(c + j, true, fa[j]);
-    // The fragments alternate between two sets where that costs no registers (register_pipeline).
+    // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =
         kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
     c = register_pipeline<J, kPingPong>(
