@@ -1,6 +1,8 @@
 // bench/shape_list: the shape lists the benchmark matrix reads.
 #include "shape_list.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "hone/error.h"
@@ -65,6 +67,33 @@ TEST(ShapeList, UnreadableFileIsNamed) {
   } catch (const hone::Error &e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/shapes.txt"), std::string::npos);
   }
+}
+
+// Every committed shape list (bench/shapes/**/<op>.txt) parses against its op in both sets, and
+// its full set is not empty: a typo in a list fails here, not in a device call. Lists of ops
+// this build does not register (the CUDA ops without the CUDA backend) are skipped.
+TEST(ShapeList, EveryCommittedListParses) {
+  const std::filesystem::path root = std::filesystem::path(HONE_SOURCE_DIR) / "bench" / "shapes";
+  int checked = 0;
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".txt")
+      continue;
+    const std::string name = entry.path().stem().string();
+    const hone::TunableOp *op = hone::Registry::global().find(name, "cuda");
+    if (!op)
+      op = hone::Registry::global().find(name, "cpu");
+    if (!op)
+      continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(hone::bench::read_shape_list(entry.path(), *op, "quick"));
+    try {
+      EXPECT_FALSE(hone::bench::read_shape_list(entry.path(), *op, "full").empty());
+    } catch (const hone::Error &e) {
+      ADD_FAILURE() << e.what();
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no shape list of a registered op under " << root;
 }
 
 } // namespace
