@@ -6,7 +6,8 @@
 #   `hone bench`), on 28672 x 4096 and 14336 x 4096;
 #   qmm.affine's TMA engine (64 x 256 tile) at 64 rows on 28672 x 4096, plain and with the
 #   lookahead (engine 3), and its register-A engine (64 x 64) on 4096 x 14336, through qmm_probe
-#   (one launch, no gate).
+#   (one launch, no gate); and the 4096 x 4096 picks at 64 and 128 rows (mma.sync 64 x 32, TMA
+#   lookahead 128 x 64 with stream-K).
 # Then compute-sanitizer racecheck of every kernel of the two qmm wgmma engines (one launch each
 # at leftover shapes).
 #
@@ -66,6 +67,13 @@ if want ncu; then
   profile qmm_tma_ahead_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 3,64,256,256,17,3,1
   profile qmm_tma_stream_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1,1
   profile qmm_rs_64x64 'qmm_affine_wgmma_rs' 0 $probe 64 4096 14336 64 1,64,64,256,16,3,1
+  # The 4096 x 4096 picks where quantized_linear trails cuBLAS BF16 (0.73-0.94x at 48-64 rows,
+  # 0.64-0.74x at 96-256): mma.sync 64 x 32 at 64 rows (the H200 pick) and the TMA lookahead
+  # 128 x 64 with stream-K at 128 (the H100 pick). Per K block a CTA reads 4-16 KB of words and
+  # 32-64 KB of activations, every CTA the same activations from L2: the memory workload
+  # section's L2 bytes against the words' 9.4 MB say whether those re-reads bound it.
+  profile qmm_mma_64x32_4096 'qmm_affine_mma' 0 $probe 64 4096 4096 64 0,64,32,256,8,3,1
+  profile qmm_tma_ahead_128x64_4096 'qmm_affine_tma' 0 $probe 128 4096 4096 64 3,128,64,256,5,3,1,1
   unset QMM_PROBE_ONCE
 fi
 
