@@ -8,8 +8,9 @@
 #   Jall  R with J doubled in every 4-bit kernel but <4, 4, 2> (G0 kernels 100-252 registers; the
 #         g128 kernels of <4, 1, 1> and <4, 1, 2> spill 8-48 bytes, so read their g128 cells
 #         with that in mind);
-#   before  the harness built before the two cuts (7fd6795: R's mma kernels, the grouped
-#         kernels without 32-bit offsets);
+#   after the build measured in docs/benchmark_results/2026-12-05-h100-2 (both cuts on), against
+#         which R was 2-9 % faster on that H100: on an H200, whose higher bandwidth leaves the
+#         kernels more bound by their instructions, the decision is tested again;
 #   O     R with the 32-bit offsets alone.
 # The rows-1 default runs 13.6 warps per SM with 1 KB of weights in flight each, about 14 KB
 # per SM against the ~23 KB that 3.1 TB/s at ~1 us of loaded latency needs. Every mma config and
@@ -19,7 +20,7 @@
 #
 #   scripts/device/qmv_pipeline_ab.sh "$OUT"      (carry .carry/ab)
 set -u
-VARIANTS="R J2 J4 Jall before O"
+VARIANTS="R J2 J4 Jall after O"
 source "$(dirname "$0")/env.sh"
 run_begin qmv_pipeline_ab 200 "${1:?OUTDIR}" build
 for v in $VARIANTS; do
