@@ -10,7 +10,8 @@
 # First an A/B of gemv.bf16's new register pipeline (docs/notes/gemv_bf16.md, v9), then the
 # PyTorch peer of the step (bench/peers/decode_step_torch.py, bf16). Then per weight
 # format (bf16; int4 g64): the model's linears at one row tuned in tolerance mode into
-# a cache of their own (lm_head included), then `hone step` over that cache: default, default+pdl,
+# a cache of their own (lm_head included), decode.paged and the small ops in their own numerics
+# into the same cache, then `hone step` over that cache: default, default+pdl,
 # tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB) and the fused rope
 # append as variants of their own (scripts/device/chain_fusions.sh), every PDL variant checked
 # bit for bit against the PDL-off step of the same tactics over 1000 replays. The
@@ -77,6 +78,17 @@ for spec in "bf16 gemv.bf16 bf16 170" "int4_g64 qmv.affine int4:g64 100 --bits 4
   stamp "tune $name (tolerance)" $?
   grep -E 'pick|->' "$R/tune_$name.log" | tail -n 8
   pack
+  # The step's other ops in their own numerics, once (the int4 cache starts from the bf16 one):
+  # decode.paged, whose default split read its 16.8 MB at 0.47 of the bandwidth in the H100
+  # step's breakdown (369.6 us of 32 launches), and the small ops at one row. A budget of 80 s
+  # over decode.paged's batch x context buckets and the small ops' rows-1 buckets.
+  if [ "$name" = bf16 ] && [ "$(left)" -gt 200 ]; then
+    HONE_CACHE_DIR=$cache timeout "$(cap 100)" "$H" tune --model "$MODEL" --rows 1 \
+      --ops decode.paged,rmsnorm,rope,silu_mul --budget 80s --json "$R/tune_other_ops.json" \
+      >"$R/tune_other_ops.log" 2>&1
+    stamp "tune decode.paged and the small ops" $?
+    pack
+  fi
   [ "$(left)" -lt 40 ] && break
   HONE_CACHE_DIR=$cache timeout "$(cap 110)" "$H" step --model "$MODEL" --batch 1 --context 4k \
     --quant "$quant" --kv-prefetch 256 --separate-rope-append --samples 9 --json "$R/step_$name.json" >"$R/step_$name.log" 2>&1
