@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -470,6 +471,53 @@ TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
   }
 }
 
+// The deeper register pipelines (`ahead=J`, 4 bits) sit beside their slot's own kernel: every
+// one has a twin without `ahead` of the same CTA shape (so the same k_slices, K order and bits),
+// none has a cp.async form, and an `ahead` the kernels do not have is refused by name.
+TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
+  const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(4);
+  std::set<int> depths;
+  for (const QmvAffineConfig &c : configs) {
+    if (c.ahead == 0)
+      continue;
+    const std::string t = c.to_tactic().str();
+    depths.insert(c.ahead);
+    EXPECT_EQ(c.path, KernelPath::mma) << t;
+    EXPECT_EQ(c.async, 0) << t;
+    EXPECT_NE(t.find(",ahead=" + std::to_string(c.ahead)), std::string::npos) << t;
+    EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+    QmvAffineConfig own = c;
+    own.ahead = 0;
+    EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
+    EXPECT_EQ(qmv_affine_k_slices(own), qmv_affine_k_slices(c)) << t;
+    EXPECT_TRUE(qmv_affine_can_implement(c, c.rows_per_cta, 28672, 4096, 4, 64, nullptr)) << t;
+  }
+  EXPECT_EQ(depths, (std::set<int>{2, 4}));
+  for (const QmvAffineConfig &c : qmv_affine_configs(8))
+    EXPECT_EQ(c.ahead, 0) << c.to_tactic().str();
+  // The default spells no `ahead`.
+  EXPECT_EQ(qmv_affine_default(1, 4096, 4096, 4, 64).to_tactic().str().find("ahead"),
+            std::string::npos);
+  const std::string base = "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=16,"
+                           "split_k=1";
+  try {
+    QmvAffineConfig::from_tactic(Tactic::parse(base + ",ahead=3"));
+    ADD_FAILURE() << "ahead=3 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("ahead=3 is not 1, 2 or 4"), std::string::npos)
+        << e.what();
+  }
+  // A depth with no kernel of that slot: parsed, then refused by can_implement.
+  const QmvAffineConfig one_ahead = QmvAffineConfig::from_tactic(Tactic::parse(base + ",ahead=1"));
+  std::string reason;
+  EXPECT_FALSE(qmv_affine_can_implement(one_ahead, 1, 4096, 4096, 4, 64, &reason));
+  EXPECT_NE(reason.find("not a compiled"), std::string::npos) << reason;
+  EXPECT_THROW(QmvAffineConfig::from_tactic(Tactic::parse(
+                   "qmv.affine.grouped:rows_per_cta=4,warps=4,warps_k=4,outputs_per_warp=16,"
+                   "split_k=1,ahead=2")),
+               Error);
+}
+
 TEST(QmvAffineConfig, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
   for (int n : {72, 1000, 4096, 14336})
     for (int k : {64, 1152, 4096, 14336})
@@ -763,8 +811,12 @@ std::string short_name(const QmvAffineConfig &c) {
     std::snprintf(buf, sizeof buf, "grouped r%d w%d k%d o%d s%d", c.rows_per_cta, c.warps,
                   c.warps_k, c.outputs_per_warp, c.split_k);
   else
-    std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s", c.rows_per_cta, c.warps, c.warps_k,
-                  c.outputs_per_warp, c.split_k, c.async ? " a" : "");
+    std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s%s", c.rows_per_cta, c.warps, c.warps_k,
+                  c.outputs_per_warp, c.split_k, c.async ? " a" : "",
+                  c.ahead == 2   ? " j2"
+                  : c.ahead == 4 ? " j4"
+                  : c.ahead      ? " j?"
+                                 : "");
   return buf;
 }
 

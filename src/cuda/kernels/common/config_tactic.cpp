@@ -32,4 +32,16 @@ std::vector<int> config_fields(const Tactic &tactic, std::span<const char *const
   return values;
 }
 
+Tactic take_last_power_field(Tactic tactic, const char *name, const char *unit, int *value) {
+  if (tactic.params.empty() || tactic.params.back().first != name)
+    return tactic;
+  const int64_t v = tactic.params.back().second;
+  if (v != 1 && v != 2 && v != 4)
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " + name + "=" + std::to_string(v) +
+                          " is not 1, 2 or 4 " + unit);
+  *value = static_cast<int>(v);
+  tactic.params.pop_back();
+  return tactic;
+}
+
 } // namespace hone::cuda

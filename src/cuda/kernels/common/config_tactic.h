@@ -25,6 +25,11 @@ Tactic config_tactic(const std::string &kernel, std::span<const char *const> fie
 std::vector<int> config_fields(const Tactic &tactic, std::span<const char *const> fields,
                                const char *optional, int *optional_value);
 
+// `tactic` without a last parameter `name` (an optional field spelled only where set), whose
+// value goes to `*value`, which is left as it is where the field is absent. Throws
+// Error(invalid_argument) naming a value of 1, 2 or 4 `unit` other than those.
+Tactic take_last_power_field(Tactic tactic, const char *name, const char *unit, int *value);
+
 // False, with `text` in `*reason` when reason is not null: the shape of every can_implement.
 inline bool refuse(std::string *reason, std::string text) {
   if (reason)

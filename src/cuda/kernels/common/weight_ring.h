@@ -17,8 +17,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cuda/kernels/common/config_tactic.h"
 #include "cuda/kernels/common/kernel_types.h"
 #include "cuda/kernels/common/split_k_family.h"
 #include "cuda/kernels/common/weight_stream.h"
@@ -93,17 +95,9 @@ inline Tactic with_ring_step(Tactic tactic, const StreamRingFields &r) {
   return tactic;
 }
 // `tactic` without a last `step` field, whose value goes to r.step_chunks. Throws
-// Error(invalid_argument) naming a step other than 1, 2 or 4.
+// Error(invalid_argument) naming a step other than 1, 2 or 4 chunks.
 inline Tactic take_ring_step(Tactic tactic, StreamRingFields &r) {
-  if (!tactic.params.empty() && tactic.params.back().first == "step") {
-    const int64_t step = tactic.params.back().second;
-    if (step != 1 && step != 2 && step != 4)
-      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': step=" + std::to_string(step) +
-                            " is not 1, 2 or 4 chunks");
-    r.step_chunks = static_cast<int>(step);
-    tactic.params.pop_back();
-  }
-  return tactic;
+  return take_last_power_field(std::move(tactic), "step", "chunks", &r.step_chunks);
 }
 
 // Whether a ring config's shared memory, ctas_per_sm times over, fits an SM.

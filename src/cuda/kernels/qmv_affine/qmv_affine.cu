@@ -11,6 +11,9 @@
 //   async             (optional, default 0) 1: the packed words of the next S chunks stream
 //                     through a lane-private cp.async ring in shared memory instead of a
 //                     register double buffer; bit-identical to async=0
+//   ahead             (optional, default 0, after async) 2 or 4: the register pipeline holds
+//                     that many chunks of weights in flight per warp (J), where a kernel of that
+//                     depth is compiled beside the slot's own; bit-identical to ahead=0
 // `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
 // as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
 // slices (plus one producer warp), outputs_per_warp 16 (weight rows per tile), split_k 1, and
@@ -51,30 +54,42 @@ struct KernelEntry {
   int bits;
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
+  int ahead;            // J where the slot has a kernel of its own beside it (`ahead=J`), else 0
   SplitKKernel kernel;  // ring: S x 2 MT x 512 bytes per warp
   KernelFn fn[3];       // [chunk groups] the register-pipelined kernel
   KernelFn async_fn[3]; // [chunk groups] the same kernel with the cp.async ring
 };
 
-template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr KernelEntry entry() {
+// ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
+// cp.async twin: the cp.async kernels stream S chunks ahead whatever J is.
+template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS, bool ALT = false>
+constexpr KernelEntry entry() {
   using qmv_affine_detail::qmv_affine_mma_kernel;
   constexpr KernelFn fn0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0>;
-  constexpr KernelFn async0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0>;
-  KernelFn fn2 = nullptr, async2 = nullptr;
+  constexpr KernelFn fn1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>;
+  KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
+  if constexpr (!ALT) {
+    async0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0>;
+    async1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 1>;
+  }
   if constexpr (BITS == 4) {
-    // Eight m16n8 tiles in two-group chunks spill at two cp.async stages (96 bytes at 255
-    // registers); one stage fits (the slot's shared memory is sized for S, of which it uses part).
-    constexpr int kS2 = NT * MT >= 8 ? 1 : S;
     fn2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 2>;
-    async2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, kS2, 2>;
+    if constexpr (!ALT) {
+      // Eight m16n8 tiles in two-group chunks spill at two cp.async stages (96 bytes at 255
+      // registers); one stage fits (the slot's shared memory is sized for S, of which it uses
+      // part).
+      constexpr int kS2 = NT * MT >= 8 ? 1 : S;
+      async2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, kS2, 2>;
+    }
   }
   return {BITS,
           NT * 8,
           MT * 16,
+          ALT ? J : 0,
           {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
-           MT * NT * 128, S * 2 * MT * 512},
-          {fn0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>, fn2},
-          {async0, &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 1>, async2}};
+           MT * NT * 128, ALT ? 0 : S * 2 * MT * 512},
+          {fn0, fn1, fn2},
+          {async0, async1, async2}};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -83,18 +98,25 @@ template <int BITS, int NT, int MT, int J, int S, int MAX_THREADS> constexpr Ker
 // m16 tiles sharing each activation fragment: the weights read once for 17-32 rows, at half the
 // activation loads per weight of <4, 4, 1>) takes 234-255 registers, no spills, at 2 stages;
 // <8, 4, 2> 178-228 at 2 stages (at 4 its cp.async kernel spilled 152 bytes).
-// <BITS, NT, MT, J, S, MAX_THREADS>
+// The last four (ALT) are deeper register pipelines beside their slot's own (`ahead=J`): the
+// rows-1 kernels wait on their loads (docs/notes/qmv_affine.md, v9 measured). At the 256-thread
+// cap they do not spill.
+// <BITS, NT, MT, J, S, MAX_THREADS[, ALT]>
 const KernelEntry kKernels[] = {
-    entry<4, 1, 1, 1, 4, 512>(), entry<4, 1, 2, 2, 4, 256>(), entry<4, 2, 1, 2, 8, 256>(),
-    entry<4, 2, 2, 1, 4, 256>(), entry<4, 4, 1, 1, 4, 256>(), entry<4, 4, 2, 1, 2, 256>(),
-    entry<8, 1, 1, 2, 4, 512>(), entry<8, 1, 2, 2, 4, 256>(), entry<8, 2, 1, 2, 8, 256>(),
-    entry<8, 2, 2, 1, 4, 256>(), entry<8, 4, 1, 1, 4, 256>(), entry<8, 4, 2, 1, 2, 256>(),
+    entry<4, 1, 1, 1, 4, 512>(),       entry<4, 1, 2, 2, 4, 256>(),
+    entry<4, 2, 1, 2, 8, 256>(),       entry<4, 2, 2, 1, 4, 256>(),
+    entry<4, 4, 1, 1, 4, 256>(),       entry<4, 4, 2, 1, 2, 256>(),
+    entry<8, 1, 1, 2, 4, 512>(),       entry<8, 1, 2, 2, 4, 256>(),
+    entry<8, 2, 1, 2, 8, 256>(),       entry<8, 2, 2, 1, 4, 256>(),
+    entry<8, 4, 1, 1, 4, 256>(),       entry<8, 4, 2, 1, 2, 256>(),
+    entry<4, 1, 1, 2, 4, 256, true>(), entry<4, 1, 1, 4, 4, 256, true>(),
+    entry<4, 2, 1, 4, 8, 256, true>(), entry<4, 4, 1, 2, 4, 256, true>(),
 };
 
 const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
   for (const KernelEntry &e : kKernels)
     if (e.bits == bits && e.rows_per_cta == c.rows_per_cta &&
-        e.outputs_per_warp == c.outputs_per_warp && c.path == KernelPath::mma)
+        e.outputs_per_warp == c.outputs_per_warp && e.ahead == c.ahead && c.path == KernelPath::mma)
       return &e;
   return nullptr;
 }
@@ -182,6 +204,7 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       QmvAffineConfig base;
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
+      base.ahead = e.ahead;
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
   if (bits == 4)

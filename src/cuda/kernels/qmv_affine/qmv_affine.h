@@ -20,7 +20,7 @@ namespace hone::cuda {
 
 // One compiled kernel configuration of qmv.affine. Its Tactic form is
 // `qmv.affine.mma:rows_per_cta=..,warps=..,warps_k=..,outputs_per_warp=..,split_k=..`
-// plus `async=1` where set
+// plus `async=1` and then `ahead=J` where set
 // (the kernel-specific fields are documented in qmv_affine.cu).
 // The CTA and cluster fields are the family's (SplitKCta): rows_per_cta 8, 16 or 32;
 // outputs_per_warp 16 or 32; async: the cp.async ring for the packed words (same order).
@@ -33,6 +33,10 @@ namespace hone::cuda {
 // The ring path (`qmv.affine.ring:...`, weights once in the mma path's K order) has the stream
 // path's fields, read as in qmv_affine_ring.h.
 struct QmvAffineConfig : SplitKCta, StreamRingFields {
+  // The mma path's chunks of weights in flight per warp (the register pipeline's J) where a
+  // kernel of that depth is compiled beside the slot's own; 0: the slot's own. The same K order
+  // and bits at every value.
+  int ahead = 0;
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
                                      // stream: the packed words once through a shared ring;
                                      // grouped: exact-integer mma, one column per group;

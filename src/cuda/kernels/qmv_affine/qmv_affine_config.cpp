@@ -21,6 +21,7 @@ constexpr const char *kStreamKernel = "qmv.affine.stream";
 constexpr const char *kGroupedKernel = "qmv.affine.grouped";
 constexpr const char *kRingKernel = "qmv.affine.ring";
 constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
+constexpr const char *kAheadField = "ahead"; // the mma path's optional last field
 
 // SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
 // Flip it only after the H200 sweep of tests/device/qmv_affine_kernel_test.cu shows the stream
@@ -78,7 +79,11 @@ Tactic QmvAffineConfig::to_tactic() const {
                                     kStreamFields, own);
     return path == KernelPath::ring ? with_ring_step(t, *this) : t;
   }
-  return split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
+  Tactic t =
+      split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
+  if (path == KernelPath::mma && ahead > 0)
+    t.params.emplace_back(kAheadField, ahead);
+  return t;
 }
 
 QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
@@ -96,7 +101,10 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
                           kMmaKernel + ", " + kGroupedKernel + ", " + kStreamKernel + " or " +
                           kRingKernel + ")");
   c.path = tactic.kernel == kGroupedKernel ? KernelPath::grouped : KernelPath::mma;
-  parse_split_k_tactic(tactic, {}, c);
+  const Tactic rest = c.path == KernelPath::mma
+                          ? take_last_power_field(tactic, kAheadField, "chunks", &c.ahead)
+                          : tactic;
+  parse_split_k_tactic(rest, {}, c);
   return c;
 }
 
