@@ -5,13 +5,14 @@
 // the L2 (60 MiB on an H200), so the weights come from memory on every step; the activations
 // (a few KB per token) stay in L2, as they do in a serving runtime.
 //
-//   StepBenchResult r = bench_decode_step(step, {{"default", &defaults, false},
-//                                                {"tuned", &tuned, true}}, {});
+//   StepBenchResult r = bench_decode_step(step, {step_variant("default", &defaults, false),
+//                                                step_variant("tuned", &tuned, true)}, {});
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/decode_step.h"
@@ -31,6 +32,18 @@ struct StepVariant {
   std::optional<bool> fuse_rope_append;
   bool weights_once = false; // with pdl: StepLaunch::weights_once
 };
+
+// The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of
+// `kv_prefetch_kib` (with PDL); the rope and the twins as the step's unless set after.
+inline StepVariant step_variant(std::string name, Dispatcher *dispatcher, bool pdl,
+                                int kv_prefetch_kib = 0) {
+  StepVariant v;
+  v.name = std::move(name);
+  v.dispatcher = dispatcher;
+  v.pdl = pdl;
+  v.kv_prefetch_kib = kv_prefetch_kib;
+  return v;
+}
 
 struct StepBenchOptions {
   int samples = 9;              // medians over this many interleaved samples (>= 3)

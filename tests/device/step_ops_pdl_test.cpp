@@ -380,9 +380,9 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfDependentLinearsEqualTheSerialChain) {
   DeviceBuffer workspace(std::max<size_t>(workspace_bytes, 16));
   std::string paths;
   for (const GemvBf16Config &c : gemvs)
-    paths += " " + c.to_tactic().str();
+    paths += ' ' + c.to_tactic().str();
   for (const QmvAffineConfig &c : qmvs)
-    paths += " " + c.to_tactic().str();
+    paths += ' ' + c.to_tactic().str();
   ASSERT_GE(gemvs.size(), 3u) << paths;
   ASSERT_GE(qmvs.size(), 2u) << paths;
 

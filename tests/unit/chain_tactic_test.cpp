@@ -40,7 +40,8 @@ ChainTiming pdl_wins() {
           .on_spread = 0.005,
           .mismatches = 0,
           .check_replays = kChainCheckReplays,
-          .replays_per_sample = 20};
+          .replays_per_sample = 20,
+          .prefetch = {}};
 }
 
 TEST(ChainTactic, KeyEncodesBatchBucketFormatAndModel) {

@@ -117,9 +117,10 @@ ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, cons
   bo.breakdown = false;
   const model::StepBenchResult r =
       model::bench_decode_step(step,
-                               {{"tuned", &tuned, false},
-                                {"tuned+pdl", &tuned, true},
-                                {"tuned+pdl+kv", &tuned, true, kChainKvPrefetchKib}},
+                               {model::step_variant("tuned", &tuned, false),
+                                model::step_variant("tuned+pdl", &tuned, true),
+                                model::step_variant("tuned+pdl+kv", &tuned, true,
+                                                    kChainKvPrefetchKib)},
                                bo);
   return chain_timing(r, 0);
 #else

@@ -214,10 +214,10 @@ int StepCommand::run() {
         cached_chain_pick(spec, so.batch, bits, group, so.page_size, backend, settings());
   else
     cached_chain.key = "(prefill steps are not cached)";
-  std::vector<model::StepVariant> variants = {{"default", &defaults, false},
-                                              {"default+pdl", &defaults, true},
-                                              {"tuned", &tuned, false},
-                                              {"tuned+pdl", &tuned, true}};
+  std::vector<model::StepVariant> variants = {model::step_variant("default", &defaults, false),
+                                              model::step_variant("default+pdl", &defaults, true),
+                                              model::step_variant("tuned", &tuned, false),
+                                              model::step_variant("tuned+pdl", &tuned, true)};
   // PDL with decode.paged's KV prefetch: the distances asked for, and the cached pick's.
   std::vector<int> distances = options_.kv_prefetch_kib;
   if (cached_chain.usable() && cached_chain.kv_prefetch_kib > 0)
@@ -226,12 +226,16 @@ int StepCommand::run() {
   distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
   for (int kib : distances)
     if (kib > 0)
-      variants.push_back({"tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib});
+      variants.push_back(model::step_variant("tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib));
   // Measured beside the chain tactics, not one of them: never the chain pick.
-  if (options_.separate_rope_append)
-    variants.push_back({"tuned+pdl+separate", &tuned, true, 0, false});
-  if (options_.weights_once)
-    variants.push_back({"tuned+pdl+ring", &tuned, true, 0, std::nullopt, true});
+  if (options_.separate_rope_append) {
+    variants.push_back(model::step_variant("tuned+pdl+separate", &tuned, true));
+    variants.back().fuse_rope_append = false;
+  }
+  if (options_.weights_once) {
+    variants.push_back(model::step_variant("tuned+pdl+ring", &tuned, true));
+    variants.back().weights_once = true;
+  }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope
   // launches of tuned+pdl, no twins).

@@ -76,7 +76,7 @@ std::vector<DecodePagedConfig> decode_paged_kv_heads_configs(std::span<const int
                                                              int hkv, int head_dim,
                                                              int page_size) {
   std::vector<DecodePagedConfig> out;
-  for (const auto [warps, heads] : {std::pair{8, 2}, std::pair{8, 4}, std::pair{8, 8},
+  for (const auto &[warps, heads] : {std::pair{8, 2}, std::pair{8, 4}, std::pair{8, 8},
                                     std::pair{4, 2}, std::pair{4, 4}}) {
     if (hkv % heads != 0 ||
         !decode_paged_can_implement({0, warps, 0, heads}, hkv, head_dim, page_size, nullptr))

@@ -70,8 +70,11 @@ GemvBf16VendorConfig GemvBf16VendorConfig::from_tactic(const Tactic &tactic) {
                           std::string(kGemvBf16VendorKernel) + " tactic");
   if (tactic.params.size() != kFieldCount) {
     std::string expected;
-    for (const Field &f : kFields)
-      expected += (expected.empty() ? "" : ",") + std::string(f.name);
+    for (const Field &f : kFields) { // piecewise: `"," + std::string` made GCC 12 warn -Wrestrict
+      if (!expected.empty())
+        expected += ',';
+      expected += f.name;
+    }
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " +
                           std::string(kGemvBf16VendorKernel) + " takes the fields " + expected +
                           ", in that order");
