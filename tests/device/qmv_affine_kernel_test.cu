@@ -77,7 +77,6 @@ struct Problem {
   std::unique_ptr<DeviceMem> x, q, s, b;
   size_t words() const { return elements(n, k) / static_cast<size_t>(32 / bits); }
   size_t groups() const { return elements(n, k / group); }
-  size_t weight_bytes() const { return words() * 4 + groups() * 4; }
 
   Problem(int rows_, int n_, int k_, int bits_, int group_)
       : rows(rows_), n(n_), k(k_), bits(bits_), group(group_) {
@@ -183,7 +182,7 @@ std::string where(const Problem &p) {
 using testing::path_selected;
 bool path_selected(const QmvAffineConfig &c) { return path_selected(c.path); }
 // HONE_TEST_TACTIC (a tactic string): time only that config beside the default (profiles).
-bool tactic_selected(const QmvAffineConfig &c) {
+[[maybe_unused]] bool tactic_selected(const QmvAffineConfig &c) {
   const char *v = std::getenv("HONE_TEST_TACTIC");
   return !v || !*v || c.to_tactic().str() == v;
 }
@@ -475,26 +474,26 @@ TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
 // one has a twin without `ahead` of the same CTA shape (so the same k_slices, K order and bits),
 // none has a cp.async form, and an `ahead` the kernels do not have is refused by name.
 TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
-  const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(4);
-  std::set<int> depths;
-  for (const QmvAffineConfig &c : configs) {
-    if (c.ahead == 0)
-      continue;
-    const std::string t = c.to_tactic().str();
-    depths.insert(c.ahead);
-    EXPECT_EQ(c.path, KernelPath::mma) << t;
-    EXPECT_EQ(c.async, 0) << t;
-    EXPECT_NE(t.find(",ahead=" + std::to_string(c.ahead)), std::string::npos) << t;
-    EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
-    QmvAffineConfig own = c;
-    own.ahead = 0;
-    EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
-    EXPECT_EQ(qmv_affine_k_slices(own), qmv_affine_k_slices(c)) << t;
-    EXPECT_TRUE(qmv_affine_can_implement(c, c.rows_per_cta, 28672, 4096, 4, 64, nullptr)) << t;
+  for (int bits : {4, 8}) {
+    const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(bits);
+    std::set<int> depths;
+    for (const QmvAffineConfig &c : configs) {
+      if (c.ahead == 0)
+        continue;
+      const std::string t = c.to_tactic().str();
+      depths.insert(c.ahead);
+      EXPECT_EQ(c.path, KernelPath::mma) << t;
+      EXPECT_EQ(c.async, 0) << t;
+      EXPECT_NE(t.find(",ahead=" + std::to_string(c.ahead)), std::string::npos) << t;
+      EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+      QmvAffineConfig own = c;
+      own.ahead = 0;
+      EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
+      EXPECT_EQ(qmv_affine_k_slices(own), qmv_affine_k_slices(c)) << t;
+      EXPECT_TRUE(qmv_affine_can_implement(c, c.rows_per_cta, 28672, 4096, bits, 64, nullptr)) << t;
+    }
+    EXPECT_EQ(depths, bits == 4 ? (std::set<int>{2, 4}) : (std::set<int>{4})) << "bits=" << bits;
   }
-  EXPECT_EQ(depths, (std::set<int>{2, 4}));
-  for (const QmvAffineConfig &c : qmv_affine_configs(8))
-    EXPECT_EQ(c.ahead, 0) << c.to_tactic().str();
   // The default spells no `ahead`.
   EXPECT_EQ(qmv_affine_default(1, 4096, 4096, 4, 64).to_tactic().str().find("ahead"),
             std::string::npos);
@@ -798,6 +797,9 @@ TEST_F(QmvAffineKernel, NoCompiledConfigSpills) {
 }
 
 #else // standalone: checks, then the timing matrix
+
+// The bytes a launch must read: the packed words and the bf16 scales and biases.
+size_t weight_bytes(const Problem &p) { return p.words() * 4 + p.groups() * 4; }
 
 std::string short_name(const QmvAffineConfig &c) {
   char buf[64];
@@ -1107,7 +1109,7 @@ int run_main(int argc, char **argv) {
             if (c.path == KernelPath::mma || c.path == KernelPath::ring)
               twins.push_back(c);
         std::vector<std::unique_ptr<GraphBatch>> graphs;
-        const double ideal = static_cast<double>(base.weight_bytes()) / bandwidth + 2e-6;
+        const double ideal = static_cast<double>(weight_bytes(base)) / bandwidth + 2e-6;
         const int batch = std::clamp(static_cast<int>(5e-4 / ideal), 8, 200);
         auto add_graph = [&](const QmvAffineConfig &c, int chunk_groups) {
           graphs.push_back(std::make_unique<GraphBatch>(
@@ -1165,7 +1167,7 @@ int run_main(int argc, char **argv) {
             best_inv = m, best_inv_name = short_name(field[g]);
         }
         const double d = median(t[0]);
-        auto pct = [&](double s) { return 100.0 * base.weight_bytes() / s / bandwidth; };
+        auto pct = [&](double s) { return 100.0 * weight_bytes(base) / s / bandwidth; };
         char fmt[16], nk[24];
         std::snprintf(fmt, sizeof fmt, "%dx%d", bits, group);
         std::snprintf(nk, sizeof nk, "%dx%d", n, k);

@@ -98,7 +98,7 @@ constexpr KernelEntry entry() {
 // m16 tiles sharing each activation fragment: the weights read once for 17-32 rows, at half the
 // activation loads per weight of <4, 4, 1>) takes 234-255 registers, no spills, at 2 stages;
 // <8, 4, 2> 178-228 at 2 stages (at 4 its cp.async kernel spilled 152 bytes).
-// The last four (ALT) are deeper register pipelines beside their slot's own (`ahead=J`): the
+// The last five (ALT) are deeper register pipelines beside their slot's own (`ahead=J`): the
 // rows-1 kernels wait on their loads (docs/notes/qmv_affine.md, v9 measured). At the 256-thread
 // cap they do not spill.
 // <BITS, NT, MT, J, S, MAX_THREADS[, ALT]>
@@ -111,6 +111,7 @@ const KernelEntry kKernels[] = {
     entry<8, 4, 1, 1, 4, 256>(),       entry<8, 4, 2, 1, 2, 256>(),
     entry<4, 1, 1, 2, 4, 256, true>(), entry<4, 1, 1, 4, 4, 256, true>(),
     entry<4, 2, 1, 4, 8, 256, true>(), entry<4, 4, 1, 2, 4, 256, true>(),
+    entry<8, 1, 1, 4, 4, 256, true>(),
 };
 
 const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
