@@ -18,43 +18,40 @@ namespace hone::cuda::kernel_detail {
 template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
 __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
                                                  Multiply multiply) {
+  // Multiplies the J chunks from c0 held in `cur` after requesting the next J into `next` where
+  // they exist; false where the chunks end with these.
+  auto step = [&](int c0, Fragment(&cur)[J], Fragment(&next)[J]) {
+    const bool more = c0 + 2 * J <= end;
+    if (more)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load(c0 + J + j, next[j]);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      multiply(c0 + j, cur[j]);
+    return more;
+  };
   if constexpr (PING_PONG) {
     if (c + J > end)
       return c;
     Fragment fb[J];
-    // Multiplies the J chunks from c held in `cur` after requesting the next J into `next` where
-    // they exist; false where the chunks end with these.
     auto half = [&](Fragment(&cur)[J], Fragment(&next)[J]) {
-      const bool more = c + 2 * J <= end;
-      if (more)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c + J + j, next[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        multiply(c + j, cur[j]);
+      const bool more = step(c, cur, next);
       c += J;
       return more;
     };
     while (half(fa, fb) && half(fb, fa)) {
     }
-    return c;
   } else {
     for (; c + J <= end; c += J) {
       Fragment fb[J];
-      if (c + 2 * J <= end)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c + J + j, fb[j]);
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        multiply(c + j, fa[j]);
+      step(c, fa, fb);
 #pragma unroll
       for (int j = 0; j < J; ++j)
         fa[j] = fb[j];
     }
-    return c;
   }
+  return c;
 }
 
 } // namespace hone::cuda::kernel_detail
