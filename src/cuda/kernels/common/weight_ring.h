@@ -128,21 +128,13 @@ constexpr int ring_pair_consumers(int registers) {
   return 65536 / (2 * 32 * allocated) - 1;
 }
 
-// The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
-// (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
-// warps_n row groups (any count); 4 or 8 stages (2 and 3 where 4 do not fit), and where the rule
-// steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM at up to
-// `pair_consumers` consumers (ring_pair_consumers of the kernel's registers). Appends `base`
-// (its kernel's rows_per_cta and outputs_per_warp set) at every point that fits (ring_fits),
-// as KernelPath::ring.
-// The ops' ring default at `slices` K slices (the mma path's order of that k_slices): `base`
+// The ops' ring default at `slices` K slices (the mma path's order of that k_slices): `c`
 // (the op's own fields set) with 8, 16 or 32 activation rows per CTA by `rows`, one m16 tile
 // per warp, as many consumer warps as the kernel takes (16 up to `wide_rows` activation rows per
 // CTA, 8 above; at least `slices`) as K slices x row groups, 4 stages (2 where 4 do not fit:
 // many slices of 32 activation rows), one CTA per SM.
 template <class Config>
-Config ring_default_shape(Config base, int rows, int slices, int wide_rows, int chunk_k) {
-  Config &c = base;
+Config ring_default_shape(Config c, int rows, int slices, int wide_rows, int chunk_k) {
   c.path = KernelPath::ring;
   c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
   c.outputs_per_warp = 16;
@@ -157,6 +149,13 @@ Config ring_default_shape(Config base, int rows, int slices, int wide_rows, int 
   return c;
 }
 
+// The ring's tactic axes. Consumer warps per CTA 4 to 16, as many as the kernel takes
+// (`max_consumers`), split as warps_k K slices (a power of two: the mma path's k_slices) x
+// warps_n row groups (any count); 4 or 8 stages (2 and 3 where 4 do not fit), and where the rule
+// steps one chunk, two-chunk steps in 2 or 4 stages (step_chunks = 2); two CTAs per SM at up to
+// `pair_consumers` consumers (ring_pair_consumers of the kernel's registers). Appends `base`
+// (its kernel's rows_per_cta and outputs_per_warp set) at every point that fits (ring_fits),
+// as KernelPath::ring.
 template <class Config>
 void append_ring_configs(const Config &base, int max_consumers, int pair_consumers, int chunk_k,
                          std::vector<Config> &out) {

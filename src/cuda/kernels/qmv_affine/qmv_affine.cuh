@@ -206,6 +206,11 @@ template <int BITS, int GROUPS> struct LaneRuns {
   static constexpr int kRunValues = kRunWords * Layout<BITS>::kValuesPerWord;
   static constexpr int kRunStrideValues = kRunStrideWords * Layout<BITS>::kValuesPerWord;
   static constexpr int kRunXVectors = Layout<BITS>::kXVectors / kRuns;
+  // K, within the row, of the lane's first value of chunk `chunk` (of its first run): its group
+  // is this >> log2(group).
+  static constexpr __device__ __forceinline__ int first_k(int chunk, int t) {
+    return chunk * Layout<BITS>::kChunkK + (kRuns == 1 ? Layout<BITS>::kLaneK * t : 0);
+  }
   // K offset in a chunk of the lane's activation vector v (8 values), past its first value.
   static constexpr __device__ __forceinline__ int x_offset(int v) {
     return (v / kRunXVectors) * kRunStrideValues + (v % kRunXVectors) * 8;
@@ -453,9 +458,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   zero_accumulators(acc);
 
   // The chunk's first group of the lane's (first) run.
-  auto first_group = [&](int chunk) {
-    return (chunk * L::kChunkK + (R::kRuns == 1 ? L::kLaneK * t : 0)) >> p.group_shift;
-  };
+  auto first_group = [&](int chunk) { return R::first_k(chunk, t) >> p.group_shift; };
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
     const int group = first_group(chunk);
 #pragma unroll

@@ -52,7 +52,7 @@ template <int BITS, int NT, int MT, int GROUPS> struct RingChunk {
   __device__ __forceinline__ static void issue(const Extra &e, const Tile &tl, int chunk, int t,
                                                Loads &l) {
     // The group of the lane's (first) run.
-    const int group = (chunk * kChunkK + (kRuns == 1 ? kLaneK * t : 0)) >> e.group_shift;
+    const int group = R::first_k(chunk, t) >> e.group_shift;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll

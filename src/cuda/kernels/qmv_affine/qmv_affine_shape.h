@@ -15,11 +15,12 @@ inline bool qmv_affine_offsets_fit(int n, int k, int bits) {
   return static_cast<long long>(n) * k / (32 / bits) < (1ll << 31);
 }
 
-// Whether int4 g64 takes the two-group chunks (below). Compiled and counted from the SASS, not
-// yet run on a GPU: 2.79 instructions per weight against 3.18 per weight in the rows-1 kernel,
-// but 782 against 649 a loop in the 32-row kernel (docs/notes/qmv_affine.md, v9). Since the
-// form fixes the bits of every row count, it becomes the default only when a GPU run shows
-// it correct and faster over rows 1-32 (docs/notes/device_plan.md).
+// Whether int4 g64 takes the two-group chunks (below). Correct and batch-invariant on an H100,
+// but the two-group default took 1.09-1.46x the per-weight default's time, level only on
+// 4096 x 14336 at rows 1-8 (docs/benchmark_results/2026-12-05-h100-2; notes v9, measured): the
+// fp32 group work and the split loads outweigh the per-weight arithmetic saved. Since the form
+// fixes the bits of every row count, it would become the default only where a GPU run shows it
+// faster over rows 1-32; QmvAffineArgs::chunk_groups still runs it for tests and the harness.
 inline constexpr bool kQmvAffineTwoGroupChunks = false;
 
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
