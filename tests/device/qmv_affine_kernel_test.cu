@@ -470,7 +470,7 @@ TEST(QmvAffineConfig, EveryConfigRoundTripsAndMmaTacticsKeepTheirSpelling) {
   }
 }
 
-// The deeper register pipelines (`ahead=J`, 4 bits) sit beside their slot's own kernel: every
+// The deeper register pipelines (`ahead=J`) sit beside their slot's own kernel: every
 // one has a twin without `ahead` of the same CTA shape (so the same k_slices, K order and bits),
 // none has a cp.async form, and an `ahead` the kernels do not have is refused by name.
 TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
@@ -815,10 +815,7 @@ std::string short_name(const QmvAffineConfig &c) {
   else
     std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s%s", c.rows_per_cta, c.warps, c.warps_k,
                   c.outputs_per_warp, c.split_k, c.async ? " a" : "",
-                  c.ahead == 2   ? " j2"
-                  : c.ahead == 4 ? " j4"
-                  : c.ahead      ? " j?"
-                                 : "");
+                  c.ahead ? (" j" + std::to_string(c.ahead)).c_str() : "");
   return buf;
 }
 
