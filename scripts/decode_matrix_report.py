@@ -28,14 +28,18 @@ import sys
 from collections import defaultdict
 
 
+class BadInput(Exception):
+    pass
+
+
 def load(path):
     try:
         opener = lzma.open if path.endswith(".xz") else open
         with opener(path, "rt") as f:
             doc = json.load(f)
         return doc, doc["results"], doc["tunes"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"decode_matrix_report: {path} is not an op_matrix report ({e})")
+    except (OSError, ValueError, KeyError, lzma.LZMAError) as e:
+        raise BadInput(f"{path} is not an op_matrix report ({type(e).__name__}: {e})") from e
 
 
 def fields(shape):
@@ -56,13 +60,33 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+", help="matrix.json (or matrix.json.xz) of each part")
     ap.add_argument("--md", required=True, help="the Markdown report to write")
     ap.add_argument("--large-mb", type=float, default=100.0,
                     help="a matrix is large when its bf16 form is at least this many MB")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    try:
+        lines, n_keys = report(args)
+    except BadInput as e:
+        print(f"decode_matrix_report: {e}", file=sys.stderr)
+        return 2
+    with open(args.md, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines[:6 + n_keys]))
+    return 0
+
+
+def slower_than_default(r):
+    """The pick's time over the default's, when above 1 by more than the larger spread."""
+    t = r["times"]
+    ratio = t["pick"]["t_s"] / t["default"]["t_s"]
+    return ratio if ratio - 1 > max(t["pick"]["spread"], t["default"]["spread"]) else None
+
+
+def report(args):
+    """The report's lines and how many (op, numerics, format) rows its first table has."""
 
     cells = defaultdict(list)   # (op, numerics, format) -> [result]
     gates = defaultdict(lambda: [0, 0])  # (op, numerics, format) -> [tunes, default passed]
@@ -93,12 +117,7 @@ def main():
     for key in sorted(cells):
         op, numerics, fmt = key
         rs = cells[key]
-        slower = []
-        for r in rs:
-            t = r["times"]
-            excess = t["pick"]["t_s"] / t["default"]["t_s"] - 1
-            if excess > max(t["pick"]["spread"], t["default"]["spread"]):
-                slower.append((excess, r["shape"]))
+        slower = [slower_than_default(r) - 1 for r in rs if slower_than_default(r)]
         peer_name = "cublas" if op == "gemv.bf16" else "cublas.dequant"
         ratios = [(r["times"][peer_name]["over_pick"], r) for r in rs if peer_name in r["times"]]
         low = [x for x in ratios if x[0] < 1.0]
@@ -109,7 +128,7 @@ def main():
         lo = [r["fraction_of_read_bandwidth"] for r in large if fields(r["shape"])["rows"] <= 16]
         hi = [r["fraction_of_read_bandwidth"] for r in large if fields(r["shape"])["rows"] > 16]
         tunes, passed = gates[key]
-        worst_slow = max(slower)[0] if slower else 0
+        worst_slow = max(slower) if slower else 0
         lines.append(
             f"| {op} | {numerics} | {fmt} | {len(rs)} | {passed} of {tunes} tunes | "
             f"{len(slower)}{f', {100 * worst_slow:.1f} %' if slower else ''} | "
@@ -126,8 +145,8 @@ def main():
     for key in sorted(cells):
         for r in cells[key]:
             t = r["times"]
-            ratio = t["pick"]["t_s"] / t["default"]["t_s"]
-            if ratio - 1 > max(t["pick"]["spread"], t["default"]["spread"]):
+            ratio = slower_than_default(r)
+            if ratio:
                 any_slow = True
                 lines.append(f"- {key[0]} ({key[1]}) {r['shape']}: pick / default {ratio:.3f} "
                              f"(spreads {t['pick']['spread']:.3f}, {t['default']['spread']:.3f}); "
@@ -151,11 +170,7 @@ def main():
                      + " | ".join(f"{geomean(by_rows[n]):.2f}" if by_rows[n] else "-"
                                   for n in rows_all) + " |")
     lines.append("")
-
-    with open(args.md, "w") as f:
-        f.write("\n".join(lines))
-    print("\n".join(lines[:6 + len(cells)]))
-    return 0
+    return lines, len(cells)
 
 
 if __name__ == "__main__":
