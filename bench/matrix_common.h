@@ -85,6 +85,8 @@ inline nlohmann::json tune_json(const TuneReport &report) {
                    {"ratio", r.ratio},
                    {"noise_floor", r.noise_floor},
                    {"margin", r.margin},
+                   {"runoff_ratio", r.runoff_ratio},
+                   {"long_margin", r.long_margin},
                    {"candidates", nlohmann::json::array()}};
   for (const CandidateReport &c : r.candidates) {
     nlohmann::json cj{{"tactic", c.tactic.str()}, {"status", to_string(c.status)}};

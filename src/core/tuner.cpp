@@ -1,6 +1,7 @@
 #include "hone/tuner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "hone/error.h"
@@ -14,6 +15,9 @@ Tuner::Tuner(TunerOptions options) : options_(options) {
                           " is below the minimum of 5");
   if (options_.top_k < 1)
     HONE_INVALID_ARGUMENT("tuner top_k=" + std::to_string(options_.top_k) + " must be >= 1");
+  if (options_.undecided_factor < 1)
+    HONE_INVALID_ARGUMENT("tuner undecided_factor=" + std::to_string(options_.undecided_factor) +
+                          " must be >= 1");
 }
 
 namespace {
@@ -123,6 +127,33 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   r.noise_floor = aa.spread;
   r.margin = std::max(options_.min_margin, options_.noise_multiplier * r.noise_floor);
 
+  // A ratio past the minimum margin but inside the noise margin is undecided: the pairing is
+  // timed again with undecided_factor x n pairs and judged against the margin of that length
+  // (its own A/A, timed once for the tune).
+  struct Decision {
+    PairStats p;        // the pairing that decides
+    double margin;      // and the margin it is judged against
+    std::string longer; // "" for the first pairing, else " (N pairs)"
+  };
+  const int long_n = n * options_.undecided_factor;
+  bool long_aa_timed = false;
+  auto decide = [&](const PairStats &first, size_t a, size_t b) {
+    const double off = std::abs(first.ratio - 1.0);
+    if (options_.undecided_factor == 1 || off < options_.min_margin || off >= r.margin)
+      return Decision{first, r.margin, ""};
+    if (!long_aa_timed) {
+      long_aa_timed = true;
+      const PairStats long_aa =
+          pair(sample, default_index, default_index, long_n, options_.interleave);
+      r.long_noise_floor = long_aa.spread;
+      r.long_margin = std::max(options_.min_margin,
+                               options_.noise_multiplier * long_aa.spread /
+                                   std::sqrt(static_cast<double>(options_.undecided_factor)));
+    }
+    return Decision{pair(sample, a, b, long_n, options_.interleave), r.long_margin,
+                    " (" + std::to_string(long_n) + " pairs)"};
+  };
+
   // 4. Confirmation: each finalist in its own two-way interleave against the default, then the
   // finalists in order of their ratios (ties keep the triage order).
   std::vector<PairStats> confirmed(candidates.size());
@@ -145,28 +176,33 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   if (field.size() > 1 && confirmed[field[1]].ratio < 1.0 - r.margin &&
       confirmed[field[1]].ratio - confirmed[field[0]].ratio < r.margin) {
     const size_t runner = field[1];
-    const PairStats p = pair(sample, best, runner, n, options_.interleave);
-    r.runoff_ratio = p.ratio;
-    const bool faster = p.ratio < 1.0 - r.margin;
-    const bool tied = !faster && p.ratio <= 1.0 + r.margin;
+    const Decision d = decide(pair(sample, best, runner, n, options_.interleave), best, runner);
+    r.runoff_ratio = d.p.ratio;
+    const bool faster = d.p.ratio < 1.0 - d.margin;
+    const bool tied = !faster && d.p.ratio <= 1.0 + d.margin;
     const size_t winner = faster || (tied && runner < best) ? runner : best;
     const size_t loser = winner == best ? runner : best;
-    r.candidates[loser].reason =
-        tied ? "runoff: within the margin of candidate " + std::to_string(winner) +
-                   ", which comes first"
-             : "runoff: slower than candidate " + std::to_string(winner) + ", paired directly";
+    r.candidates[loser].reason = tied
+                                     ? "runoff: within the margin of candidate " +
+                                           std::to_string(winner) + ", which comes first" + d.longer
+                                     : "runoff: slower than candidate " + std::to_string(winner) +
+                                           ", paired directly" + d.longer;
     best = winner;
   }
 
   // 6. Switch only past the margin; ties go to the default.
-  if (best != default_index && confirmed[best].ratio < 1.0 - r.margin) {
-    r.pick_index = best;
-    r.ratio = confirmed[best].ratio;
-    r.pick_s = confirmed[best].b_s;
-    r.default_s = confirmed[best].a_s;
-    r.candidates[best].reason = "picked";
-  } else if (best != default_index) {
-    r.candidates[best].reason = "within margin " + std::to_string(r.margin) + " of the default";
+  if (best != default_index) {
+    const Decision d = decide(confirmed[best], default_index, best);
+    if (d.p.ratio < 1.0 - d.margin) {
+      r.pick_index = best;
+      r.ratio = d.p.ratio;
+      r.pick_s = d.p.b_s;
+      r.default_s = d.p.a_s;
+      r.candidates[best].reason = "picked" + d.longer;
+    } else {
+      r.candidates[best].reason =
+          "within margin " + std::to_string(d.margin) + " of the default" + d.longer;
+    }
   }
   for (size_t i : field)
     if (i != r.pick_index && r.candidates[i].reason.empty())

@@ -22,6 +22,9 @@ GateFn all_pass() {
   return [](size_t) { return CheckResult{}; };
 }
 
+// Uniform launch noise of +-2 %: a margin near 4.7 % (3 x the A/A spread).
+constexpr double NOISE = 0.02;
+
 TuneResult run(SyntheticKernels &k, GateFn gate, TunerOptions opt = {}) {
   SampleFn sample = [&](size_t i) { return k.sample(i, 1); };
   return Tuner(opt).select(tactics(k.base.size()), 0, gate, sample);
@@ -170,10 +173,77 @@ TEST(Tuner, InterleavingCancelsLinearDrift) {
   EXPECT_NEAR(right.ratio, 0.9, 0.005);
 }
 
+// A 4.5 % win under noise that widens the margin to about as much: undecided on 7 pairs. The
+// longer pairing (21 pairs, its margin narrower by sqrt(3)) takes it; deciding on the first
+// pairing alone (undecided_factor 1) keeps the default at about half the seeds.
+TEST(Tuner, AnUndecidedWinIsTimedAgainWithMorePairs) {
+  VirtualClock clock;
+  int longer = 0, first_only = 0;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SyntheticKernels k{clock, {1.0, 0.955}, NOISE};
+    k.rng.seed(seed);
+    TuneResult r = run(k, all_pass());
+    longer += r.pick_index == 1 ? 1 : 0;
+    if (r.margin > 0.045) {
+      EXPECT_GT(r.long_margin, 0.0) << "seed " << seed;
+      EXPECT_LT(r.long_margin, r.margin) << "seed " << seed;
+      EXPECT_NE(r.candidates[1].reason.find("(21 pairs)"), std::string::npos)
+          << r.candidates[1].reason;
+    }
+    SyntheticKernels again{clock, {1.0, 0.955}, NOISE};
+    again.rng.seed(seed);
+    TunerOptions first;
+    first.undecided_factor = 1;
+    TuneResult f = run(again, all_pass(), first);
+    first_only += f.pick_index == 1 ? 1 : 0;
+    EXPECT_EQ(f.long_margin, 0.0);
+  }
+  EXPECT_GE(longer, 18);
+  EXPECT_LE(first_only, 14);
+}
+
+// Decided ratios take no longer pairing: a win past the margin, and a 1 % difference inside
+// the minimum margin.
+TEST(Tuner, DecidedRatiosAreNotTimedAgain) {
+  VirtualClock clock;
+  SyntheticKernels win{clock, {1.0, 0.85}, NOISE};
+  TuneResult w = run(win, all_pass());
+  EXPECT_EQ(w.pick_index, 1u);
+  EXPECT_EQ(w.long_margin, 0.0);
+  SyntheticKernels tie{clock, {1.0, 0.99}, 0.002};
+  TuneResult t = run(tie, all_pass());
+  EXPECT_EQ(t.pick_index, 0u);
+  EXPECT_EQ(t.long_margin, 0.0);
+}
+
+// Two finalists both past the margin, the later-listed 4 % faster, under the same noise: the
+// runoff's first pairing is inside the noise margin, which would give the tie to the lower
+// index. Timed again, the faster one wins.
+TEST(Tuner, AnUndecidedRunoffIsTimedAgainWithMorePairs) {
+  VirtualClock clock;
+  int faster = 0, first_only = 0;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SyntheticKernels k{clock, {1.0, 0.905, 0.868}, NOISE};
+    k.rng.seed(seed);
+    TuneResult r = run(k, all_pass());
+    faster += r.pick_index == 2 ? 1 : 0;
+    SyntheticKernels again{clock, {1.0, 0.905, 0.868}, NOISE};
+    again.rng.seed(seed);
+    TunerOptions first;
+    first.undecided_factor = 1;
+    first_only += run(again, all_pass(), first).pick_index == 2 ? 1 : 0;
+  }
+  EXPECT_GE(faster, 18);
+  EXPECT_LT(first_only, faster);
+}
+
 TEST(Tuner, RejectsTooFewSamples) {
   TunerOptions opt;
   opt.samples = 4;
   EXPECT_THROW(Tuner{opt}, Error);
+  TunerOptions none;
+  none.undecided_factor = 0;
+  EXPECT_THROW(Tuner{none}, Error);
 }
 
 } // namespace

@@ -95,6 +95,8 @@ json outcome_json(const Outcome &o) {
     j["noise_floor"] = r.result.noise_floor;
     j["margin"] = r.result.margin;
     j["runoff_ratio"] = r.result.runoff_ratio;
+    j["long_noise_floor"] = r.result.long_noise_floor;
+    j["long_margin"] = r.result.long_margin;
     json candidates = json::array();
     for (const CandidateReport &c : r.result.candidates)
       candidates.push_back(candidate_json(c));
