@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Which K split (k_slices) a batch-invariant default should take per weight shape, from the
-tunes of a decode matrix run in tolerance numerics (bench/op_matrix --numerics tolerance --json).
+"""Which K split (k_slices) a batch-invariant default should take per weight shape, from timings
+of every config: the tunes of a decode matrix run in tolerance numerics (bench/op_matrix
+--numerics tolerance --json), or the CSV of a kernel harness (bench/qmv_affine_harness or
+bench/gemv_bf16_harness --csv FILE), which times every config of every cell.
 
-A batch-invariant default fixes one K summation order for every row count of a shape, so its
-k_slices (warps_k x split_k) must serve rows 1 to 32 at once. In tolerance numerics every config
-is admitted and timed in the tune's triage (interleaved, one median each), so a bucket's
-candidates give, per k_slices, the fastest config of that order at that row count. For each shape
-this prints, per k_slices, the geomean over its row buckets of (fastest of that order / fastest
-of any order) with the rows-1 and rows-32 terms, marks the default's k_slices, and ends with the
-same geomean over all shapes for the default and for each constant k_slices. The vendor's
-candidates (a kernel name with "cublaslt") are left out: the default is one of hone's own.
+A batch-invariant default fixes one K summation order for every row count of a shape: its path's
+order (the mma path's, which the ring path shares) and its k_slices (warps_k x split_k), which
+must serve rows 1 to 32 at once. In tolerance numerics every config is admitted and timed in the
+tune's triage (interleaved, one median each), so a bucket's candidates give, per k_slices, the
+fastest config of that order at that row count; the harness gives the same per cell. Only the
+configs of the default's path order count, and the vendor's candidates (cuBLASLt) are left out:
+the default is one of hone's own. For each shape this prints, per k_slices, the geomean over its
+row counts of (fastest of that k_slices / fastest of any), with the rows-1 and rows-32 terms,
+marks the default's k_slices, and ends with the same geomean over all shapes for the default and
+for each constant k_slices.
 
   scripts/fit_k_slices.py PART/matrix.json[.xz] ... [--md table.md]
+  scripts/fit_k_slices.py harness.csv ... [--md table.md] [--drop-last-cell]
 
-Exit status: 0 on a table, 2 on bad input (a part that is not a report, or one tuned in
+Exit status: 0 on a table, 2 on bad input (a file that is neither, or a matrix tuned in
 batch-invariant numerics, whose gate removed every other order before timing).
 """
 
@@ -35,15 +40,79 @@ def k_slices(tactic):
     return int(fields.get("warps_k", 1)) * int(fields.get("split_k", 1))
 
 
+def order_path(tactic):
+    """The path whose summation order a config has: 'gemv.bf16.ring' sums as the mma path."""
+    path = tactic.partition(":")[0].rpartition(".")[2]
+    return "mma" if path == "ring" else path
+
+
+def own_config(tactic):
+    """A config of hone's own kernels (not the vendor's, not a harness variant or ceiling)."""
+    return ":" in tactic and " " not in tactic and "cublaslt" not in tactic
+
+
+def add(shapes, default, shape, rows, timings, default_tactic):
+    """Keep, for one cell, the fastest time per k_slices of the default's path order."""
+    want = order_path(default_tactic)
+    best = {}
+    for tactic, seconds in timings:
+        if own_config(tactic) and seconds > 0 and order_path(tactic) == want:
+            ks = k_slices(tactic)
+            best[ks] = min(best.get(ks, math.inf), seconds)
+    if best:
+        shapes[shape][rows] = best
+        default[shape] = k_slices(default_tactic)
+
+
+def read_csv(path, shapes, default, drop_last_cell=False):
+    """A harness CSV. Its candidate column is a tactic whose fields are comma-separated and not
+    quoted, so a line is split by the header: the columns before `candidate` from the left, the
+    ones after it from the right, and the candidate is what lies between. drop_last_cell: the
+    run was cut (a timeout), so its last cell may be partial or its last line torn: the lines of
+    the last cell are left out."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    if drop_last_cell and lines and "candidate" in header:
+        lead = header.index("candidate")
+        last = lines[-1].split(",")[:lead]
+        while lines and lines[-1].split(",")[:lead] == last:
+            lines.pop()
+    if not {"rows", "candidate", "us", "default"} <= set(header):
+        raise BadInput(f"{path} is not a harness CSV with a default column "
+                       "(rows, candidate, us, default)")
+    lead = header.index("candidate")
+    tail = len(header) - lead - 1
+    cells = defaultdict(list)
+    for number, line in enumerate(lines, start=2):
+        fields = line.split(",")
+        if len(fields) < len(header):
+            raise BadInput(f"{path}:{number}: {len(fields)} fields, the header has {len(header)}")
+        row = dict(zip(header[:lead], fields[:lead]))
+        row.update(zip(header[lead + 1:], fields[len(fields) - tail:]))
+        row["candidate"] = ",".join(fields[lead:len(fields) - tail])
+        shape = ",".join(f"{key}={row[key]}" for key in ("n", "k", "bits", "group") if key in row)
+        cells[(shape, int(row["rows"]))].append(row)
+    for (shape, rows), rows_lines in cells.items():
+        defaults = [x["candidate"] for x in rows_lines if x["default"] == "1"]
+        if len(defaults) != 1:
+            raise BadInput(f"{path}: {shape} at rows={rows} has {len(defaults)} default lines")
+        add(shapes, default, shape, rows,
+            [(x["candidate"], float(x["us"]) * 1e-6) for x in rows_lines], defaults[0])
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def read_parts(paths):
-    """{shape: {rows: {k_slices: fastest median}}} and {shape: the default's k_slices}."""
+def read_parts(paths, drop_last_cell=False):
+    """{shape: {rows: {k_slices: fastest seconds}}} and {shape: the default's k_slices}."""
     shapes = defaultdict(dict)
     default = {}
     for path in paths:
+        if path.endswith(".csv"):
+            read_csv(path, shapes, default, drop_last_cell)
+            continue
         try:
             opener = lzma.open if path.endswith(".xz") else open
             with opener(path, "rt") as f:
@@ -56,17 +125,9 @@ def read_parts(paths):
                            "run the matrix with --numerics tolerance")
         for t in tunes:
             parts = t["bucket"].split(",")
-            rows = int(parts[0].partition("=")[2])
-            shape = ",".join(parts[1:])
-            best = {}
-            for c in t["candidates"]:
-                if c["status"] != "ok" or "cublaslt" in c["tactic"] or not c.get("median_s"):
-                    continue
-                ks = k_slices(c["tactic"])
-                best[ks] = min(best.get(ks, math.inf), c["median_s"])
-            if best:
-                shapes[shape][rows] = best
-                default[shape] = k_slices(t["default"])
+            add(shapes, default, ",".join(parts[1:]), int(parts[0].partition("=")[2]),
+                [(c["tactic"], c.get("median_s", 0)) for c in t["candidates"]
+                 if c["status"] == "ok"], t["default"])
     return shapes, default
 
 
@@ -79,12 +140,15 @@ def cost(buckets, ks):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("parts", nargs="+", help="matrix.json[.xz] of parts tuned in tolerance")
+    ap.add_argument("parts", nargs="+",
+                    help="matrix.json[.xz] of parts tuned in tolerance, or harness CSVs")
     ap.add_argument("--md", help="also write the table here")
+    ap.add_argument("--drop-last-cell", action="store_true",
+                    help="leave out each CSV's last cell (a harness run cut by a timeout)")
     args = ap.parse_args(argv)
     try:
-        shapes, default = read_parts(args.parts)
-    except BadInput as e:
+        shapes, default = read_parts(args.parts, args.drop_last_cell)
+    except (BadInput, OSError, ValueError) as e:
         print(f"fit_k_slices: {e}", file=sys.stderr)
         return 2
     every_ks = sorted({ks for s in shapes.values() for b in s.values() for ks in b})

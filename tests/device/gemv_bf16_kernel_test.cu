@@ -396,7 +396,7 @@ int run_main(int argc, char **argv) {
   const int samples = 7;
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
-    std::fprintf(csv, "n,k,rows,candidate,us\n");
+    std::fprintf(csv, "n,k,rows,candidate,us,default\n");
   std::vector<Cell> cells;
   for (NK s : shapes) {
     const size_t w_bytes = elements(s.n, s.k) * 2;
@@ -455,8 +455,8 @@ int run_main(int argc, char **argv) {
       for (size_t g = 0; g < field.size(); ++g) {
         const double m = median(t[g]);
         if (csv)
-          std::fprintf(csv, "%d,%d,%d,%s,%.3f\n", s.n, s.k, rows,
-                       field[g].to_tactic().str().c_str(), m * 1e6);
+          std::fprintf(csv, "%d,%d,%d,%s,%.3f,%d\n", s.n, s.k, rows,
+                       field[g].to_tactic().str().c_str(), m * 1e6, g == 0 ? 1 : 0);
         if (m < cell.best_s)
           cell.best_s = m, cell.best = short_name(field[g]);
         if (same_order(field[g], def) && m < cell.best_inv_s)
@@ -472,8 +472,8 @@ int run_main(int argc, char **argv) {
           cell.stream_default_s = m;
       }
       if (csv) {
-        std::fprintf(csv, "%d,%d,%d,cublasLt,%.3f\n", s.n, s.k, rows, cell.cublas_s * 1e6);
-        std::fprintf(csv, "%d,%d,%d,load_only,%.3f\n", s.n, s.k, rows, cell.ceiling_s * 1e6);
+        std::fprintf(csv, "%d,%d,%d,cublasLt,%.3f,0\n", s.n, s.k, rows, cell.cublas_s * 1e6);
+        std::fprintf(csv, "%d,%d,%d,load_only,%.3f,0\n", s.n, s.k, rows, cell.ceiling_s * 1e6);
       }
       cells.push_back(cell);
       std::printf("%dx%d rows %d: ceiling %.2f us, old best %.2f (%s), stream best %.2f (%s)\n",

@@ -1045,7 +1045,7 @@ int run_main(int argc, char **argv) {
                 "all three\n");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
-    std::fprintf(csv, "bits,group,n,k,rows,candidate,us\n");
+    std::fprintf(csv, "bits,group,n,k,rows,candidate,us,default\n");
   std::printf("%-5s %-11s %4s %8s %6s %8s %6s %8s %6s %8s %8s %5s %8s %5s %8s %5s %8s %5s  %s\n",
               "fmt", "n x k", "rows", "default", "%bw", "inv.best", "%bw", "best", "%bw", "ceiling",
               "old", "ceil", "stream", "ceil", "grouped", "ceil", "ring", "ceil",
@@ -1152,8 +1152,8 @@ int run_main(int argc, char **argv) {
           if (field[g].path == KernelPath::mma && m < old)
             old = m, old_name = short_name(field[g]);
           if (csv)
-            std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f\n", bits, group, n, k, rows,
-                         field[g].to_tactic().str().c_str(), m * 1e6);
+            std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f,%d\n", bits, group, n, k, rows,
+                         field[g].to_tactic().str().c_str(), m * 1e6, field[g] == def ? 1 : 0);
           if (m < best)
             best = m, best_name = short_name(field[g]);
           // The ring path has the mma path's order: it counts as the default's where it is mma.
@@ -1182,8 +1182,8 @@ int run_main(int argc, char **argv) {
           for (size_t i = 0; i < twins.size(); ++i) {
             const double m = median(t[field.size() + i]);
             if (csv)
-              std::fprintf(csv, "%d,%d,%d,%d,%d,%s chunk_groups=2,%.3f\n", bits, group, n, k, rows,
-                           twins[i].to_tactic().str().c_str(), m * 1e6);
+              std::fprintf(csv, "%d,%d,%d,%d,%d,%s chunk_groups=2,%.3f,0\n", bits, group, n, k,
+                           rows, twins[i].to_tactic().str().c_str(), m * 1e6);
             if (m < two_best)
               two_best = m, two_name = short_name(twins[i]);
           }

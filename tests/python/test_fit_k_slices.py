@@ -55,3 +55,47 @@ def test_a_batch_invariant_part_is_refused(fit, tmp_path, capsys):
     path.write_text(json.dumps(part("batch_invariant", [])))
     assert fit.main([str(path)]) == 2
     assert "tuned in batch_invariant numerics" in capsys.readouterr().err
+
+
+def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys):
+    path = tmp_path / "table.csv"
+    path.write_text(
+        "n,k,rows,candidate,us,default\n"
+        "896,896,1,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,4.0,1\n"
+        "896,896,1,gemv.bf16.ring:warps=8,warps_k=4,split_k=1,2.0,0\n"   # the mma order
+        "896,896,1,gemv.bf16.fma:warps=8,warps_k=8,split_k=1,1.0,0\n"    # another order
+        "896,896,1,cublasLt,0.5,0\n"
+        "896,896,1,load_only,0.5,0\n"
+        "896,896,32,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,8.0,1\n"
+        "896,896,32,gemv.bf16.mma:warps=4,warps_k=2,split_k=2,4.0,0\n")  # k_slices 4
+    assert fit.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    row = [line for line in out.splitlines() if line.startswith("| n=896,k=896")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:3] == ["2", "2"]
+    assert cells[3] == "**2.000** (2.00, 2.00)"
+    assert cells[4] == "1.000 (1.00, 1.00)"
+    assert len(cells) == 5  # no k_slices 8: only the fma path had it
+
+
+def test_a_csv_without_the_default_column_is_refused(fit, tmp_path, capsys):
+    path = tmp_path / "table.csv"
+    path.write_text("n,k,rows,candidate,us\n896,896,1,gemv.bf16.mma:warps_k=2,4.0\n")
+    assert fit.main([str(path)]) == 2
+    assert "not a harness CSV with a default column" in capsys.readouterr().err
+
+
+def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
+    path = tmp_path / "table.csv"
+    path.write_text(
+        "n,k,rows,candidate,us,default\n"
+        "896,896,1,gemv.bf16.mma:warps_k=2,4.0,1\n"
+        "896,896,1,gemv.bf16.mma:warps_k=4,2.0,0\n"
+        "896,896,32,gemv.bf16.mma:warps_k=2,8.0,1\n"
+        "896,896,32,gemv.bf16.mma:warps_k=4,4.")  # torn by the timeout
+    assert fit.main([str(path)]) == 2
+    assert "table.csv:5: 5 fields, the header has 6" in capsys.readouterr().err
+    assert fit.main([str(path), "--drop-last-cell"]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines()
+           if line.startswith("| n=896,k=896")][0]
+    assert [c.strip() for c in row.strip("|").split("|")][1] == "1"  # the rows=1 bucket alone
