@@ -10,6 +10,12 @@ def fit():
     return load_script("fit_k_slices")
 
 
+def row_cells(out, shape):
+    """The cells of the table row of `shape` in the printed table."""
+    row = [line for line in out.splitlines() if line.startswith(f"| {shape} ")][0]
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
 def cand(ks, median, status="ok", kernel="gemv.bf16.mma"):
     return {"tactic": f"{kernel}:rows_per_cta=8,warps=8,warps_k={ks},split_k=1",
             "status": status, "median_s": median}
@@ -39,8 +45,7 @@ def test_each_order_is_costed_over_the_row_buckets(fit, tmp_path, capsys):
     assert fit.main([str(path), "--md", str(md)]) == 0
     out = capsys.readouterr().out
     assert md.read_text() == out
-    row = [line for line in out.splitlines() if line.startswith("| n=896,k=896")][0]
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = row_cells(out, "n=896,k=896")
     assert cells[1:3] == ["2", "2"]  # buckets, default k_slices
     assert cells[3] == "**1.414** (1.00, 2.00)"  # sqrt(1 x 2), the default marked
     assert cells[4] == "1.118 (1.25, 1.00)"  # sqrt(1.25 x 1)
@@ -70,8 +75,7 @@ def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys)
         "896,896,32,gemv.bf16.mma:warps=4,warps_k=2,split_k=2,4.0,0\n")  # k_slices 4
     assert fit.main([str(path)]) == 0
     out = capsys.readouterr().out
-    row = [line for line in out.splitlines() if line.startswith("| n=896,k=896")][0]
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = row_cells(out, "n=896,k=896")
     assert cells[1:3] == ["2", "2"]
     assert cells[3] == "**2.000** (2.00, 2.00)"
     assert cells[4] == "1.000 (1.00, 1.00)"
@@ -96,6 +100,5 @@ def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
     assert fit.main([str(path)]) == 2
     assert "table.csv:5: 5 fields, the header has 6" in capsys.readouterr().err
     assert fit.main([str(path), "--drop-last-cell"]) == 0
-    row = [line for line in capsys.readouterr().out.splitlines()
-           if line.startswith("| n=896,k=896")][0]
-    assert [c.strip() for c in row.strip("|").split("|")][1] == "1"  # the rows=1 bucket alone
+    # the rows=1 bucket alone
+    assert row_cells(capsys.readouterr().out, "n=896,k=896")[1] == "1"
