@@ -18,6 +18,8 @@ shapes() {
     sed -E 's/.*n=([0-9]+), *k=([0-9]+).*/\1x\2/' | sort -u | paste -sd, -
 }
 rows=${HONE_FIT_ROWS:-1,2,4,8,16,32}
+# The configs of the mma order only (the ring path shares it): the fit counts no other.
+export HONE_TEST_PATHS=${HONE_TEST_PATHS:-mma,ring}
 IFS=, read -ra wanted <<<"$sets"
 n=${#wanted[@]}
 for set in "${wanted[@]}"; do

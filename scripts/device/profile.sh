@@ -14,10 +14,11 @@
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]     STEPS: ncu,racecheck (default both)
 #
 # BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
-# build with -DHONE_QMM_TACTICS=full). OUTDIR receives, per
-# profile, NAME.txt (the details page: speed of light, occupancy, warp states, scheduler) and
-# NAME.stalls.txt (the 40 SASS lines with the most stall samples, with their stall reasons), and
-# racecheck.log.
+# build with -DHONE_QMM_TACTICS=full). OUTDIR receives profile.tar.gz, which holds, per profile,
+# NAME.txt (the details page: speed of light, occupancy, warp states, scheduler), NAME.stalls.txt
+# (the 40 SASS lines with the most stall samples, with their stall reasons) and NAME.run.log, and
+# racecheck.log. The reports themselves (tens of MB) stay in a scratch folder: the device tool
+# brings back a few files of limited size.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: BUILD=build $0 OUTDIR [STEPS]" >&2; exit 2; }
 cd "$(dirname "$0")/../.." || exit 1
@@ -26,13 +27,22 @@ out=$1
 steps=${2:-ncu,racecheck}
 BUILD=${BUILD:-build}
 case $out in /*) ;; *) out=$root/$out ;; esac
+final=$out
+out=$final/profile
 mkdir -p "$out"
+scratch=$(mktemp -d)
+# The archive of the text outputs, whatever the script ran before it ends.
+finish() {
+  tar czf "$final/profile.tar.gz" -C "$final" profile && rm -rf "$out"
+  rm -rf "$scratch"
+}
+trap finish EXIT
 # shellcheck source=env.sh
 source "$root/scripts/device/env.sh"
 want() { case ",$steps," in *",$1,"*) return 0 ;; esac; return 1; }
 hone=$BUILD/tools/hone/hone
 probe=$BUILD/bench/qmm_probe
-export HONE_CACHE_DIR=$out/.cache
+export HONE_CACHE_DIR=$scratch/cache
 unset HONE_CACHE HONE_AUTOTUNE
 
 sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
@@ -42,7 +52,7 @@ sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --sec
 profile() {
   local name=$1 regex=$2 skip=$3
   shift 3
-  local rep=$out/.$name
+  local rep=$scratch/$name
   if ! timeout 240 ncu "${sections[@]}" --import-source no --kernel-name "regex:$regex" \
       --launch-skip "$skip" --launch-count 1 -f -o "$rep" "$@" >"$out/$name.run.log" 2>&1; then
     echo "$name: ncu failed (rc $?), see $name.run.log"
