@@ -740,8 +740,8 @@ TEST(GemvBf16KernelConfigTest, KNotMultipleOf8IsRejectedWithAReason) {
 }
 
 TEST(GemvBf16KernelConfigTest, DefaultOrderDoesNotDependOnRows) {
-  for (int n : {1, 77, 1536, 4096, 14336})
-    for (int k : {8, 264, 1536, 4096, 14336}) {
+  for (int n : {1, 77, 896, 1536, 4096, 14336})
+    for (int k : {8, 264, 896, 1536, 4096, 14336}) {
       const GemvBf16Config one = gemv_bf16_default(1, n, k);
       for (int rows = 1; rows <= 32; ++rows) {
         const GemvBf16Config c = gemv_bf16_default(rows, n, k);
@@ -751,6 +751,25 @@ TEST(GemvBf16KernelConfigTest, DefaultOrderDoesNotDependOnRows) {
         EXPECT_EQ(GemvBf16Config::from_tactic(c.to_tactic()).to_tactic(), c.to_tactic());
       }
     }
+}
+
+// A small matrix splits K until its launch has about 4 warps per SM (the fill floor); a large
+// one keeps the fitted rule's split.
+TEST(GemvBf16KernelConfigTest, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
+  const struct {
+    int n, k, slices;
+  } cases[] = {
+      {896, 896, 8},    // 56 m16 tiles: 448 warps (2 under the fitted rule's 256-element slices)
+      {1152, 896, 4},   // 72 tiles: 288 warps; 8 slices would be 576
+      {896, 4864, 16},  // the fitted rule's split is above the floor
+      {4096, 4096, 8},  // likewise
+      {17920, 1536, 1}, // 1120 tiles fill the GPU unsplit
+      {28672, 4096, 1}, {64, 64, 2}, // the floor stops at one 32-element chunk per slice
+  };
+  for (const auto &c : cases)
+    for (int rows : {1, 16, 32})
+      EXPECT_EQ(gemv_bf16_k_slices(gemv_bf16_default(rows, c.n, c.k)), c.slices)
+          << c.n << "x" << c.k << " rows=" << rows;
 }
 
 #endif

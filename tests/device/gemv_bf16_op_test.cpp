@@ -77,7 +77,7 @@ TEST(GemvBf16OpHostTest, OpIdentityAndBuckets) {
   const TunableOp &op = gemv_op();
   EXPECT_EQ(op.name(), "gemv.bf16");
   EXPECT_EQ(op.backend(), "cuda");
-  EXPECT_EQ(op.version(), 1);
+  EXPECT_EQ(op.version(), 2); // 2: the fill floor of the default's K split
   EXPECT_EQ(op.default_numerics(), Numerics::batch_invariant);
   const Shape b = op.buckets().map(shape_of(12, {4096, 4096})).value();
   EXPECT_EQ(op.buckets().describe(b), "rows=16,n=4096,k=4096");

@@ -758,8 +758,8 @@ TEST(QmvAffineConfig, RingDefaultKeepsTheMmaDefaultOrderAndRuns) {
 }
 
 TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
-  for (int n : {72, 1000, 4096, 14336})
-    for (int k : {1152, 4096, 14336})
+  for (int n : {72, 896, 1000, 4096, 14336})
+    for (int k : {896, 1152, 4096, 14336})
       for (int bits : {4, 8}) {
         const int slices = qmv_affine_k_slices(qmv_affine_default(1, n, k, bits, 64));
         for (int rows = 2; rows <= 32; ++rows) {
@@ -769,6 +769,25 @@ TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
           EXPECT_TRUE(qmv_affine_can_implement(c, rows, n, k, bits, 64, &why)) << why;
         }
       }
+}
+
+// A small matrix splits K until its launch has about 4 warps per SM (the fill floor, down to
+// one chunk per slice); a large one keeps the fitted rule's split.
+TEST(QmvAffineConfig, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
+  const struct {
+    int n, k, bits, slices;
+  } cases[] = {
+      {896, 896, 4, 4},   // 7 chunks of 128: 1 slice under the 4-chunk minimum; 224 warps at 4
+      {896, 896, 8, 8},   // 14 chunks of 64: 2 under the minimum; 448 warps at 8
+      {1152, 896, 4, 4},  // 72 m16 tiles: 8 slices would be 576 warps
+      {896, 4864, 4, 8},  // the fitted rule's split, already at the floor
+      {4096, 4096, 4, 8}, // the fitted rule's split is above the floor
+      {28672, 4096, 4, 1},
+  };
+  for (const auto &c : cases)
+    for (int rows : {1, 16, 32})
+      EXPECT_EQ(qmv_affine_k_slices(qmv_affine_default(rows, c.n, c.k, c.bits, 64)), c.slices)
+          << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
 }
 
 // Every ring config offered at two CTAs per SM fits twice in the register file at its compiled

@@ -176,7 +176,7 @@ TEST(GemvBf16VendorTest, AnAlgorithmTheHeuristicNoLongerListsIsUnrunnable) {
   now.driver = "580";
   now.method = "graph+cold";
   CacheEntry entry;
-  entry.key = "gemv.bf16@1|rows=8,n=4096,k=4096|bf16|NVIDIA H200";
+  entry.key = "gemv.bf16@2|rows=8,n=4096,k=4096|bf16|NVIDIA H200";
   entry.metadata = now;
   entry.tactic = listed.str();
   Tactic parsed;

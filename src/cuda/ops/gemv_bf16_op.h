@@ -104,6 +104,10 @@ public:
   // bucket (none when it has none).
   std::vector<Tactic> tune_candidates(const Shape &bucket, Numerics numerics) const override;
   bool is_vendor_tactic(const Tactic &tactic) const override { return is_gemv_bf16_vendor(tactic); }
+  // 2: the default splits K further on small matrices (the fill floor of gemv_bf16_config.cpp),
+  // which changes its summation order there, so picks of the old order are not served beside the
+  // new default.
+  int version() const override { return 2; }
 
 private:
   GemvBf16VendorHeuristic vendor_heuristic_;
