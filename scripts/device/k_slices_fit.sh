@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The default's K split (k_slices) per weight shape, measured: the kernel harnesses time every
 # config of every cell (--csv, one line per config with the default marked) over the shapes of
-# issue 13's matrix (bench/shapes/decode_matrix/) at rows 1, 2, 4, 8, 16 and 32, and
+# issue 13's matrix (bench/shapes/decode_matrix/) at rows 1, 4, 16 and 32 (HONE_FIT_ROWS), and
 # scripts/fit_k_slices.py gives, per shape, the cost of each k_slices of the default's path order
 # (geomean over the row counts of its fastest config over the fastest of that order) beside the
 # default's. The data to refit default_k_slices from (docs/notes/gemv_bf16.md, "The default's K
-# split"). SETS: any of gemv, 4x64, 4x128, 8x64 (default all four, ~2-4 minutes each on an H100);
+# split"). SETS: any of gemv, 4x64, 4x128, 8x64 (default all four, ~1.5-2 minutes each on an
+# H100, at ~1.6 s a cell: 15 shapes x 4 row counts);
 # each set is capped so that the script ends within one device call and packs what it has.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/k_slices_fit.sh "$OUT" build gemv,4x64
@@ -17,7 +18,7 @@ shapes() {
   grep '^full:' "bench/shapes/decode_matrix/$1.txt" |
     sed -E 's/.*n=([0-9]+), *k=([0-9]+).*/\1x\2/' | sort -u | paste -sd, -
 }
-rows=${HONE_FIT_ROWS:-1,2,4,8,16,32}
+rows=${HONE_FIT_ROWS:-1,4,16,32}
 # The configs of the mma order only (the ring path shares it): the fit counts no other.
 export HONE_TEST_PATHS=${HONE_TEST_PATHS:-mma,ring}
 IFS=, read -ra wanted <<<"$sets"
