@@ -12,11 +12,13 @@ fastest config of that order at that row count; the harness gives the same per c
 configs of the default's path order count, and the vendor's candidates (cuBLASLt) are left out:
 the default is one of hone's own. For each shape this prints, per k_slices, the geomean over its
 row counts of (fastest of that k_slices / fastest of any), with the rows-1 and rows-32 terms,
-marks the default's k_slices, and ends with the same geomean over all shapes for the default and
-for each constant k_slices.
+marks the default's k_slices (the default of the build that timed them), and ends with the same
+geomean over all shapes for that default and for each constant k_slices, then the cost of the
+present rule of default_k_slices (as this tree computes it) and of the cheapest rules of a search
+over its constants (--rules N; the rule is restated below, so keep the two alike).
 
-  scripts/fit_k_slices.py PART/matrix.json[.xz] ... [--md table.md]
-  scripts/fit_k_slices.py harness.csv ... [--md table.md] [--drop-last-cell]
+  scripts/fit_k_slices.py PART/matrix.json[.xz] ... [--md table.md] [--rules N]
+  scripts/fit_k_slices.py harness.csv ... [--md table.md] [--drop-last-cell] [--rules N]
 
 Exit status: 0 on a table, 2 on bad input (a file that is neither, or a matrix tuned in
 batch-invariant numerics, whose gate removed every other order before timing).
@@ -138,6 +140,73 @@ def cost(buckets, ks):
     return geomean([b[ks] / min(b.values()) for b in buckets.values()])
 
 
+# The default's rule, as default_k_slices in gemv_bf16_config.cpp and qmv_affine_config.cpp
+# computes it, with its constants as parameters: the largest power of two k_slices <= 16 whose
+# launch keeps at most `target` warps (m16 tiles x slices) and whose slices hold at least
+# `min_slice` chunks; then, where the launch has fewer than `fill` warps, K split further, down to
+# one chunk a slice. The present constants: target 2048, fill 512; min_slice 8 chunks of 32 for
+# gemv.bf16 (256 elements), 4 chunks for qmv.affine (of 128 values at 4 bits, 64 at 8).
+MAX_SLICES = 16
+PRESENT = {"gemv": (2048, 8, 512), "qmv": (2048, 4, 512)}
+SEARCH = {"target": (512, 1024, 2048, 4096, 8192), "min_slice": (1, 2, 4, 8),
+          "fill": (0, 256, 512, 1024)}
+
+
+def chunk_of(shape):
+    """K values per chunk: 32 for gemv.bf16, 16 x 32 / bits for qmv.affine."""
+    fields = dict(part.split("=") for part in shape.split(","))
+    return 16 * (32 // int(fields["bits"])) if "bits" in fields else 32
+
+
+def rule_slices(shape, target, min_slice, fill):
+    fields = dict(part.split("=") for part in shape.split(","))
+    n, k = int(fields["n"]), int(fields["k"])
+    tiles, chunk = (n + 15) // 16, chunk_of(shape)
+    chunks = (k + chunk - 1) // chunk
+    slices = 1
+    while slices < MAX_SLICES and 2 * slices * tiles <= target and 2 * slices * min_slice <= chunks:
+        slices *= 2
+    floor = 1
+    while floor < MAX_SLICES and 2 * floor * tiles <= fill and 2 * floor * chunk <= k:
+        floor *= 2
+    return max(slices, floor)
+
+
+def rule_cost(shapes, params):
+    """(geomean cost over the shapes, worst cost, its shape) of a rule; None where a shape's
+    rule split was not measured."""
+    costs = []
+    for shape, buckets in shapes.items():
+        c = cost(buckets, rule_slices(shape, *params))
+        if c is None:
+            return None
+        costs.append((c, shape))
+    worst = max(costs)
+    return geomean([c for c, _ in costs]), worst[0], worst[1]
+
+
+def rule_lines(shapes, top):
+    """The present rule's cost and the `top` cheapest of the searched rules."""
+    kinds = {"qmv" if "bits=" in shape else "gemv" for shape in shapes}
+    lines = ["", "Rules (target warps, minimum slice in chunks, fill warps): geomean cost over "
+             "the shapes, and the worst shape's:"]
+    if len(kinds) == 1:
+        present = PRESENT[kinds.pop()]
+        r = rule_cost(shapes, present)
+        if r:
+            lines.append(f"- present {present}: {r[0]:.3f}, worst {r[1]:.3f} ({r[2]})")
+    ranked = []
+    for target in SEARCH["target"]:
+        for min_slice in SEARCH["min_slice"]:
+            for fill in SEARCH["fill"]:
+                r = rule_cost(shapes, (target, min_slice, fill))
+                if r:
+                    ranked.append((r[0], r[1], (target, min_slice, fill), r[2]))
+    for g, worst, params, shape in sorted(ranked)[:top]:
+        lines.append(f"- {params}: {g:.3f}, worst {worst:.3f} ({shape})")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+",
@@ -145,6 +214,8 @@ def main(argv=None):
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--drop-last-cell", action="store_true",
                     help="leave out each CSV's last cell (a harness run cut by a timeout)")
+    ap.add_argument("--rules", type=int, default=5, metavar="N",
+                    help="list the N cheapest rules of the search (0: none)")
     args = ap.parse_args(argv)
     try:
         shapes, default = read_parts(args.parts, args.drop_last_cell)
@@ -180,6 +251,8 @@ def main(argv=None):
         if len(totals[key]) == len(shapes):
             name = "the default's k_slices" if key == "default" else f"k_slices {key} everywhere"
             lines.append(f"- {name}: {geomean(totals[key]):.3f}")
+    if args.rules > 0:
+        lines += rule_lines(shapes, args.rules)
     text = "\n".join(lines)
     print(text)
     if args.md:

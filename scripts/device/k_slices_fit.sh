@@ -41,6 +41,6 @@ for set in "${wanted[@]}"; do
   # A run cut by its cap may leave its last cell partial: the fit then leaves that cell out.
   python3 scripts/fit_k_slices.py "$csv" --md "${csv%.csv}_fit.md" \
     $([ "$rc" = 124 ] && echo --drop-last-cell) >/dev/null 2>"${csv%.csv}_fit.err"
-  tail -8 "${csv%.csv}_fit.md" 2>/dev/null
+  tail -14 "${csv%.csv}_fit.md" 2>/dev/null
   pack
 done

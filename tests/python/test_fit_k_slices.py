@@ -102,3 +102,26 @@ def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
     assert fit.main([str(path), "--drop-last-cell"]) == 0
     # the rows=1 bucket alone
     assert row_cells(capsys.readouterr().out, "n=896,k=896")[1] == "1"
+
+
+def test_rules_are_costed_as_default_k_slices_computes_them(fit, tmp_path, capsys):
+    # 896 x 896 (56 m16 tiles, 28 chunks of 32): the present gemv.bf16 rule gives 2 slices
+    # (256-element slices), its fill floor 8 (448 warps); 4096 x 4096 (256 tiles): 8 either way.
+    assert fit.rule_slices("n=896,k=896", 2048, 8, 0) == 2
+    assert fit.rule_slices("n=896,k=896", *fit.PRESENT["gemv"]) == 8
+    assert fit.rule_slices("n=4096,k=4096", *fit.PRESENT["gemv"]) == 8
+    # qmv.affine int4 (chunks of 128): 896 x 896 has 7, so the floor stops at 4 slices.
+    assert fit.rule_slices("n=896,k=896,bits=4,group=64", *fit.PRESENT["qmv"]) == 4
+    assert fit.rule_slices("n=28672,k=4096,bits=4,group=64", *fit.PRESENT["qmv"]) == 1
+    lines = ["n,k,rows,candidate,us,default"]
+    for ks, us in ((2, 4.0), (4, 3.0), (8, 2.0), (16, 2.5)):
+        lines.append(f"896,896,1,gemv.bf16.mma:warps_k={ks},split_k=1,{us},{int(ks == 2)}")
+    path = tmp_path / "table.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert fit.main([str(path), "--rules", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "- present (2048, 8, 512): 1.000, worst 1.000 (n=896,k=896)" in out
+    # --rules 1: the cheapest searched rule alone (8 slices, 1.000; 2, 4 and 16 cost more), the
+    # smallest constants first among equals.
+    assert out.count("\n- (") == 1
+    assert "- (512, 1, 0): 1.000, worst 1.000 (n=896,k=896)" in out
