@@ -61,11 +61,6 @@ const Entry kEntries[] = {
     entry<8, 1, 4, 2, 3, 2>(), // 64 x 64, 128 deep
     entry<8, 1, 4, 4, 3, 1>(), // 64 x 64, 256 deep, 16 warps
     entry<8, 1, 2, 4, 3, 2>(), // 64 x 32, 256 deep
-    // The same in 2 stages (73 KB in place of 110): two CTAs per SM, so that split_k = 2 runs
-    // 4096 weight rows' 256 CTAs in one wave. The ncu of the 3-stage kernel on 4096 x 4096 at 64
-    // rows (docs/benchmark_results/2026-12-05-h100-3): 128 CTAs, one per SM, 12 % achieved
-    // occupancy, stalled on fixed-latency dependencies, L2 and DRAM under a fifth busy.
-    entry<8, 1, 2, 4, 2, 2>(), // 64 x 32, 256 deep, 2 stages
 };
 
 const Entry *find(const QmmMmaKernel &k) {
