@@ -790,6 +790,32 @@ TEST(QmvAffineConfig, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
           << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
 }
 
+// Past 8 rows the default's CTA follows the weight size (the K order does not change): small
+// matrices run the rows in groups with one m16 tile per warp, larger ones all the rows in one CTA
+// with two; where that has no kernel (16 K slices) it keeps the cp.async-ring CTA of 16 rows.
+TEST(QmvAffineConfig, PastEightRowsTheDefaultCtaFollowsTheWeightSize) {
+  const struct {
+    int rows, n, k, bits, rows_per_cta, outputs_per_warp, async;
+  } cases[] = {
+      {16, 896, 896, 4, 8, 16, 0},     // 0.4 MB: two groups of 8 rows
+      {32, 896, 896, 4, 16, 16, 0},    // two groups of 16
+      {16, 17920, 1536, 4, 8, 16, 0},  // 13.8 MB, but K of 1536
+      {16, 4096, 4096, 4, 16, 32, 0},  // 8.4 MB: one CTA of 16 rows, two m16 tiles a warp
+      {32, 28672, 4096, 4, 32, 32, 0}, // one CTA of 32 rows
+      {24, 4096, 14336, 8, 32, 32, 0}, // 17-32 rows take the 32-row CTA
+      {16, 1536, 8960, 4, 16, 32, 1},  // 16 K slices: the ring CTA
+      {1, 28672, 4096, 4, 8, 16, 0},   // up to 8 rows: unchanged
+  };
+  for (const auto &c : cases) {
+    const QmvAffineConfig d = qmv_affine_default(c.rows, c.n, c.k, c.bits, 64);
+    EXPECT_EQ(d.rows_per_cta, c.rows_per_cta) << c.n << "x" << c.k << " rows=" << c.rows;
+    EXPECT_EQ(d.outputs_per_warp, c.outputs_per_warp) << c.n << "x" << c.k << " rows=" << c.rows;
+    EXPECT_EQ(d.async, c.async) << c.n << "x" << c.k << " rows=" << c.rows;
+    EXPECT_EQ(qmv_affine_k_slices(d),
+              qmv_affine_k_slices(qmv_affine_default(1, c.n, c.k, c.bits, 64)));
+  }
+}
+
 // Every ring config offered at two CTAs per SM fits twice in the register file at its compiled
 // kernel's registers (as allocated, in steps of 8): the kernel tables' REGISTERS are ptxas's
 // counts, so a kernel that grew since fails here rather than timing as its one-CTA twin.

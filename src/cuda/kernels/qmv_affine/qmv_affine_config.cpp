@@ -57,6 +57,11 @@ constexpr int kMaxDefaultSlices = 16;
 constexpr int kMinSliceChunks = 4;
 constexpr int kFillWarps = 512;
 
+// Past 8 rows: the weight size under which the default runs the rows in groups, one m16 tile
+// per warp (qmv_affine_default).
+constexpr double kSmallWeightBytes = 8e6;
+constexpr int kSmallWeightMaxK = 1536;
+
 int default_k_slices(int n, int k, int bits) {
   const int tiles = (n + 15) / 16;
   const int chunk_k = qmv_affine_chunk_k(bits);
@@ -176,16 +181,42 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     return qmv_affine_grouped_default(rows, n, k, bits, group);
   QmvAffineConfig c;
   c.path = KernelPath::mma;
-  // Up to 8 rows: one 8-row tile. Past 8: 16-row CTAs with two m16 tiles per warp (X loads
-  // shared by 32 weight rows) and the cp.async ring; 17-32 rows run as two row groups, the
-  // second re-reading the packed weights from L2, which beat the 32-row kernel on the sweep.
-  const bool few = rows <= 8;
-  c.rows_per_cta = few ? 8 : 16;
-  c.outputs_per_warp = few ? 16 : 32;
-  c.async = few ? 0 : 1;
-  // Past 8 rows the ring kernel's CTAs split K in cluster pairs at 8 and 16 slices.
-  set_default_cta(c, default_k_slices(n, k, bits), few ? 2 : 4, /*pair_at_8=*/!few,
-                  /*pair_at_16=*/!few);
+  const int slices = default_k_slices(n, k, bits);
+  // Up to 8 rows: one 8-row tile.
+  if (rows <= 8) {
+    c.rows_per_cta = 8;
+    c.outputs_per_warp = 16;
+    set_default_cta(c, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
+    return c;
+  }
+  // Past 8 rows, by weight size (the same K order, so the same bits, either way). Fitted on the
+  // triage medians of the H100 tunes of issue 13's matrix (docs/notes/qmv_affine.md, v10), where
+  // the v9 default below cost 1.44x (rows 9-16) and 1.47x (17-32) the fastest config of its
+  // order, geomean over 45 buckets each, and this one 1.09x and 1.10x:
+  // - small matrices (packed weights under kSmallWeightBytes, or K of at most
+  //   kSmallWeightMaxK): one m16 tile per warp, the rows in groups (8 rows a CTA at 9-16, 16 at
+  //   17-32), each group re-reading the weights from L2: warps, not reuse, are what they lack;
+  // - larger ones: two m16 tiles per warp (activation loads shared by 32 weight rows) over all
+  //   the rows in one CTA (16, or 32).
+  // Neither uses the cp.async ring, which lost to the register pipeline at both sizes.
+  if (slices < 16) {
+    const bool small =
+        static_cast<double>(n) * k * bits / 8 < kSmallWeightBytes || k <= kSmallWeightMaxK;
+    const bool upto16 = rows <= 16;
+    QmvAffineConfig f = c;
+    f.rows_per_cta = small ? (upto16 ? 8 : 16) : (upto16 ? 16 : 32);
+    f.outputs_per_warp = small ? 16 : 32;
+    set_default_cta(f, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
+    if (qmv_affine_can_implement(f, rows, n, k, bits, group, nullptr))
+      return f;
+  }
+  // v9, and where the above has no compiled kernel (16 K slices): 16-row CTAs with two m16 tiles
+  // per warp and the cp.async ring; 17-32 rows run as two row groups. The ring kernel's CTAs
+  // split K in cluster pairs at 8 and 16 slices.
+  c.rows_per_cta = 16;
+  c.outputs_per_warp = 32;
+  c.async = 1;
+  set_default_cta(c, slices, 4, /*pair_at_8=*/true, /*pair_at_16=*/true);
   return c;
 }
 
