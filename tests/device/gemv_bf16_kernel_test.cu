@@ -753,6 +753,20 @@ TEST(GemvBf16KernelConfigTest, DefaultOrderDoesNotDependOnRows) {
     }
 }
 
+// 17-32 rows: a small matrix (bf16 weights under 8 MB) runs its rows in two groups of 16, a
+// larger one in one CTA of 32; up to 16 rows the CTA holds them all.
+TEST(GemvBf16KernelConfigTest, PastSixteenRowsSmallMatricesRunTwoGroupsOfSixteen) {
+  const struct {
+    int rows, n, k, rows_per_cta;
+  } cases[] = {
+      {24, 896, 896, 16},   {32, 2048, 1536, 16}, {32, 2048, 2048, 32}, // 6.3 MB, 8.4 MB
+      {32, 4096, 4096, 32}, {12, 896, 896, 16},   {4, 896, 896, 8},
+  };
+  for (const auto &c : cases)
+    EXPECT_EQ(gemv_bf16_default(c.rows, c.n, c.k).rows_per_cta, c.rows_per_cta)
+        << c.n << "x" << c.k << " rows=" << c.rows;
+}
+
 // A small matrix splits K until its launch has about 4 warps per SM (the fill floor); a large
 // one keeps the fitted rule's split.
 TEST(GemvBf16KernelConfigTest, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {

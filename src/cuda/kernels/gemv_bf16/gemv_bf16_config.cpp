@@ -55,6 +55,7 @@ constexpr int kMaxDefaultSlices = 16;
 constexpr int kMinSliceElements = 256; // [elements of K]
 constexpr int kFillWarps = 512;
 constexpr int kChunkElements = 32; // the K chunk of every path; a slice holds at least one
+constexpr double kSmallWeightBytes = 8e6; // [bytes] of bf16 weights (gemv_bf16_default)
 
 int default_k_slices(int n, int k) {
   const int tiles = (n + 15) / 16;
@@ -161,7 +162,12 @@ GemvBf16Config gemv_bf16_default(int rows, int n, int k) {
     return gemv_bf16_stream_default(rows, n, k);
   GemvBf16Config c;
   c.path = KernelPath::mma;
-  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 ? 16 : 32;
+  // 17-32 rows: one 32-row CTA, except on small matrices (weights under kSmallWeightBytes),
+  // whose rows run in two groups of 16 (the same K order). Priced on the H100 tunes of issue
+  // 13's matrix (docs/notes/gemv_bf16.md, v4): the 32-row CTA cost 1.27-1.57x the fastest
+  // config of its order on the five small shapes, the groups of 16 1.03-1.17x.
+  const bool small = 2.0 * n * k < kSmallWeightBytes;
+  c.rows_per_cta = rows <= 8 ? 8 : rows <= 16 || small ? 16 : 32;
   c.vec = 16;
   const int slices = default_k_slices(n, k);
   // Two m16 tiles per warp halve the activation loads per weight byte; that pays for 9..16
