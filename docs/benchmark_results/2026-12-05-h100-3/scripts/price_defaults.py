@@ -15,7 +15,13 @@ The rules the defaults took (docs/notes/qmv_affine.md v10, docs/notes/gemv_bf16.
 - gemv.bf16, "small -> groups of 16": 17-32 rows in two groups of 16 on weights under 8 MB.
 
     python3 docs/benchmark_results/2026-12-05-h100-3/scripts/price_defaults.py
+    python3 .../price_defaults.py --tune docs/benchmark_results/2026-12-03-h200-3/call1/tune.json.xz
+
+--tune prices the same rules on a model tune of `hone tune --json` instead (its reports hold the
+same candidates with their triage medians): an H200 tune of Llama-3.1-8B of an earlier build is
+an out-of-sample check of the rules read from this run.
 """
+import argparse
 import glob
 import json
 import lzma
@@ -46,13 +52,20 @@ def cta(ks):
     return {1: (4, 1, 1), 2: (2, 2, 1), 4: (4, 4, 1), 8: (8, 8, 1)}.get(ks, (16, 16, 1))
 
 
-def load(pattern):
-    """[(rows, n, k, bits, default tactic, {tactic: triage median})] of the buckets past 8 rows."""
+def load(pattern, tune=None, op=None):
+    """[(rows, n, k, bits, default tactic, {tactic: triage median})] of the buckets past 8 rows:
+    of the matrix parts matching `pattern`, or of `op`'s reports in the model tune `tune`."""
     cells = []
-    for path in sorted(glob.glob(os.path.join(HERE, pattern, "matrix.json.xz"))):
-        with lzma.open(path, "rt") as f:
-            doc = json.load(f)
-        for t in doc["tunes"]:
+    docs = []
+    if tune:
+        with lzma.open(tune, "rt") if tune.endswith(".xz") else open(tune) as f:
+            docs = [[t for t in json.load(f)["reports"] if t["op"] == op]]
+    else:
+        for path in sorted(glob.glob(os.path.join(HERE, pattern, "matrix.json.xz"))):
+            with lzma.open(path, "rt") as f:
+                docs.append(json.load(f)["tunes"])
+    for tunes in docs:
+        for t in tunes:
             b = dict(p.split("=") for p in t["bucket"].split(","))
             if int(b["rows"]) <= 8:
                 continue
@@ -93,6 +106,8 @@ def price(cells, rules):
     for name, rule in rules.items():
         for rows in (16, 32):
             costs, worse, fallback = [], 0, 0
+            if not any(c[0] == rows for c in cells):
+                continue
             for r, n, k, bits, default, med in cells:
                 if r != rows:
                     continue
@@ -108,8 +123,11 @@ def price(cells, rules):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tune", help="a model tune (hone tune --json) to price instead")
+    tune = ap.parse_args().tune
     print("qmv.affine")
-    price(load("qmv.affine_*"), {
+    price(load("qmv.affine_*", tune, "qmv.affine"), {
         "present default": None,
         "taken": qmv_rule(lambda n, k, b: n * k * b / 8 < 8e6 or k <= 1536),
         "small under 8 MB alone": qmv_rule(lambda n, k, b: n * k * b / 8 < 8e6),
@@ -117,7 +135,7 @@ def main():
         "every matrix large": qmv_rule(lambda n, k, b: False),
     })
     print("gemv.bf16")
-    price(load("gemv.bf16_?of2"), {
+    price(load("gemv.bf16_?of2", tune, "gemv.bf16"), {
         "present default": None,
         "small -> groups of 16": gemv_rule(False),
         "and large K=4096 -> o32": gemv_rule(True),
