@@ -186,7 +186,8 @@ TEST(DecodePagedPrefetchTest, TilesPerWarpCoverTheKibPerCtaRoundedUp) {
 }
 
 TEST(DecodePagedHeuristicTest, SplitsLongContextsOverEverySmAndLeavesFullBatchesWhole) {
-  const int slots = kH200.sms * kH200.ctas_per_sm;
+  // The model counts one CTA slot per SM (decode_paged_config.cpp, kModelSlotsPerSm).
+  const int slots = kH200.sms;
   const auto chunk = [&](const std::vector<int32_t> &lengths, int hkv = 8, int ps = 16) {
     return decode_paged_default_chunk(indptr_of(lengths, ps), ps, hkv, 4, kH200);
   };
@@ -204,7 +205,7 @@ TEST(DecodePagedHeuristicTest, SplitsLongContextsOverEverySmAndLeavesFullBatches
   // Batch x hkv already fills the machine with equal lengths: no split.
   EXPECT_EQ(chunk(uniform(32, 4096)), 0);
   EXPECT_EQ(chunk(uniform(64, 2048)), 0);
-  // 8 x 4k: 64 CTAs unsplit on 264 slots, so split.
+  // 8 x 4k: 64 CTAs unsplit on 132 slots, so split.
   EXPECT_GT(chunk(uniform(8, 4096)), 0);
   // The ragged batch: split finer than the longest request, into more items than requests.
   const int r = chunk(ragged16());
@@ -324,7 +325,7 @@ TEST(DecodePagedReferenceTest, UniformAndOneHotAttention) {
 TEST(DecodePagedOpHostTest, RegisteredWithBucketsAndValidation) {
   const TunableOp *op = Registry::global().find("decode.paged", "cuda");
   ASSERT_NE(op, nullptr);
-  EXPECT_EQ(op->version(), 3); // never 1 or 2 again: both were used (decode_paged_op.h)
+  EXPECT_EQ(op->version(), 4); // never 1, 2 or 3 again: all were used (decode_paged_op.h)
   EXPECT_EQ(op->default_numerics(), Numerics::tolerance);
   const Shape raw{{12, 30000, 200000, 32, 8, 128, 16}, DType::bf16};
   const Shape b = op->buckets().map(raw).value();

@@ -148,8 +148,10 @@ public:
 
   std::string_view name() const override { return "decode.paged"; }
   // 1 and 2 are taken: 1 was the first landing and, again, the merge-kernel default after 2's
-  // fused-merge default, so an entry of either may hold the pick of another default.
-  int version() const override { return 3; }
+  // fused-merge default, so an entry of either may hold the pick of another default. 4: the
+  // default's chunk model counts one CTA slot per SM (longer chunks at batch 1-8), so entries of
+  // 3 were picked against another default.
+  int version() const override { return 4; }
   std::string_view backend() const override { return "cuda"; }
   DType dtype() const override { return DType::bf16; }
   // batch pow2 1..4096, max_len pow2 1..2^22, total_len pow2 1..2^30, hq exact 1..1024, hkv

@@ -24,16 +24,22 @@ constexpr const char *kKernel = "decode.paged";
 constexpr int64_t kCtaOverheadTokens = 64;
 // Candidates stop at this many work items per CTA slot.
 constexpr int64_t kMaxWavesOfCandidates = 8;
-// CTA slots per SM the model counts, at most: two CTAs of the default config keep 128 KB (head
-// dim 128) in flight per SM, about twice its share of the read bandwidth times the loaded
+// CTA slots per SM the candidates count, at most: two CTAs of the default config keep 128 KB
+// (head dim 128) in flight per SM, about twice its share of the read bandwidth times the loaded
 // latency; a third would only split the work finer (more partial states, shorter chunks).
-constexpr int kMaxSlotsPerSm = 2;
+constexpr int kCandidateSlotsPerSm = 2;
+// CTA slots per SM the default's makespan model counts. Fitted on the triage medians of three
+// H200 tunes of Llama-3.1-8B (docs/notes/decode_paged.md, "The default's slots"): counting two,
+// the default split a lone long request into one wave of two CTAs an SM, and its chunk was half
+// the fastest candidate's at batch 1-8 (cost 1.014-1.016x the fastest over 50 buckets); counting
+// one, 1.002-1.004x, 11-14 buckets more than 2 % faster, none slower.
+constexpr int kModelSlotsPerSm = 1;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-int64_t slots_of(DecodePagedMachine m) {
+int64_t slots_of(DecodePagedMachine m, int per_sm_at_most) {
   return std::max<int64_t>(1, static_cast<int64_t>(m.sms) *
-                                  std::clamp(m.ctas_per_sm, 1, kMaxSlotsPerSm));
+                                  std::clamp(m.ctas_per_sm, 1, per_sm_at_most));
 }
 
 bool fail(std::string *reason, std::string text) {
@@ -208,7 +214,7 @@ int decode_paged_default_warps(int head_dim) { return head_dim >= 256 ? 2 : 4; }
 
 int decode_paged_default_chunk(std::span<const int32_t> kv_indptr, int page_size, int hkv,
                                int warps, DecodePagedMachine machine) {
-  const int64_t slots = slots_of(machine);
+  const int64_t slots = slots_of(machine, kModelSlotsPerSm);
   int64_t max_pages = 0, total_pages = 0;
   for (size_t b = 0; b + 1 < kv_indptr.size(); ++b) {
     max_pages = std::max(max_pages, pages_of(kv_indptr, b));
@@ -252,7 +258,7 @@ int decode_paged_default_chunk(std::span<const int32_t> kv_indptr, int page_size
 
 std::vector<int> decode_paged_candidate_chunks(std::span<const int32_t> kv_indptr, int page_size,
                                                int hkv, int warps, DecodePagedMachine machine) {
-  const int64_t slots = slots_of(machine);
+  const int64_t slots = slots_of(machine, kCandidateSlotsPerSm);
   int64_t max_pages = 0;
   for (size_t b = 0; b + 1 < kv_indptr.size(); ++b)
     max_pages = std::max(max_pages, pages_of(kv_indptr, b));
