@@ -18,7 +18,11 @@ TEST(SiluMulConfig, TacticRoundTripsAndRefusals) {
   for (const SiluMulConfig &c : silu_mul_configs())
     EXPECT_EQ(SiluMulConfig::from_tactic(c.to_tactic()), c) << c.to_tactic().str();
   EXPECT_EQ(silu_mul_default(1, 14336).to_tactic().str(),
-            "silu_mul.bf16:vec=8,vectors=1,threads=128");
+            "silu_mul.bf16:vec=4,vectors=1,threads=256");
+  EXPECT_EQ(silu_mul_default(256, 14336).to_tactic().str(),
+            "silu_mul.bf16:vec=4,vectors=1,threads=256");
+  EXPECT_EQ(silu_mul_default(512, 14336).to_tactic().str(),
+            "silu_mul.bf16:vec=8,vectors=1,threads=256");
   EXPECT_THROW(SiluMulConfig::from_tactic(Tactic::parse("silu_mul.bf16:vec=8,vectors=3,"
                                                         "threads=128")),
                Error);

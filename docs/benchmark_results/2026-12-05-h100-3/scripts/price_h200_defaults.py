@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""decode.paged's default kv_chunk, priced on model tunes (hone tune --json reports). Each
+"""decode.paged's default kv_chunk and silu_mul's default, priced on model tunes (hone tune
+--json reports; the three H200 tunes of Llama-3.1-8B below). Each
 decode.paged bucket's triage timed every candidate chunk, interleaved, so the default the
 makespan model of decode_paged_default_chunk (decode_paged_config.cpp) would choose under other
 constants can be priced offline: the triage median of its chunk over the fastest candidate,
@@ -10,12 +11,16 @@ constants of the tune's build (64 overhead tokens, two CTA slots per SM on 132 S
 choose every bucket's recorded default. The buckets are equal-length requests (total_len = batch x
 max_len), 8 KV heads, page size 16, 4 warps.
 
-    python3 docs/benchmark_results/2026-12-05-h100-3/scripts/price_decode_paged_default.py \
+    python3 docs/benchmark_results/2026-12-05-h100-3/scripts/price_h200_defaults.py \
         docs/benchmark_results/2026-12-03-h200-3/call1/tune.json.xz \
         docs/benchmark_results/2026-12-02-h200-3/run1/tuneE.json.xz \
         docs/benchmark_results/2026-12-02-h200-3/run2/tuneF.json.xz
 
 On those three H200 tunes: one slot per SM costs 1.002-1.004x, against 1.014-1.016x for two.
+
+silu_mul: every bucket's triage timed every config; the rule silu_mul_default took (256 threads
+of one vector, 8-byte vectors up to 256 rows and 16-byte past) costs 1.002-1.003x the fastest
+config, against 1.101-1.107x for the earlier default (the recorded one).
 """
 import json
 import lzma
@@ -90,8 +95,36 @@ def tactic(chunk):
     return f"decode.paged:kv_chunk={chunk},warps=4"
 
 
+def silu_rule(rows):
+    vec = 4 if rows <= 256 else 8
+    return f"silu_mul.bf16:vec={vec},vectors=1,threads=256"
+
+
+def price_silu(path):
+    with lzma.open(path, "rt") if path.endswith(".xz") else open(path) as f:
+        reports = [r for r in json.load(f)["reports"] if r["op"] == "silu_mul"]
+    if not reports:
+        return
+    for name, rule in (("recorded default", None), ("taken", silu_rule)):
+        costs, better, worse = [], 0, 0
+        for r in reports:
+            med = {c["tactic"]: c["median_s"] for c in r["candidates"]
+                   if c["status"] == "ok" and c.get("median_s")}
+            rows = int(r["bucket"].split(",")[0].split("=")[1])
+            t = r["default"] if rule is None else rule(rows)
+            if t not in med:
+                sys.exit(f"{path}: {t} was not a candidate of {r['bucket']}")
+            costs.append(med[t] / min(med.values()))
+            better += med[t] < med[r["default"]] / 1.02
+            worse += med[t] > med[r["default"]] * 1.02
+        g = math.exp(sum(map(math.log, costs)) / len(costs))
+        print(f"  silu_mul, {name}: {g:.4f} over {len(costs)} buckets; {better} more than 2 % "
+              f"faster than the recorded default, {worse} slower")
+
+
 def main(paths):
     for path in paths:
+        price_silu(path)
         data = list(buckets(path))
         if not data:
             print(f"{path}: no decode.paged buckets")
