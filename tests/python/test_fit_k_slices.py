@@ -16,6 +16,12 @@ def row_cells(out, shape):
     return [c.strip() for c in row.strip("|").split("|")]
 
 
+def assert_refused(fit, capsys, path, text, *args):
+    """fit_k_slices exits 2 on `path`, naming the problem with `text`."""
+    assert fit.main([str(path), *args]) == 2
+    assert text in capsys.readouterr().err
+
+
 def cand(ks, median, status="ok", kernel="gemv.bf16.mma"):
     return {"tactic": f"{kernel}:rows_per_cta=8,warps=8,warps_k={ks},split_k=1",
             "status": status, "median_s": median}
@@ -58,8 +64,7 @@ def test_each_order_is_costed_over_the_row_buckets(fit, tmp_path, capsys):
 def test_a_batch_invariant_part_is_refused(fit, tmp_path, capsys):
     path = tmp_path / "matrix.json"
     path.write_text(json.dumps(part("batch_invariant", [])))
-    assert fit.main([str(path)]) == 2
-    assert "tuned in batch_invariant numerics" in capsys.readouterr().err
+    assert_refused(fit, capsys, path, "tuned in batch_invariant numerics")
 
 
 def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys):
@@ -85,8 +90,7 @@ def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys)
 def test_a_csv_without_the_default_column_is_refused(fit, tmp_path, capsys):
     path = tmp_path / "table.csv"
     path.write_text("n,k,rows,candidate,us\n896,896,1,gemv.bf16.mma:warps_k=2,4.0\n")
-    assert fit.main([str(path)]) == 2
-    assert "not a harness CSV with a default column" in capsys.readouterr().err
+    assert_refused(fit, capsys, path, "not a harness CSV with a default column")
 
 
 def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
@@ -97,8 +101,7 @@ def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
         "896,896,1,gemv.bf16.mma:warps_k=4,2.0,0\n"
         "896,896,32,gemv.bf16.mma:warps_k=2,8.0,1\n"
         "896,896,32,gemv.bf16.mma:warps_k=4,4.")  # torn by the timeout
-    assert fit.main([str(path)]) == 2
-    assert "table.csv:5: 5 fields, the header has 6" in capsys.readouterr().err
+    assert_refused(fit, capsys, path, "table.csv:5: 5 fields, the header has 6")
     assert fit.main([str(path), "--drop-last-cell"]) == 0
     # the rows=1 bucket alone
     assert row_cells(capsys.readouterr().out, "n=896,k=896")[1] == "1"

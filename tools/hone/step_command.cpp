@@ -226,7 +226,8 @@ int StepCommand::run() {
   distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
   for (int kib : distances)
     if (kib > 0)
-      variants.push_back(model::step_variant("tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib));
+      variants.push_back(
+          model::step_variant("tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib));
   // Measured beside the chain tactics, not one of them: never the chain pick.
   if (options_.separate_rope_append) {
     variants.push_back(model::step_variant("tuned+pdl+separate", &tuned, true));

@@ -198,10 +198,10 @@ int SweepCommand::run() {
                                            ? std::filesystem::path(HONE_PLOT_SWEEP_SCRIPT)
                                            : std::filesystem::path(options_.plot_script);
 
-  const std::vector<model::StepVariant> variants = {model::step_variant("default", &defaults, false),
-                                                    model::step_variant("default+pdl", &defaults, true),
-                                                    model::step_variant("tuned", &tuned, false),
-                                                    model::step_variant("tuned+pdl", &tuned, true)};
+  const std::vector<model::StepVariant> variants = {
+      model::step_variant("default", &defaults, false),
+      model::step_variant("default+pdl", &defaults, true),
+      model::step_variant("tuned", &tuned, false), model::step_variant("tuned+pdl", &tuned, true)};
   model::StepBenchOptions bench;
   bench.samples = options_.samples;
   bench.check_replays = options_.check_replays;

@@ -19,6 +19,13 @@ size_t opt_in_shared_limit(const void *fn) {
 
 } // namespace
 
+int split_k_fill_slices(int tiles, int chunk_k, int k, int max_slices) {
+  int slices = 1;
+  while (slices < max_slices && 2 * slices * tiles <= kSplitKFillWarps && 2 * slices * chunk_k <= k)
+    slices *= 2;
+  return slices;
+}
+
 void set_default_cta(SplitKCta &c, int k_slices, int warps_at_2, bool pair_at_8, bool pair_at_16) {
   const auto set = [&c](int warps_k, int split_k, int warps) {
     c.warps_k = warps_k, c.split_k = split_k, c.warps = warps;

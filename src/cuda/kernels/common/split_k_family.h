@@ -63,6 +63,15 @@ inline constexpr CtaShape kMmaCtaShapes[] = {
     {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
 };
 
+// The fill floor of a family's static default K split: the largest power of two k_slices, at
+// most `max_slices`, whose launch of `tiles` m16 tiles x k_slices warps stays within
+// kSplitKFillWarps and whose slices hold at least one `chunk_k`-value chunk of `k` each. Under
+// it no row count fills an H100/H200 (about 4 warps per SM); the ops take the larger of it and
+// their fitted split (docs/notes/gemv_bf16.md, v4: 896 x 896 at 2 slices cost 1.47x its
+// fastest 8-slice config over rows 1-32).
+inline constexpr int kSplitKFillWarps = 512;
+int split_k_fill_slices(int tiles, int chunk_k, int k, int max_slices);
+
 // The CTA of a family's static default for `k_slices` (1, 2, 4, 8 or 16; more counts as 16):
 // warps_k x split_k = k_slices, with the CTA at 4 warps where it can be. Two choices are the
 // op's: the warps at 2 slices (2: one warp per slice, 4: two warps along N), and at 8 and 16

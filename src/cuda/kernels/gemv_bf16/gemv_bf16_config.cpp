@@ -45,16 +45,13 @@ constexpr int kStreamDefaultStages = 4;
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: k_slices = 2^floor(log2(kTargetWarps / m16 tiles)), at most 16, and no slice
 // shorter than kMinSliceElements. Fitted on the H200 sweep in docs/notes/gemv_bf16.md.
-// Under that, a floor: K is split further, to slices as short as one 32-element chunk, while
-// the launch has fewer than kFillWarps warps (about 4 per SM of an H100/H200), where no row
-// count fills the GPU. Measured on the H100 tolerance tunes of issue 13's matrix
-// (docs/notes/gemv_bf16.md, "The default's K split"): 896 x 896, held to 2 slices by the
-// minimum slice, took 1.47x the time of its fastest 8-slice config over rows 1-32.
+// Under that, the family's fill floor (split_k_fill_slices), down to slices of one 32-element
+// chunk: 896 x 896, held to 2 slices by the minimum slice, took 1.47x the time of its fastest
+// 8-slice config over rows 1-32 on the H100 (docs/notes/gemv_bf16.md, "The default's K split").
 constexpr int kTargetWarps = 2048;
 constexpr int kMaxDefaultSlices = 16;
-constexpr int kMinSliceElements = 256; // [elements of K]
-constexpr int kFillWarps = 512;
-constexpr int kChunkElements = 32; // the K chunk of every path; a slice holds at least one
+constexpr int kMinSliceElements = 256;    // [elements of K]
+constexpr int kChunkElements = 32;        // the K chunk of every path; a slice holds at least one
 constexpr double kSmallWeightBytes = 8e6; // [bytes] of bf16 weights (gemv_bf16_default)
 
 int default_k_slices(int n, int k) {
@@ -64,11 +61,7 @@ int default_k_slices(int n, int k) {
     slices *= 2;
   while (slices > 1 && slices * kMinSliceElements > k)
     slices /= 2;
-  int fill = 1;
-  while (fill < kMaxDefaultSlices && 2 * fill * tiles <= kFillWarps &&
-         2 * fill * kChunkElements <= k)
-    fill *= 2;
-  return std::max(slices, fill);
+  return std::max(slices, split_k_fill_slices(tiles, kChunkElements, k, kMaxDefaultSlices));
 }
 
 // The ring default's shape at `slices` K slices: 16 consumers up to 16 activation rows per CTA,

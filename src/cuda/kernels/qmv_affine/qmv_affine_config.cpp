@@ -49,13 +49,11 @@ constexpr int kStreamDefaultStages = 8;
 // warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. Fitted on
 // the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
 // 4096x14336 and 14336x4096 (short slices, more partials to reduce).
-// Under that, the fill floor of gemv.bf16's default (gemv_bf16_config.cpp): K is split further,
-// to slices as short as one chunk, while the launch has fewer than kFillWarps warps, where no
-// row count fills the GPU (896 x 896 at 4 bits: 14 CTAs of 4 warps unsplit).
+// Under that, the family's fill floor (split_k_fill_slices), down to slices of one chunk
+// (896 x 896 at 4 bits: 14 CTAs of 4 warps unsplit).
 constexpr int kTargetWarps = 2048;
 constexpr int kMaxDefaultSlices = 16;
 constexpr int kMinSliceChunks = 4;
-constexpr int kFillWarps = 512;
 
 // Past 8 rows: the weight size under which the default runs the rows in groups, one m16 tile
 // per warp (qmv_affine_default).
@@ -70,10 +68,7 @@ int default_k_slices(int n, int k, int bits) {
   while (slices < kMaxDefaultSlices && 2 * slices * tiles <= kTargetWarps &&
          2 * slices * kMinSliceChunks <= chunks)
     slices *= 2;
-  int fill = 1;
-  while (fill < kMaxDefaultSlices && 2 * fill * tiles <= kFillWarps && 2 * fill * chunk_k <= k)
-    fill *= 2;
-  return std::max(slices, fill);
+  return std::max(slices, split_k_fill_slices(tiles, chunk_k, k, kMaxDefaultSlices));
 }
 
 // The ring default's shape at `slices` K slices: 16 consumers where a warp holds one m16 and one
