@@ -18,7 +18,7 @@ present rule of default_k_slices (as this tree computes it) and of the cheapest 
 over its constants (--rules N; the rule is restated below, so keep the two alike).
 
   scripts/fit_k_slices.py PART/matrix.json[.xz] ... [--md table.md] [--rules N]
-  scripts/fit_k_slices.py harness.csv ... [--md table.md] [--drop-last-cell] [--rules N]
+  scripts/fit_k_slices.py harness.csv[.xz] ... [--md table.md] [--drop-last-cell] [--rules N]
 
 Exit status: 0 on a table, 2 on bad input (a file that is neither, or a matrix tuned in
 batch-invariant numerics, whose gate removed every other order before timing).
@@ -72,7 +72,8 @@ def read_csv(path, shapes, default, drop_last_cell=False):
     ones after it from the right, and the candidate is what lies between. drop_last_cell: the
     run was cut (a timeout), so its last cell may be partial or its last line torn: the lines of
     the last cell are left out."""
-    with open(path) as f:
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
         header = f.readline().strip().split(",")
         lines = [line.rstrip("\n") for line in f if line.strip()]
     if drop_last_cell and lines and "candidate" in header:
@@ -112,7 +113,7 @@ def read_parts(paths, drop_last_cell=False):
     shapes = defaultdict(dict)
     default = {}
     for path in paths:
-        if path.endswith(".csv"):
+        if path.endswith((".csv", ".csv.xz")):
             read_csv(path, shapes, default, drop_last_cell)
             continue
         try:
@@ -210,7 +211,7 @@ def rule_lines(shapes, top):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+",
-                    help="matrix.json[.xz] of parts tuned in tolerance, or harness CSVs")
+                    help="matrix.json[.xz] of parts tuned in tolerance, or harness CSVs (.csv[.xz])")
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--drop-last-cell", action="store_true",
                     help="leave out each CSV's last cell (a harness run cut by a timeout)")

@@ -9,9 +9,15 @@
 #   (one launch, no gate); and the 4096 x 4096 picks at 64 and 128 rows (mma.sync 64 x 32, TMA
 #   lookahead 128 x 64 with stream-K).
 # Then compute-sanitizer racecheck of every kernel of the two qmm wgmma engines (one launch each
-# at leftover shapes).
+# at leftover shapes). On request (step `peer`), qmv.affine's rows-1 default beside PyTorch's
+# int4 kernel (tinygemm, torch._weight_int4pack_mm) on the same weights, int4 g64, one launch
+# each, at the SM clock the run would have (--clock-control none): 896 x 896, where hone takes
+# 3.3 us against torch's 2.6 (2026-12-05-h100-4), and 14336 x 4096 (0.91x). Its grid, warps per
+# SM, memory throughput and stalls against torch's (an n8 output tile a CTA, 8 warps splitting
+# K: 4x hone's warps on 896 x 896) say where the small matrices lose.
 #
-#   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]     STEPS: ncu,racecheck (default both)
+#   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]
+#     STEPS: ncu,racecheck (default both), and peer
 #
 # BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
 # build with -DHONE_QMM_TACTICS=full). OUTDIR receives profile.tar.gz, which holds, per profile,
@@ -49,11 +55,13 @@ sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --sec
           --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters)
 
 # profile NAME KERNEL_REGEX SKIP COMMAND...: the (SKIP+1)-th launch of a matching kernel.
+# NCU_EXTRA: more ncu options.
 profile() {
   local name=$1 regex=$2 skip=$3
   shift 3
   local rep=$scratch/$name
-  if ! timeout 240 ncu "${sections[@]}" --import-source no --kernel-name "regex:$regex" \
+  # shellcheck disable=SC2086
+  if ! timeout 240 ncu "${sections[@]}" ${NCU_EXTRA:-} --import-source no --kernel-name "regex:$regex" \
       --launch-skip "$skip" --launch-count 1 -f -o "$rep" "$@" >"$out/$name.run.log" 2>&1; then
     echo "$name: ncu failed (rc $?), see $name.run.log"
     return
@@ -85,6 +93,20 @@ if want ncu; then
   profile qmm_mma_64x32_4096 'qmm_affine_mma' 0 $probe 64 4096 4096 64 0,64,32,256,8,3,1
   profile qmm_tma_ahead_128x64_4096 'qmm_affine_tma' 0 $probe 128 4096 4096 64 3,128,64,256,5,3,1,1
   unset QMM_PROBE_ONCE
+fi
+
+if want peer; then
+  command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  export NCU_EXTRA="--clock-control none"
+  for m in 896x896 14336x4096; do
+    for who in qmv_affine tinygemm; do
+      # The first launch of each: the peer's correctness check, cold (ncu flushes the caches).
+      profile "peer_${who}_r1_$m" "$who" 0 env HONE_LIBRARY="$BUILD/lib/libhone.so" \
+        PYTHONPATH=python python3 bench/peers/qmv_affine_torch.py --out "$scratch/peer_$m" \
+        --matrices "$m" --rows 1 --formats 4:64 --read-bandwidth 3000
+    done
+  done
+  unset NCU_EXTRA
 fi
 
 if want racecheck; then

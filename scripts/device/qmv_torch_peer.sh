@@ -7,20 +7,24 @@
 # bench/peers/qmv_affine_torch.py times hone's pick through the Python package (its dispatcher
 # reads that cache) against torch's kernel on the same weights, interleaved, cold L2, after both
 # are checked against a float64 reference. About 5 minutes. ROWS (default 1,16) and FORMATS
-# (default 4:64,4:128) narrow or widen it.
+# (default 4:64,4:128) narrow or widen it. NUMERICS (default batch_invariant) is the tunes' gate:
+# torch's kernel makes no batch-invariance promise, so `tolerance` (which admits the grouped and
+# stream configs) is the like-for-like comparison; the run directory is named after it.
 #
-#   tar xJf .carry/bin.tar.xz && scripts/device/qmv_torch_peer.sh "$OUT" build [ROWS] [FORMATS]
+#   tar xJf .carry/bin.tar.xz && scripts/device/qmv_torch_peer.sh "$OUT" build [ROWS] [FORMATS] \
+#     [NUMERICS]
 set -u
 rows=${3:-1,16}
 formats=${4:-4:64,4:128}
+numerics=${5:-batch_invariant}
 source "$(dirname "$0")/env.sh"
-run_begin qmv_torch_peer 570 "${1:?OUTDIR}" "${2:-build}"
+run_begin "qmv_torch_peer${5:+_$numerics}" 570 "${1:?OUTDIR}" "${2:-build}"
 mkdir -p "$R/cache"
 export HONE_CACHE_DIR=$R/cache
 unset HONE_CACHE HONE_AUTOTUNE HONE_TACTIC_QMV_AFFINE
 matrices=$(grep '^full:' bench/shapes/decode_matrix/qmv.affine.txt |
   sed -E 's/.*n=([0-9]+), *k=([0-9]+).*/\1x\2/' | sort -u | paste -sd, -)
-echo "matrices $matrices; rows $rows; formats $formats" | tee "$R/steps.log"
+echo "matrices $matrices; rows $rows; formats $formats; numerics $numerics" | tee "$R/steps.log"
 
 # 1. Tunes, one cell at a time, within two thirds of the budget.
 IFS=, read -ra M <<<"$matrices"
@@ -32,7 +36,8 @@ for f in "${F[@]}"; do
     for m in "${M[@]}"; do
       [ "$(left)" -lt 200 ] && break 3
       timeout 60 "$BUILD/tools/hone/hone" tune --op qmv.affine \
-        --shape "rows=$r,n=${m%x*},k=${m#*x},bits=${f%:*},group=${f#*:}" >>"$R/tune.log" 2>&1 &&
+        --shape "rows=$r,n=${m%x*},k=${m#*x},bits=${f%:*},group=${f#*:}" \
+        --numerics "$numerics" >>"$R/tune.log" 2>&1 &&
         tuned=$((tuned + 1))
     done
   done

@@ -1,5 +1,6 @@
 """scripts/fit_k_slices.py on made-up tunes of a decode matrix in tolerance numerics."""
 import json
+import lzma
 
 import pytest
 from conftest import load_script
@@ -85,6 +86,21 @@ def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys)
     assert cells[3] == "**2.000** (2.00, 2.00)"
     assert cells[4] == "1.000 (1.00, 1.00)"
     assert len(cells) == 5  # no k_slices 8: only the fma path had it
+
+
+def test_an_xz_compressed_csv_reads_as_the_csv(fit, tmp_path, capsys):
+    text = ("n,k,rows,candidate,us,default\n"
+            "896,896,1,gemv.bf16.mma:warps_k=2,split_k=1,4.0,1\n"
+            "896,896,1,gemv.bf16.mma:warps_k=4,split_k=1,2.0,0\n")
+    plain, packed = tmp_path / "table.csv", tmp_path / "table.csv.xz"
+    plain.write_text(text)
+    packed.write_bytes(lzma.compress(text.encode()))
+    assert fit.main([str(plain)]) == 0
+    expected = capsys.readouterr().out
+    assert fit.main([str(packed)]) == 0
+    out = capsys.readouterr().out
+    assert out == expected.replace("table.csv", "table.csv.xz")
+    assert row_cells(out, "n=896,k=896")[3] == "**2.000** (2.00)"
 
 
 def test_a_csv_without_the_default_column_is_refused(fit, tmp_path, capsys):
