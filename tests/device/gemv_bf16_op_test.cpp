@@ -1,7 +1,8 @@
 // gemv.bf16 (cuda): every tactic against the float64 reference on fresh random inputs,
 // leftover shapes, the poison/NaN gate, the spill rule, and batch invariance of the default;
 // the vendor tactics (cuBLASLt): tolerance mode only, gated and timed by a tune, run by the
-// entry point, and an algorithm this cuBLASLt cannot run ignored like a stale entry.
+// entry point, the heuristic tactic bit-identical to cuBLASLt's own choice at each row count,
+// and an algorithm this cuBLASLt cannot run ignored like a stale entry.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,8 @@
 #include "cuda/ops/entry_point.h"
 #include "cuda/ops/gemv_bf16_op.h"
 #include "cuda/ops/gemv_bf16_reference.h"
+#include "cuda/ops/gemv_bf16_vendor.h"
+#include "cuda/peers/cublaslt_bf16_gemm.h"
 #include "device_test.h"
 #include "hone/cache.h"
 #include "hone/dispatcher.h"
@@ -419,6 +422,38 @@ TEST_F(GemvBf16OpTest, BucketVendorTacticServesEveryRowCountOfTheBucket) {
     EXPECT_LE(log.count("cannot run"), 1) << t.str();
     std::printf("rows=12 with %s: %s\n", t.str().c_str(),
                 log.count("cannot run") ? "default (fallback)" : "cuBLASLt");
+  }
+}
+
+// The heuristic tactic at row counts its bucket was not tuned at (12 in bucket 16, 24 in 32)
+// runs what cuBLASLt's heuristic gives for that row count: bit for bit the output of cuBLASLt
+// called directly with its own choice (the "cublas" peer of the benchmarks).
+TEST_F(GemvBf16OpTest, HeuristicVendorTacticRunsCublasLtsChoiceForEachRowCount) {
+  const NK nk = reduced_shapes() ? NK{512, 1024} : NK{4096, 4096};
+  for (int rows : {12, 24}) {
+    const Shape shape = shape_of(rows, nk);
+    std::unique_ptr<Workload> w = gemv_op().prepare(shape);
+    auto &gw = dynamic_cast<GemvBf16Workload &>(*w);
+    gw.randomize_inputs();
+    WarningLog log;
+    Dispatcher d(cuda_backend(), override_options(gemv_bf16_vendor_heuristic().to_tactic()));
+    const std::vector<uint16_t> y = entry_point_output(gw, d);
+    EXPECT_EQ(log.count("cannot run"), 0) << "rows " << rows;
+
+    CublasLtBf16Gemm peer(rows, nk.n, nk.k);
+    const std::vector<CublasLtAlgoId> listed = gemv_bf16_vendor_algos(rows, nk.n, nk.k);
+    ASSERT_FALSE(listed.empty());
+    EXPECT_EQ(peer.algo_id(), listed.front()) << "rows " << rows;
+    DeviceBuffer yp(y.size() * sizeof(uint16_t));
+    HONE_CUDA_CHECK(cudaMemset(yp.data(), 0xff, yp.size()));
+    peer.run(gw.x(0), gw.w(0), yp.data(), nullptr);
+    HONE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> expected(y.size());
+    HONE_CUDA_CHECK(cudaMemcpy(expected.data(), yp.data(), yp.size(), cudaMemcpyDeviceToHost));
+    size_t differ = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      differ += y[i] != expected[i] ? 1 : 0;
+    EXPECT_EQ(differ, 0u) << "rows " << rows << ": " << peer.algo_id().str();
   }
 }
 

@@ -1,8 +1,8 @@
 // gemv.bf16's vendor tactics (cuBLASLt), host logic, no device: the tactic spelling and its
-// round trip, errors naming the bad field and value, candidates in tolerance mode only (with a
-// supplied heuristic in place of cuBLASLt's), compile() and the entry point's config type, a
-// cached algorithm the heuristic no longer lists judged unrunnable like a stale entry, and the
-// best of hone's own kernels beside a vendor pick.
+// round trip (the heuristic tactic's too), errors naming the bad field and value, candidates in
+// tolerance mode only (with a supplied heuristic in place of cuBLASLt's), compile() and the entry
+// point's config type, a cached algorithm the heuristic no longer lists judged unrunnable like a
+// stale entry, and the best of hone's own kernels beside a vendor pick.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -69,6 +69,34 @@ TEST(GemvBf16VendorTest, TacticSpellingRoundTrips) {
   big.algo = {2147483647, 4294967295, 4294967295, 2147483647, 4294967295,
               4294967295, 4294967295, 65535,      65535};
   EXPECT_EQ(GemvBf16VendorConfig::from_tactic(Tactic::parse(big.to_tactic().str())), big);
+
+  // The heuristic tactic names no algorithm.
+  const GemvBf16VendorConfig h = gemv_bf16_vendor_heuristic();
+  EXPECT_TRUE(h.heuristic);
+  EXPECT_EQ(h.to_tactic().str(), "gemv.bf16.cublaslt:heuristic=1");
+  EXPECT_TRUE(is_gemv_bf16_vendor(h.to_tactic()));
+  EXPECT_EQ(GemvBf16VendorConfig::from_tactic(Tactic::parse("gemv.bf16.cublaslt:heuristic=1")), h);
+  EXPECT_FALSE(GemvBf16VendorConfig::from_tactic(t).heuristic);
+  EXPECT_FALSE(h == c);
+}
+
+// The heuristic tactic runs the heuristic's first algorithm for the shape it is given; a
+// named one runs its own whatever the shape.
+TEST(GemvBf16VendorTest, TheHeuristicTacticResolvesPerShape) {
+  const GemvBf16VendorConfig named{kListed[2]};
+  std::string why;
+  EXPECT_EQ(gemv_bf16_vendor_algo_for(named, 24, 4096, 4096, &why), kListed[2]);
+  EXPECT_EQ(why, "");
+  // The heuristic's answer where cuBLASLt gives one (a device), else none, with the reason.
+  const std::vector<CublasLtAlgoId> listed = gemv_bf16_vendor_algos(24, 4096, 4096);
+  const std::optional<CublasLtAlgoId> h =
+      gemv_bf16_vendor_algo_for(gemv_bf16_vendor_heuristic(), 24, 4096, 4096, &why);
+  if (listed.empty()) {
+    EXPECT_EQ(h, std::nullopt);
+    EXPECT_NE(why.find("lists no algorithm for rows=24,n=4096,k=4096"), std::string::npos) << why;
+  } else {
+    EXPECT_EQ(h, listed.front());
+  }
 }
 
 TEST(GemvBf16VendorTest, BadTacticsNameTheFieldAndValue) {
@@ -76,6 +104,9 @@ TEST(GemvBf16VendorTest, BadTacticsNameTheFieldAndValue) {
       "tile=21,stages=8,split_k=1,reduction=0,swizzle=0,custom=0,inner_shape=0,cluster_shape=0";
   expect_refused("gemv.bf16.mma:algo=66," + fields, "not a gemv.bf16.cublaslt tactic");
   expect_refused("gemv.bf16.cublaslt:algo=66", "takes the fields algo,tile,stages");
+  expect_refused("gemv.bf16.cublaslt:heuristic=2", "heuristic=2");
+  expect_refused("gemv.bf16.cublaslt:heuristic=0", "heuristic=0");
+  expect_refused("gemv.bf16.cublaslt:heuristic=1,algo=66", "or heuristic=1 alone");
   expect_refused("gemv.bf16.cublaslt:algo=66," + fields + ",extra=1", "takes the fields");
   expect_refused("gemv.bf16.cublaslt:tile=21,algo=66,stages=8,split_k=1,reduction=0,swizzle=0,"
                  "custom=0,inner_shape=0,cluster_shape=0",
@@ -98,15 +129,20 @@ TEST(GemvBf16VendorTest, VendorCandidatesOnlyInToleranceMode) {
   EXPECT_EQ(invariant.front(), op.default_tactic(bucket));
   EXPECT_EQ(std::count_if(invariant.begin(), invariant.end(), is_vendor), 0);
 
-  // Tolerance: hone's kernels as in batch-invariant mode, then one tactic per listed
-  // algorithm, in the heuristic's order.
+  // Tolerance: hone's kernels as in batch-invariant mode, then the heuristic tactic in place of
+  // the first listed algorithm, then one tactic per other listed algorithm, in the heuristic's
+  // order.
   ASSERT_EQ(tolerance.size(), invariant.size() + kListed.size());
   EXPECT_TRUE(std::equal(invariant.begin(), invariant.end(), tolerance.begin()));
-  for (size_t i = 0; i < kListed.size(); ++i) {
+  EXPECT_EQ(tolerance[invariant.size()], gemv_bf16_vendor_heuristic().to_tactic());
+  for (size_t i = 1; i < kListed.size(); ++i) {
     const Tactic &t = tolerance[invariant.size() + i];
     EXPECT_TRUE(op.is_vendor_tactic(t)) << t.str();
     EXPECT_EQ(GemvBf16VendorConfig::from_tactic(t).algo, kListed[i]) << t.str();
   }
+  EXPECT_EQ(
+      std::count(tolerance.begin(), tolerance.end(), GemvBf16VendorConfig{kListed[0]}.to_tactic()),
+      0);
   // candidates() is every tactic a tune of either mode could pick.
   EXPECT_EQ(op.candidates(bucket), tolerance);
   for (const Tactic &t : invariant)
@@ -146,6 +182,10 @@ TEST(GemvBf16VendorTest, CompileGivesTheEntryPointAVendorConfig) {
   EXPECT_NE(own.get_if<GemvBf16Config>(), nullptr);
   EXPECT_EQ(own.get_if<GemvBf16VendorConfig>(), nullptr);
 
+  const CompiledTactic h = op.compile(gemv_bf16_vendor_heuristic().to_tactic());
+  ASSERT_NE(h.get_if<GemvBf16VendorConfig>(), nullptr);
+  EXPECT_TRUE(h.get_if<GemvBf16VendorConfig>()->heuristic);
+
   try {
     op.compile(Tactic::parse("gemv.bf16.cublaslt:algo=66"));
     ADD_FAILURE() << "a malformed vendor tactic compiled";
@@ -163,6 +203,7 @@ TEST(GemvBf16VendorTest, AnAlgorithmTheHeuristicNoLongerListsIsUnrunnable) {
   const Tactic listed = GemvBf16VendorConfig{kListed[2]}.to_tactic();
   const Tactic gone = GemvBf16VendorConfig{algo(99, 7)}.to_tactic();
   EXPECT_EQ(op.unrunnable_reason(listed, bucket), std::nullopt);
+  EXPECT_EQ(op.unrunnable_reason(gemv_bf16_vendor_heuristic().to_tactic(), bucket), std::nullopt);
   const std::optional<std::string> why = op.unrunnable_reason(gone, bucket);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("not one of this build's candidates"), std::string::npos) << *why;

@@ -65,7 +65,9 @@ std::optional<std::string> GemvBf16Workload::cannot_implement(const Tactic &tact
       return e.what();
     }
     std::string why;
-    if (!gemv_bf16_vendor_plan(rows_, n_, k_, vendor.algo, &why))
+    const std::optional<CublasLtAlgoId> algo =
+        gemv_bf16_vendor_algo_for(vendor, rows_, n_, k_, &why);
+    if (!algo || !gemv_bf16_vendor_plan(rows_, n_, k_, *algo, &why))
       return why;
     return std::nullopt;
   }
@@ -104,12 +106,15 @@ LaunchStatus GemvBf16Workload::launch(const GemvBf16Config &config, const void *
 }
 
 const CublasLtBf16Gemm *GemvBf16Workload::vendor_plan(const GemvBf16VendorConfig &config) {
-  const std::string key = config.algo.str();
+  std::string why;
+  const std::optional<CublasLtAlgoId> algo = gemv_bf16_vendor_algo_for(config, rows_, n_, k_, &why);
+  if (!algo)
+    return nullptr;
+  const std::string key = algo->str();
   auto it = vendor_plans_.find(key);
   if (it == vendor_plans_.end()) {
-    std::string why;
     std::shared_ptr<const CublasLtBf16Gemm> plan =
-        gemv_bf16_vendor_plan(rows_, n_, k_, config.algo, &why);
+        gemv_bf16_vendor_plan(rows_, n_, k_, *algo, &why);
     if (!plan)
       return nullptr;
     if (vendor_workspace_.size() < plan->workspace_bytes())
@@ -196,7 +201,14 @@ std::vector<Tactic> GemvBf16Op::tune_candidates(const Shape &bucket, Numerics nu
                                           });
   if (numerics != Numerics::tolerance || !vendor_heuristic_)
     return out;
-  for (const CublasLtAlgoId &algo : vendor_heuristic_(rows, n, k)) {
+  const std::vector<CublasLtAlgoId> algos = vendor_heuristic_(rows, n, k);
+  // The heuristic tactic in place of the first algorithm: at the bucket's row count it runs
+  // that algorithm, and at the bucket's other row counts cuBLASLt's own choice
+  // (gemv_bf16_vendor.h). The others by name.
+  if (!algos.empty())
+    out.push_back(gemv_bf16_vendor_heuristic().to_tactic());
+  for (size_t i = 1; i < algos.size(); ++i) {
+    const CublasLtAlgoId &algo = algos[i];
     Tactic t = GemvBf16VendorConfig{algo}.to_tactic();
     if (std::find(out.begin(), out.end(), t) == out.end())
       out.push_back(std::move(t));

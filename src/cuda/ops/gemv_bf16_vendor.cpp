@@ -56,9 +56,16 @@ std::string shape_text(int rows, int n, int k) {
 
 } // namespace
 
+// The heuristic tactic's one field.
+constexpr const char *kHeuristicField = "heuristic";
+
 Tactic GemvBf16VendorConfig::to_tactic() const {
   Tactic t;
   t.kernel = std::string(kGemvBf16VendorKernel);
+  if (heuristic) {
+    t.params.emplace_back(kHeuristicField, 1);
+    return t;
+  }
   for (const Field &f : kFields)
     t.params.emplace_back(f.name, algo.*(f.member));
   return t;
@@ -68,6 +75,13 @@ GemvBf16VendorConfig GemvBf16VendorConfig::from_tactic(const Tactic &tactic) {
   if (tactic.kernel != kGemvBf16VendorKernel)
     HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "' is not a " +
                           std::string(kGemvBf16VendorKernel) + " tactic");
+  if (tactic.params.size() == 1 && tactic.params[0].first == kHeuristicField) {
+    if (tactic.params[0].second != 1)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() +
+                            "': heuristic=" + std::to_string(tactic.params[0].second) +
+                            " (the heuristic tactic is spelled heuristic=1)");
+    return gemv_bf16_vendor_heuristic();
+  }
   if (tactic.params.size() != kFieldCount) {
     std::string expected;
     for (const Field &f : kFields) { // piecewise: `"," + std::string` made GCC 12 warn -Wrestrict
@@ -75,9 +89,9 @@ GemvBf16VendorConfig GemvBf16VendorConfig::from_tactic(const Tactic &tactic) {
         expected += ',';
       expected += f.name;
     }
-    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " +
-                          std::string(kGemvBf16VendorKernel) + " takes the fields " + expected +
-                          ", in that order");
+    HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': " + std::string(kGemvBf16VendorKernel) +
+                          " takes the fields " + expected +
+                          ", in that order, or heuristic=1 alone");
   }
   GemvBf16VendorConfig c;
   for (size_t i = 0; i < kFieldCount; ++i) {
@@ -91,6 +105,12 @@ GemvBf16VendorConfig GemvBf16VendorConfig::from_tactic(const Tactic &tactic) {
                             std::to_string(value) + " outside 0.." + std::to_string(f.max));
     c.algo.*(f.member) = value;
   }
+  return c;
+}
+
+GemvBf16VendorConfig gemv_bf16_vendor_heuristic() {
+  GemvBf16VendorConfig c;
+  c.heuristic = true;
   return c;
 }
 
@@ -112,6 +132,20 @@ std::vector<CublasLtAlgoId> gemv_bf16_vendor_algos(int rows, int n, int k) {
   }
   known.emplace(key, algos);
   return algos;
+}
+
+std::optional<CublasLtAlgoId> gemv_bf16_vendor_algo_for(const GemvBf16VendorConfig &config,
+                                                        int rows, int n, int k,
+                                                        std::string *reason) {
+  if (!config.heuristic)
+    return config.algo;
+  const std::vector<CublasLtAlgoId> algos = gemv_bf16_vendor_algos(rows, n, k);
+  if (algos.empty()) {
+    if (reason)
+      *reason = "cuBLASLt lists no algorithm for " + shape_text(rows, n, k);
+    return std::nullopt;
+  }
+  return algos.front();
 }
 
 std::shared_ptr<const CublasLtBf16Gemm> gemv_bf16_vendor_plan(int rows, int n, int k,
@@ -143,8 +177,10 @@ std::shared_ptr<const CublasLtBf16Gemm> gemv_bf16_vendor_plan(int rows, int n, i
 LaunchStatus gemv_bf16_vendor_launch(const GemvBf16VendorConfig &config, GemvBf16Args args,
                                      void *stream) {
   std::string why;
+  const std::optional<CublasLtAlgoId> algo =
+      gemv_bf16_vendor_algo_for(config, args.rows, args.n, args.k, &why);
   if (std::shared_ptr<const CublasLtBf16Gemm> gemm =
-          gemv_bf16_vendor_plan(args.rows, args.n, args.k, config.algo, &why)) {
+          algo ? gemv_bf16_vendor_plan(args.rows, args.n, args.k, *algo, &why) : nullptr) {
     const size_t bytes = gemm->workspace_bytes();
     void *workspace = bytes > 0 ? workspace_for(stream, bytes) : nullptr;
     const cublasStatus_t s = gemm->enqueue(args.x, args.w, args.y, workspace, bytes,

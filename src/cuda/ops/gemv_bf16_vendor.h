@@ -6,6 +6,18 @@
 //   gemv.bf16.cublaslt:algo=66,tile=20,stages=8,split_k=1,reduction=0,swizzle=0,custom=0,
 //                      inner_shape=0,cluster_shape=0
 //
+// and one more, which names no algorithm: the heuristic's first for the launch's exact shape,
+// asked at the first launch of each shape (what the peer and a user of cuBLASLt run):
+//
+//   gemv.bf16.cublaslt:heuristic=1
+//
+// A bucket's pick serves every row count of the bucket (rows 9-16 run the pick of 16), and
+// cuBLASLt's heuristic answers each row count apart, so a named algorithm tuned at 32 rows can
+// trail cuBLASLt itself at 24 (1.4 % on 4096 x 4096, docs/benchmark_results/2026-12-05-h100-4).
+// The heuristic tactic runs at every row count what cuBLASLt would; at the bucket's own row
+// count it is the heuristic's first algorithm, so it takes that algorithm's place among the
+// candidates (the others are named).
+//
 // A vendor tactic makes no batch-invariance promise (cuBLASLt picks its order per shape), so
 // it is a candidate only of a tune in tolerance mode (GemvBf16Op::tune_candidates), gated
 // against the same float64 reference and timed in the same round-robin as hone's kernels.
@@ -18,6 +30,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,7 +50,8 @@ inline constexpr std::string_view kGemvBf16VendorKernel = "gemv.bf16.cublaslt";
 inline constexpr int kGemvBf16VendorCandidates = 4;
 
 struct GemvBf16VendorConfig {
-  CublasLtAlgoId algo;
+  CublasLtAlgoId algo;    // the algorithm, unless `heuristic`
+  bool heuristic = false; // the heuristic's first algorithm for the launch's shape
   Tactic to_tactic() const;
   // Throws Error(invalid_argument) naming the tactic for one that is not a vendor tactic of
   // gemv.bf16: another kernel, a missing, extra or misplaced field, or a value outside its
@@ -45,6 +59,9 @@ struct GemvBf16VendorConfig {
   static GemvBf16VendorConfig from_tactic(const Tactic &tactic);
   bool operator==(const GemvBf16VendorConfig &) const = default;
 };
+
+// The heuristic tactic (`heuristic=1`).
+GemvBf16VendorConfig gemv_bf16_vendor_heuristic();
 
 // True when `tactic` names cuBLASLt (kernel kGemvBf16VendorKernel), whatever its fields.
 bool is_gemv_bf16_vendor(const Tactic &tactic);
@@ -54,6 +71,13 @@ bool is_gemv_bf16_vendor(const Tactic &tactic);
 // when cuBLASLt cannot answer (no device, a library error): the tune then has hone's kernels
 // only.
 std::vector<CublasLtAlgoId> gemv_bf16_vendor_algos(int rows, int n, int k);
+
+// The algorithm `config` runs on rows, n, k: its own, or for the heuristic tactic the first of
+// gemv_bf16_vendor_algos(rows, n, k); nullopt, with the reason in *reason, when cuBLASLt lists
+// none for the shape.
+std::optional<CublasLtAlgoId> gemv_bf16_vendor_algo_for(const GemvBf16VendorConfig &config,
+                                                        int rows, int n, int k,
+                                                        std::string *reason);
 
 // The plan of `algo` for rows, n, k, built once in the process and shared (the entry point's
 // and the workloads'); null, with the reason in *reason, when this cuBLASLt cannot run it.
