@@ -1,5 +1,6 @@
 // The model tune's time budget: caps that fit the steps left into the time left, costly buckets
-// cut first, predictions corrected by what was measured; and the --budget durations.
+// cut first, predictions corrected by what was measured (the part that grows with the gate's
+// bytes apart from the rest, never by a negative scale); and the --budget durations.
 #include "hone/tune_budget.h"
 
 #include <string>
@@ -66,6 +67,47 @@ TEST(TuneBudget, MeasuredTimesScaleTheirOpsPredictions) {
   // With 10 s left, 0.05 + k x 0.5 <= 10: k = 19.
   b.plan(14);
   EXPECT_EQ(b.cap(10), 19);
+}
+
+// Three buckets of one op, 100 candidates each, whose gates touch 1 x, 5 x and 50 x the bytes:
+// per candidate 0.01 s of the rest and 0.01, 0.05 or 0.5 s that grow with the bytes.
+std::vector<BudgetItem> sized() {
+  std::vector<BudgetItem> out;
+  for (double bytes_s : {0.01, 0.05, 0.5})
+    out.push_back({"q", 100, 0.01 + bytes_s, 0.5, bytes_s});
+  return out;
+}
+
+TEST(TuneBudget, TheBytesPartIsScaledApartOnceTwoSizesAreMeasured) {
+  // The host's gate costs 4 x its prior per byte, the rest as predicted: the buckets take
+  // 0.5 + 1 + 4 x 1 = 5.5 s, 0.5 + 1 + 4 x 5 = 21.5 s, and the big one 201.5 s.
+  TuneBudget b(sized(), 0);
+  EXPECT_NEAR(b.predicted_full(), 2.5 + 6.5 + 51.5, 1e-9);
+  b.record(0, 5.5);
+  // One bucket: one scale, 5.5 / 2.5 = 2.2 x the priors.
+  EXPECT_NEAR(b.predicted_full(), 2.2 * (6.5 + 51.5), 1e-9);
+  b.record(1, 21.5);
+  // Two sizes: the rest at 1 x and the bytes at 4 x, which one scale (27 / 9 = 3 x: 154.5 s)
+  // would not see.
+  EXPECT_NEAR(b.predicted_full(), 201.5, 1e-9);
+
+  // And the cap follows: 100.5 s left for the big bucket, 0.5 + k x (0.01 + 4 x 0.5) <= 100.5.
+  TuneBudget capped(sized(), 27 + 100.5);
+  capped.record(0, 5.5);
+  capped.record(1, 21.5);
+  capped.plan(27);
+  EXPECT_EQ(capped.cap(2), 49);
+  EXPECT_LE(capped.predicted(), 100.5);
+}
+
+TEST(TuneBudget, NeitherScaleOfTheFitGoesNegative) {
+  // The small bucket measured far under its prior: the unconstrained fit would give the rest a
+  // negative scale. Held at 0, the bytes' scale is the best fit alone: (0.1 x 1 + 21.5 x 5) /
+  // (1 + 25).
+  TuneBudget b(sized(), 0);
+  b.record(0, 0.1);
+  b.record(1, 21.5);
+  EXPECT_NEAR(b.predicted_full(), (0.1 * 1 + 21.5 * 5) / 26 * 50, 1e-9);
 }
 
 TEST(TuneBudget, ATooSmallBudgetStillTimesTwoCandidates) {

@@ -32,7 +32,8 @@ BudgetItem bucket_item(const TunableOp &op, const Shape &bucket, int candidates)
   BudgetItem item;
   item.op = std::string(op.name());
   item.candidates = candidates;
-  item.candidate_s = kPriorCandidateSeconds + gate_bytes(op, bucket) * kPriorGateSecondsPerByte;
+  item.candidate_bytes_s = gate_bytes(op, bucket) * kPriorGateSecondsPerByte;
+  item.candidate_s = kPriorCandidateSeconds + item.candidate_bytes_s;
   item.fixed_s = kPriorBucketSeconds;
   return item;
 }
@@ -45,28 +46,65 @@ TuneBudget::TuneBudget(std::vector<BudgetItem> items, double budget_s)
   plan(0);
 }
 
-double TuneBudget::scale(const std::string &op) const {
-  double measured = 0, predicted = 0;
-  for (size_t j = 0; j < scale_ops_.size(); ++j) {
-    if (scale_ops_[j] == op && predicted_[j] > 0)
-      return measured_[j] / predicted_[j];
-    measured += measured_[j];
-    predicted += predicted_[j];
+TuneBudget::Scales TuneBudget::scales(const std::string &op) const {
+  const auto it = std::find(scale_ops_.begin(), scale_ops_.end(), op);
+  const bool own = it != scale_ops_.end();
+  const size_t j = static_cast<size_t>(it - scale_ops_.begin());
+  // The records that speak for `op`: its own, else (an op not measured yet) every op's.
+  double m = 0, p = 0;                           // one scale: measured over predicted
+  double rr = 0, rb = 0, bb = 0, mr = 0, mb = 0; // the normal equations of the two scales
+  size_t n = 0;
+  for (const Record &r : records_) {
+    if (own && r.op != j)
+      continue;
+    m += r.measured;
+    p += r.rest + r.bytes;
+    rr += r.rest * r.rest;
+    rb += r.rest * r.bytes;
+    bb += r.bytes * r.bytes;
+    mr += r.measured * r.rest;
+    mb += r.measured * r.bytes;
+    ++n;
   }
-  // An op not measured yet: what every op measured so far.
-  return predicted > 0 ? measured / predicted : 1.0;
+  const double one = p > 0 ? m / p : 1.0;
+  Scales s{one, one};
+  if (!own || n < 2)
+    return s;
+  // Least squares of measured = rest x s.rest + bytes x s.bytes over the op's records. Where
+  // its buckets differ too little in their share of bytes (a near-singular system), one scale.
+  const double det = rr * bb - rb * rb;
+  if (!(det > 1e-6 * rr * bb))
+    return s;
+  double fr = (mr * bb - mb * rb) / det, fb = (mb * rr - mr * rb) / det;
+  if (fr < 0) { // the best fit with the rest's scale at 0
+    fr = 0;
+    fb = mb / bb;
+  } else if (fb < 0) {
+    fb = 0;
+    fr = mr / rr;
+  }
+  return Scales{fr, fb};
 }
 
 double TuneBudget::cost(size_t i, int k) const {
   const BudgetItem &it = items_[i];
-  return scale(it.op) * (it.fixed_s + std::min(k, it.candidates) * it.candidate_s);
+  const Scales s = scales(it.op);
+  const double kk = std::min(k, it.candidates);
+  return s.rest * (it.fixed_s + kk * (it.candidate_s - it.candidate_bytes_s)) +
+         s.bytes * kk * it.candidate_bytes_s;
+}
+
+double TuneBudget::per_candidate(size_t i) const {
+  const BudgetItem &it = items_[i];
+  const Scales s = scales(it.op);
+  return s.rest * (it.candidate_s - it.candidate_bytes_s) + s.bytes * it.candidate_bytes_s;
 }
 
 int TuneBudget::cap_at(size_t i, double tau) const {
   const BudgetItem &it = items_[i];
   if (it.candidates <= kMinCandidates)
     return it.candidates;
-  const double per = scale(it.op) * it.candidate_s;
+  const double per = per_candidate(i);
   const double fit = per > 0 ? std::floor(tau / per) : it.candidates;
   return static_cast<int>(std::clamp<double>(fit, kMinCandidates, it.candidates));
 }
@@ -94,7 +132,7 @@ void TuneBudget::plan(double elapsed_s) {
   double hi = 0;
   for (size_t i = 0; i < items_.size(); ++i)
     if (!done_[i])
-      hi = std::max(hi, scale(items_[i].op) * items_[i].candidate_s * items_[i].candidates);
+      hi = std::max(hi, per_candidate(i) * items_[i].candidates);
   double lo = 0;
   over_ = total_at(0) > left;
   if (!over_)
@@ -110,17 +148,15 @@ void TuneBudget::plan(double elapsed_s) {
 
 void TuneBudget::record(size_t i, double seconds) {
   const BudgetItem &it = items_[i];
-  const double unscaled = it.fixed_s + std::min(caps_[i], it.candidates) * it.candidate_s;
+  const double k = std::min(caps_[i], it.candidates);
   auto where = std::find(scale_ops_.begin(), scale_ops_.end(), it.op);
   if (where == scale_ops_.end()) {
     scale_ops_.push_back(it.op);
-    measured_.push_back(0);
-    predicted_.push_back(0);
     where = scale_ops_.end() - 1;
   }
-  const size_t j = static_cast<size_t>(where - scale_ops_.begin());
-  measured_[j] += seconds;
-  predicted_[j] += unscaled;
+  records_.push_back({static_cast<size_t>(where - scale_ops_.begin()), seconds,
+                      it.fixed_s + k * (it.candidate_s - it.candidate_bytes_s),
+                      k * it.candidate_bytes_s});
   done_[i] = true;
 }
 

@@ -1,11 +1,17 @@
 // TuneBudget: fits a model tune into a time budget by capping how many candidates each bucket
 // gates and times (CappedOp). Each step of the run (a bucket, or a chain cell of fixed cost)
-// is predicted as fixed_s + k x candidate_s for k candidates; the predictions of an op are
-// scaled by what its steps measured so far (all ops' measurements until it has its own). Before
-// each step plan() picks an allowance tau, the seconds of candidates a bucket may spend, as
-// the largest that lets the steps left fit the time left: a bucket then times
-// clamp(floor(tau / candidate_s), kMinCandidates, its count) candidates, so cheap buckets keep
-// every candidate and the costly ones are cut first. Without a budget nothing is capped.
+// is predicted as fixed_s + k x candidate_s for k candidates, where candidate_s holds a part
+// that grows with the bytes the gate touches (candidate_bytes_s). The predictions of an op are
+// corrected by what its steps measured so far: once two of its buckets of different sizes are
+// measured, the byte-proportional part and the rest are scaled apart (a least-squares fit of
+// the two scales, neither negative), since the gate's cost per byte is what varies most across
+// hosts and ops (a 263 MB int4 lm_head took past 80 s where one scale fitted to the op's four
+// smaller buckets predicted 57); before that by one scale for the whole prediction (all ops'
+// until it has its own). Before each step plan() picks an allowance tau, the seconds of
+// candidates a bucket may spend, as the largest that lets the steps left fit the time left: a
+// bucket then times clamp(floor(tau / candidate_s), kMinCandidates, its count) candidates, so
+// cheap buckets keep every candidate and the costly ones are cut first. Without a budget
+// nothing is capped.
 //
 //   TuneBudget budget(items, /*budget_s=*/540);
 //   budget.plan(elapsed());                   // before each step
@@ -45,6 +51,8 @@ struct BudgetItem {
   int candidates = 0;     // what the bucket gates and times uncapped; 0: fixed cost only
   double candidate_s = 0; // [seconds] predicted per candidate
   double fixed_s = 0;     // [seconds] predicted beyond its candidates
+  // [seconds] the part of candidate_s that grows with the gate's bytes (<= candidate_s).
+  double candidate_bytes_s = 0;
 };
 // The prior prediction of a bucket of `op` with `candidates` candidates: the bytes from
 // op.workload_bytes(bucket), or for an op with decode attention's dimensions (which does not
@@ -79,16 +87,27 @@ public:
   bool over() const { return over_; }
 
 private:
-  double scale(const std::string &op) const;
+  // The scales of an op's predictions: of the part that grows with the gate's bytes, and of
+  // the rest (equal until two of its buckets of different sizes are measured).
+  struct Scales {
+    double rest = 1, bytes = 1;
+  };
+  Scales scales(const std::string &op) const;
   double cost(size_t i, int k) const; // scaled prediction of item i at k candidates
+  double per_candidate(size_t i) const; // scaled prediction of one more candidate of item i
   int cap_at(size_t i, double tau) const;
+
+  // One measured step: its time and its unscaled prediction, split as Scales is.
+  struct Record {
+    size_t op; // index into scale_ops_
+    double measured, rest, bytes;
+  };
 
   std::vector<BudgetItem> items_;
   double budget_s_;
   std::vector<int> caps_;
   std::vector<bool> done_;
-  std::vector<double> measured_;  // [seconds] per op index of scale_ops_
-  std::vector<double> predicted_; // [seconds] unscaled predictions of the same steps
+  std::vector<Record> records_;
   std::vector<std::string> scale_ops_;
   std::optional<double> allowance_;
   bool over_ = false;
