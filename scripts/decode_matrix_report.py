@@ -8,7 +8,8 @@ shapes of bench/shapes/decode_matrix/OP.txt). The report answers, per op and wei
 - tuned >= default: the pick's median over the default's, measured interleaved, in every cell;
   a cell counts as slower only when the excess is above the larger of the two spreads;
 - the peer ratio in every cell (cuBLASLt for gemv.bf16, cuBLAS on the dequantised weights for
-  qmv.affine), its geomean over rows 1-16 and its worst cell;
+  qmv.affine), its geomean over rows 1-16 and its worst cell; every cell below 1.0x the peer,
+  classed as within the two spreads, within its tune's switch margin, or beyond both;
 - the fraction of the measured read bandwidth (the device's large-read rate, not the per-shape
   loads-only ceiling: a fraction of the ceiling is at least this) on the large matrices.
 A cell is one shape at one row count; its bucket (the row count its tune measured) is the
@@ -85,6 +86,23 @@ def slower_than_default(r):
     return ratio if ratio - 1 > max(t["pick"]["spread"], t["default"]["spread"]) else None
 
 
+def below_peer(r, peer_name):
+    """(peer / pick, how) for a cell where the peer is faster than the pick, else None. how:
+    "within the spreads" (the deficit at most the sum of the two medians' spreads), "within the
+    tune's margin" (beyond them, but at most the switch margin of the cell's tune: a difference
+    no pairing of that tune could resolve), or "beyond"."""
+    t = r["times"]
+    if peer_name not in t or t[peer_name]["over_pick"] >= 1.0:
+        return None
+    ratio = t[peer_name]["over_pick"]
+    deficit = 1.0 - ratio
+    if deficit <= t["pick"]["spread"] + t[peer_name]["spread"]:
+        return ratio, "within the spreads"
+    if deficit <= r.get("tune_margin", 0.0):
+        return ratio, "within the tune's margin"
+    return ratio, "beyond"
+
+
 def report(args):
     """The report's lines and how many (op, numerics, format) rows its first table has."""
 
@@ -152,6 +170,28 @@ def report(args):
                              f"(spreads {t['pick']['spread']:.3f}, {t['default']['spread']:.3f}); "
                              f"pick `{r['pick_tactic']}`")
     if not any_slow:
+        lines.append("None.")
+    lines.append("")
+
+    lines.append("## Cells below 1.0x the peer")
+    lines.append("")
+    lines.append("Each with the pick's and the peer's spreads and its tune's switch margin; "
+                 "`beyond` marks a deficit larger than both.")
+    lines.append("")
+    any_below = False
+    for key in sorted(cells):
+        peer_name = "cublas" if key[0] == "gemv.bf16" else "cublas.dequant"
+        for r in sorted(cells[key], key=lambda r: r["times"].get(peer_name, {}).get("over_pick", 9)):
+            below = below_peer(r, peer_name)
+            if not below:
+                continue
+            any_below = True
+            t = r["times"]
+            lines.append(f"- {key[0]} ({key[1]}, {key[2]}) {r['shape']}: peer / pick "
+                         f"{below[0]:.4f}, {below[1]} (spreads {t['pick']['spread']:.4f}, "
+                         f"{t[peer_name]['spread']:.4f}; margin "
+                         f"{r.get('tune_margin', 0.0):.3f}); pick `{r['pick_tactic']}`")
+    if not any_below:
         lines.append("None.")
     lines.append("")
 

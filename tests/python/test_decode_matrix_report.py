@@ -72,7 +72,31 @@ def test_each_point_per_op_and_format(report, tmp_path, capsys):
     assert (q8[4], q8[5]) == ("0 of 1 tunes", "0")
     text = md.read_text()
     assert "- gemv.bf16 (batch_invariant) rows=16,n=896,k=896: pick / default 1.030" in text
+    # The peer faster by 10 % (spreads 1 %, no tune margin in the cell): beyond.
+    assert ("- gemv.bf16 (batch_invariant, bf16) rows=32,n=28672,k=4096: peer / pick 0.9000, "
+            "beyond") in text
     assert "Test GPU" in capsys.readouterr().out
+
+
+def test_cells_below_the_peer_are_classed_by_spreads_and_margin(report, tmp_path):
+    within_spreads = cell("rows=1,n=4096,k=4096", 10.0, 10.0, 9.85)        # 1.5 % < 2 x 1 %
+    within_margin = dict(cell("rows=2,n=4096,k=4096", 10.0, 10.0, 9.75),   # 2.5 % <= 3 %
+                         tune_margin=0.03)
+    beyond = dict(cell("rows=3,n=4096,k=4096", 10.0, 10.0, 9.6), tune_margin=0.03)  # 4 %
+    faster = cell("rows=4,n=4096,k=4096", 10.0, 10.0, 11.0)
+    doc = part("gemv.bf16", "tolerance", [within_spreads, within_margin, beyond, faster],
+               [tune("rows=1,n=4096,k=4096")])
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    md = tmp_path / "r.md"
+    assert report.main([str(tmp_path / "m.json"), "--md", str(md)]) == 0
+    text = md.read_text()
+    section = text.split("## Cells below 1.0x the peer")[1].split("##")[0]
+    assert "rows=1,n=4096,k=4096: peer / pick 0.9850, within the spreads" in section
+    assert "rows=2,n=4096,k=4096: peer / pick 0.9750, within the tune's margin" in section
+    assert "rows=3,n=4096,k=4096: peer / pick 0.9600, beyond" in section
+    assert "rows=4,n=4096,k=4096" not in section
+    # Worst first.
+    assert section.index("rows=3,") < section.index("rows=2,") < section.index("rows=1,")
 
 
 def test_a_file_that_is_not_a_report_is_refused(report, tmp_path, capsys):
