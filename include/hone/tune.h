@@ -36,6 +36,12 @@ struct TuneReport {
   int batch = 1;             // launches per sample
   double sync_round_trip = 0; // [seconds]
   TuneResult result;
+  // [seconds] where the tune's time went: allocating and filling the rotation copies; the
+  // gate (every candidate's check: fresh inputs, a launch, the download and the host
+  // reference); calibration and timing (triage and every pairing).
+  double prepare_s = 0;
+  double gate_s = 0;
+  double measure_s = 0;
 };
 
 // Why `shape` of `op` cannot be prepared in the memory `backend` has free now, naming the

@@ -66,21 +66,31 @@ TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucke
   else
     default_index = static_cast<size_t>(it - candidates.begin());
 
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  const Clock::time_point t_prepare = Clock::now();
   PreparedWorkload prepared = prepare_workload(backend, op, bucket, options.measure.cold);
   std::unique_ptr<Workload> &workload = prepared.workload;
   report.rotation = prepared.rotation;
   const int copies = prepared.copies;
+  report.prepare_s = since(t_prepare);
 
   const GateFn gate = [&](size_t i) {
+    const Clock::time_point t0 = Clock::now();
     CheckResult r;
     std::string reason;
     r.status = workload->can_run(candidates[i], &reason);
     if (r.status != Status::ok) {
       r.reason = reason;
-      return r;
+    } else {
+      r = workload->check(candidates[i], report.numerics);
     }
-    return workload->check(candidates[i], report.numerics);
+    report.gate_s += since(t0);
+    return r;
   };
+  const Clock::time_point t_measure = Clock::now();
 
   Measurement measurement(backend.timer(), &backend, options.measure);
   report.sync_round_trip = measurement.sync_round_trip();
@@ -94,6 +104,7 @@ TuneReport tune_bucket(Backend &backend, const TunableOp &op, const Shape &bucke
                               report.rotation.flush);
   };
   report.result = Tuner(options.tuner).select(candidates, default_index, gate, sample);
+  report.measure_s = since(t_measure) - report.gate_s;
   return report;
 }
 

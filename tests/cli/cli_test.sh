@@ -387,7 +387,8 @@ tune_model_budget)
   expect_rc 0
   expect_err "budget 1\.0s: 16 buckets capped to 32 candidates, still $duration at 2 a bucket \(over the budget\)"
   expect_err "^\[1/16\] tuning gemv\.f32 rows=1,n=128,k=64 \(at most 2 candidates\): "
-  expect_out "^tuned 16, cached 0, in [0-9.]+ s \($duration\); [0-9]+ buckets capped by the budget 1\.0s$"
+  expect_out "^tuned 16, cached 0, in [0-9.]+ s \($duration\); [0-9]+ buckets capped by the budget 1\.0s; preparing [0-9.]+ s, gates [0-9.]+ s, timing [0-9.]+ s$"
+  grep -Eq '"gate_s": [0-9.e-]+' "$tmp/report.json" || fail "the report lacks the gates' time"
   grep -Eq '"candidate_cap": 2' "$tmp/report.json" || fail "the report lacks the cap"
   grep -Eq '"reason": "budget: 2 candidates' "$tmp/report.json" || fail "no candidate was cut"
   rejects "--budget: 'soon' is not a duration" --backend cpu tune --model "$tmp/tiny.json" --budget soon

@@ -83,6 +83,9 @@ json outcome_json(const Outcome &o) {
   if (o.report) {
     const TuneReport &r = *o.report;
     j["tune_s"] = o.seconds;
+    j["prepare_s"] = r.prepare_s;
+    j["gate_s"] = r.gate_s;
+    j["measure_s"] = r.measure_s;
     if (o.cap > 0)
       j["candidate_cap"] = o.cap;
     j["numerics"] = to_string(r.numerics);
@@ -549,8 +552,15 @@ int TuneCommand::run() {
                 << r.candidates[r.pick_index == 0 ? 1 : r.pick_index].reason << ")\n";
     }
   int capped = 0;
-  for (const Outcome *o : shown)
+  double prepare_s = 0, gate_s = 0, measure_s = 0; // over the buckets tuned in this run
+  for (const Outcome *o : shown) {
     capped += o->cap > 0;
+    if (o->report) {
+      prepare_s += o->report->prepare_s;
+      gate_s += o->report->gate_s;
+      measure_s += o->report->measure_s;
+    }
+  }
   char elapsed_text[32];
   std::snprintf(elapsed_text, sizeof elapsed_text, "%.1f", seconds);
   std::cout << "tuned " << tuned << ", cached " << cached << ", in " << elapsed_text << " s ("
@@ -560,6 +570,12 @@ int TuneCommand::run() {
   if (capped > 0)
     std::cout << "; " << capped << " buckets capped by the budget "
               << format_duration(budget.budget_s());
+  if (gate_s + measure_s > 0) {
+    char split[96];
+    std::snprintf(split, sizeof split, "; preparing %.1f s, gates %.1f s, timing %.1f s", prepare_s,
+                  gate_s, measure_s);
+    std::cout << split;
+  }
   std::cout << '\n';
   if (!store.enabled())
     std::cout << "cache: off (HONE_CACHE=off); nothing recorded\n";
@@ -588,7 +604,10 @@ int TuneCommand::run() {
                   {"chain_cached", chain_cached},
                   {"capped", capped},
                   {"budget_s", budget_s},
-                  {"seconds", seconds}}}};
+                  {"seconds", seconds},
+                  {"prepare_s", prepare_s},
+                  {"gate_s", gate_s},
+                  {"measure_s", measure_s}}}};
     if (from_model)
       doc["model"] = config.name;
     write_json_file(options_.json, doc);
