@@ -110,8 +110,7 @@ const CublasLtBf16Gemm *GemvBf16Workload::vendor_plan(const GemvBf16VendorConfig
   const std::optional<CublasLtAlgoId> algo = gemv_bf16_vendor_algo_for(config, rows_, n_, k_, &why);
   if (!algo)
     return nullptr;
-  const std::string key = algo->str();
-  auto it = vendor_plans_.find(key);
+  auto it = vendor_plans_.find(*algo);
   if (it == vendor_plans_.end()) {
     std::shared_ptr<const CublasLtBf16Gemm> plan =
         gemv_bf16_vendor_plan(rows_, n_, k_, *algo, &why);
@@ -119,7 +118,7 @@ const CublasLtBf16Gemm *GemvBf16Workload::vendor_plan(const GemvBf16VendorConfig
       return nullptr;
     if (vendor_workspace_.size() < plan->workspace_bytes())
       vendor_workspace_ = DeviceBuffer(kCublasLtWorkspaceBytes);
-    it = vendor_plans_.emplace(key, std::move(plan)).first;
+    it = vendor_plans_.emplace(*algo, std::move(plan)).first;
   }
   return it->second.get();
 }
@@ -130,10 +129,6 @@ LaunchStatus GemvBf16Workload::launch_vendor(const CublasLtBf16Gemm *plan, int c
   const cublasStatus_t s = plan->enqueue(x(copy), w(copy), y(), vendor_workspace_.data(),
                                          vendor_workspace_.size(), stream());
   return s == CUBLAS_STATUS_SUCCESS ? LaunchStatus() : LaunchStatus::invalid_value();
-}
-
-LaunchStatus GemvBf16Workload::launch(const GemvBf16VendorConfig &config, int copy) {
-  return launch_vendor(vendor_plan(config), copy);
 }
 
 LaunchStatus GemvBf16Workload::launch(const Tactic &tactic, int copy) {

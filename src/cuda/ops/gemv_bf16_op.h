@@ -59,8 +59,6 @@ public:
   // Enqueues `config` over explicit buffers.
   LaunchStatus launch(const GemvBf16Config &config, const void *x, const void *w, void *y,
                       int rows);
-  // Enqueues the vendor tactic `config` (cuBLASLt) on copy `copy` into y().
-  LaunchStatus launch(const GemvBf16VendorConfig &config, int copy);
 
 private:
   HONE_CUDA_WORKLOAD_HOOKS(GemvBf16Inputs);
@@ -73,10 +71,10 @@ private:
   int rows_, n_, k_;
   DeviceBuffer workspace_; // largest gemv_bf16_workspace_bytes of any admissible config
   LastConfig<GemvBf16Config> last_config_;
-  // The cuBLASLt plans of the vendor tactics gated so far, by tactic text, and their shared
+  // The cuBLASLt plans of the vendor tactics gated so far, by algorithm, and their shared
   // workspace (kCublasLtWorkspaceBytes), allocated at the first vendor tactic's gate: outside
   // any timed region, and never for a batch-invariant tune.
-  std::map<std::string, std::shared_ptr<const CublasLtBf16Gemm>> vendor_plans_;
+  std::map<CublasLtAlgoId, std::shared_ptr<const CublasLtBf16Gemm>> vendor_plans_;
   DeviceBuffer vendor_workspace_;
   Tactic last_vendor_tactic_;
   const CublasLtBf16Gemm *last_vendor_plan_ = nullptr; // null: cuBLASLt cannot run it

@@ -54,6 +54,24 @@ std::string shape_text(int rows, int n, int k) {
   return "rows=" + std::to_string(rows) + ",n=" + std::to_string(n) + ",k=" + std::to_string(k);
 }
 
+// gemv_bf16_vendor_algos' list for rows, n, k, asked once per shape and kept: the reference
+// stays valid (map nodes are never erased), so a launch reads it without a copy.
+const std::vector<CublasLtAlgoId> &listed_algos(int rows, int n, int k) {
+  static std::mutex mutex;
+  static std::map<ShapeKey, std::vector<CublasLtAlgoId>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const ShapeKey key{rows, n, k};
+  if (auto it = known.find(key); it != known.end())
+    return it->second;
+  std::vector<CublasLtAlgoId> algos;
+  try {
+    algos = CublasLtBf16Gemm::heuristic(rows, n, k, kGemvBf16VendorCandidates);
+  } catch (const Error &e) {
+    warn_once("gemv.bf16: no cuBLASLt candidates for " + shape_text(rows, n, k) + ": " + e.what());
+  }
+  return known.emplace(key, std::move(algos)).first->second;
+}
+
 } // namespace
 
 // The heuristic tactic's one field.
@@ -117,21 +135,7 @@ GemvBf16VendorConfig gemv_bf16_vendor_heuristic() {
 bool is_gemv_bf16_vendor(const Tactic &tactic) { return tactic.kernel == kGemvBf16VendorKernel; }
 
 std::vector<CublasLtAlgoId> gemv_bf16_vendor_algos(int rows, int n, int k) {
-  static std::mutex mutex;
-  static std::map<ShapeKey, std::vector<CublasLtAlgoId>> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  const ShapeKey key{rows, n, k};
-  if (auto it = known.find(key); it != known.end())
-    return it->second;
-  std::vector<CublasLtAlgoId> algos;
-  try {
-    algos = CublasLtBf16Gemm::heuristic(rows, n, k, kGemvBf16VendorCandidates);
-  } catch (const Error &e) {
-    warn_once("gemv.bf16: no cuBLASLt candidates for " + shape_text(rows, n, k) + ": " +
-              e.what());
-  }
-  known.emplace(key, algos);
-  return algos;
+  return listed_algos(rows, n, k);
 }
 
 std::optional<CublasLtAlgoId> gemv_bf16_vendor_algo_for(const GemvBf16VendorConfig &config,
@@ -139,7 +143,7 @@ std::optional<CublasLtAlgoId> gemv_bf16_vendor_algo_for(const GemvBf16VendorConf
                                                         std::string *reason) {
   if (!config.heuristic)
     return config.algo;
-  const std::vector<CublasLtAlgoId> algos = gemv_bf16_vendor_algos(rows, n, k);
+  const std::vector<CublasLtAlgoId> &algos = listed_algos(rows, n, k);
   if (algos.empty()) {
     if (reason)
       *reason = "cuBLASLt lists no algorithm for " + shape_text(rows, n, k);
@@ -156,9 +160,9 @@ std::shared_ptr<const CublasLtBf16Gemm> gemv_bf16_vendor_plan(int rows, int n, i
     std::string reason;
   };
   static std::mutex mutex;
-  static std::map<std::pair<ShapeKey, std::string>, Plan> plans;
+  static std::map<std::pair<ShapeKey, CublasLtAlgoId>, Plan> plans;
   std::lock_guard<std::mutex> lock(mutex);
-  const std::pair<ShapeKey, std::string> key{{rows, n, k}, algo.str()};
+  const std::pair<ShapeKey, CublasLtAlgoId> key{{rows, n, k}, algo};
   auto it = plans.find(key);
   if (it == plans.end()) {
     Plan p;

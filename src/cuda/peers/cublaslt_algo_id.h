@@ -8,6 +8,7 @@
 //   std::string text = id.str();                              // "algo=66,tile=20,..."
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 
@@ -23,7 +24,8 @@ struct CublasLtAlgoId {
   int64_t custom = 0;        // CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
   int64_t inner_shape = 0;   // CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID
   int64_t cluster_shape = 0; // CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
-  bool operator==(const CublasLtAlgoId &) const = default;
+  // Field by field, in declaration order (a map key).
+  auto operator<=>(const CublasLtAlgoId &) const = default;
   // "algo=66,tile=20,stages=8,split_k=1,reduction=0,swizzle=0,custom=0,inner_shape=0,
   // cluster_shape=0" (one line), the fields in declaration order.
   std::string str() const;
