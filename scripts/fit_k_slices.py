@@ -37,6 +37,11 @@ class BadInput(Exception):
     pass
 
 
+def open_text(path):
+    """A text file, or its .xz-compressed form."""
+    return (lzma.open if path.endswith(".xz") else open)(path, "rt")
+
+
 def k_slices(tactic):
     fields = dict(re.findall(r"(\w+)=(-?\d+)", tactic))
     return int(fields.get("warps_k", 1)) * int(fields.get("split_k", 1))
@@ -72,8 +77,7 @@ def read_csv(path, shapes, default, drop_last_cell=False):
     ones after it from the right, and the candidate is what lies between. drop_last_cell: the
     run was cut (a timeout), so its last cell may be partial or its last line torn: the lines of
     the last cell are left out."""
-    opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt") as f:
+    with open_text(path) as f:
         header = f.readline().strip().split(",")
         lines = [line.rstrip("\n") for line in f if line.strip()]
     if drop_last_cell and lines and "candidate" in header:
@@ -117,8 +121,7 @@ def read_parts(paths, drop_last_cell=False):
             read_csv(path, shapes, default, drop_last_cell)
             continue
         try:
-            opener = lzma.open if path.endswith(".xz") else open
-            with opener(path, "rt") as f:
+            with open_text(path) as f:
                 doc = json.load(f)
             tunes, numerics = doc["tunes"], doc["numerics"]
         except (OSError, ValueError, KeyError, lzma.LZMAError) as e:

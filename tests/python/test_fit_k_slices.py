@@ -62,6 +62,16 @@ def test_each_order_is_costed_over_the_row_buckets(fit, tmp_path, capsys):
     assert "- k_slices 4 everywhere: 1.118" in out
 
 
+HEADER = "n,k,rows,candidate,us,default\n"
+
+
+def harness_csv(tmp_path, lines, name="table.csv"):
+    """A harness CSV of `lines` under the header with a default column; its path."""
+    path = tmp_path / name
+    path.write_text(HEADER + "".join(line + "\n" for line in lines))
+    return path
+
+
 def test_a_batch_invariant_part_is_refused(fit, tmp_path, capsys):
     path = tmp_path / "matrix.json"
     path.write_text(json.dumps(part("batch_invariant", [])))
@@ -69,16 +79,14 @@ def test_a_batch_invariant_part_is_refused(fit, tmp_path, capsys):
 
 
 def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys):
-    path = tmp_path / "table.csv"
-    path.write_text(
-        "n,k,rows,candidate,us,default\n"
-        "896,896,1,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,4.0,1\n"
-        "896,896,1,gemv.bf16.ring:warps=8,warps_k=4,split_k=1,2.0,0\n"   # the mma order
-        "896,896,1,gemv.bf16.fma:warps=8,warps_k=8,split_k=1,1.0,0\n"    # another order
-        "896,896,1,cublasLt,0.5,0\n"
-        "896,896,1,load_only,0.5,0\n"
-        "896,896,32,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,8.0,1\n"
-        "896,896,32,gemv.bf16.mma:warps=4,warps_k=2,split_k=2,4.0,0\n")  # k_slices 4
+    path = harness_csv(tmp_path, [
+        "896,896,1,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,4.0,1",
+        "896,896,1,gemv.bf16.ring:warps=8,warps_k=4,split_k=1,2.0,0",   # the mma order
+        "896,896,1,gemv.bf16.fma:warps=8,warps_k=8,split_k=1,1.0,0",    # another order
+        "896,896,1,cublasLt,0.5,0",
+        "896,896,1,load_only,0.5,0",
+        "896,896,32,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,8.0,1",
+        "896,896,32,gemv.bf16.mma:warps=4,warps_k=2,split_k=2,4.0,0"])  # k_slices 4
     assert fit.main([str(path)]) == 0
     out = capsys.readouterr().out
     cells = row_cells(out, "n=896,k=896")
@@ -89,12 +97,10 @@ def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys)
 
 
 def test_an_xz_compressed_csv_reads_as_the_csv(fit, tmp_path, capsys):
-    text = ("n,k,rows,candidate,us,default\n"
-            "896,896,1,gemv.bf16.mma:warps_k=2,split_k=1,4.0,1\n"
-            "896,896,1,gemv.bf16.mma:warps_k=4,split_k=1,2.0,0\n")
-    plain, packed = tmp_path / "table.csv", tmp_path / "table.csv.xz"
-    plain.write_text(text)
-    packed.write_bytes(lzma.compress(text.encode()))
+    plain = harness_csv(tmp_path, ["896,896,1,gemv.bf16.mma:warps_k=2,split_k=1,4.0,1",
+                                   "896,896,1,gemv.bf16.mma:warps_k=4,split_k=1,2.0,0"])
+    packed = tmp_path / "table.csv.xz"
+    packed.write_bytes(lzma.compress(plain.read_bytes()))
     assert fit.main([str(plain)]) == 0
     expected = capsys.readouterr().out
     assert fit.main([str(packed)]) == 0
@@ -111,12 +117,11 @@ def test_a_csv_without_the_default_column_is_refused(fit, tmp_path, capsys):
 
 def test_the_last_cell_of_a_cut_run_can_be_left_out(fit, tmp_path, capsys):
     path = tmp_path / "table.csv"
-    path.write_text(
-        "n,k,rows,candidate,us,default\n"
-        "896,896,1,gemv.bf16.mma:warps_k=2,4.0,1\n"
-        "896,896,1,gemv.bf16.mma:warps_k=4,2.0,0\n"
-        "896,896,32,gemv.bf16.mma:warps_k=2,8.0,1\n"
-        "896,896,32,gemv.bf16.mma:warps_k=4,4.")  # torn by the timeout
+    path.write_text(HEADER
+                    + "896,896,1,gemv.bf16.mma:warps_k=2,4.0,1\n"
+                    + "896,896,1,gemv.bf16.mma:warps_k=4,2.0,0\n"
+                    + "896,896,32,gemv.bf16.mma:warps_k=2,8.0,1\n"
+                    + "896,896,32,gemv.bf16.mma:warps_k=4,4.")  # torn by the timeout
     assert_refused(fit, capsys, path, "table.csv:5: 5 fields, the header has 6")
     assert fit.main([str(path), "--drop-last-cell"]) == 0
     # the rows=1 bucket alone
@@ -132,11 +137,9 @@ def test_rules_are_costed_as_default_k_slices_computes_them(fit, tmp_path, capsy
     # qmv.affine int4 (chunks of 128): 896 x 896 has 7, so the floor stops at 4 slices.
     assert fit.rule_slices("n=896,k=896,bits=4,group=64", *fit.PRESENT["qmv"]) == 4
     assert fit.rule_slices("n=28672,k=4096,bits=4,group=64", *fit.PRESENT["qmv"]) == 1
-    lines = ["n,k,rows,candidate,us,default"]
-    for ks, us in ((2, 4.0), (4, 3.0), (8, 2.0), (16, 2.5)):
-        lines.append(f"896,896,1,gemv.bf16.mma:warps_k={ks},split_k=1,{us},{int(ks == 2)}")
-    path = tmp_path / "table.csv"
-    path.write_text("\n".join(lines) + "\n")
+    path = harness_csv(tmp_path, [
+        f"896,896,1,gemv.bf16.mma:warps_k={ks},split_k=1,{us},{int(ks == 2)}"
+        for ks, us in ((2, 4.0), (4, 3.0), (8, 2.0), (16, 2.5))])
     assert fit.main([str(path), "--rules", "1"]) == 0
     out = capsys.readouterr().out
     assert "- present (2048, 8, 512): 1.000, worst 1.000 (n=896,k=896)" in out
