@@ -46,35 +46,24 @@ TuneBudget::TuneBudget(std::vector<BudgetItem> items, double budget_s)
   plan(0);
 }
 
-TuneBudget::Scales TuneBudget::scales(const std::string &op) const {
-  const auto it = std::find(scale_ops_.begin(), scale_ops_.end(), op);
-  const bool own = it != scale_ops_.end();
-  const size_t j = static_cast<size_t>(it - scale_ops_.begin());
-  // The records that speak for `op`: its own, else (an op not measured yet) every op's.
-  double m = 0, p = 0;                           // one scale: measured over predicted
-  double rr = 0, rb = 0, bb = 0, mr = 0, mb = 0; // the normal equations of the two scales
-  size_t n = 0;
-  for (const Record &r : records_) {
-    if (own && r.op != j)
-      continue;
-    m += r.measured;
-    p += r.rest + r.bytes;
-    rr += r.rest * r.rest;
-    rb += r.rest * r.bytes;
-    bb += r.bytes * r.bytes;
-    mr += r.measured * r.rest;
-    mb += r.measured * r.bytes;
-    ++n;
-  }
+void TuneBudget::Sums::add(double measured, double rest, double bytes) {
+  m += measured;
+  p += rest + bytes;
+  rr += rest * rest;
+  rb += rest * bytes;
+  bb += bytes * bytes;
+  mr += measured * rest;
+  mb += measured * bytes;
+  ++n;
+}
+
+TuneBudget::Scales TuneBudget::Sums::fit() const {
   const double one = p > 0 ? m / p : 1.0;
-  Scales s{one, one};
-  if (!own || n < 2)
-    return s;
-  // Least squares of measured = rest x s.rest + bytes x s.bytes over the op's records. Where
-  // its buckets differ too little in their share of bytes (a near-singular system), one scale.
+  // Least squares of measured = rest x s.rest + bytes x s.bytes. Where the steps differ too
+  // little in their share of bytes (a near-singular system), one scale.
   const double det = rr * bb - rb * rb;
-  if (!(det > 1e-6 * rr * bb))
-    return s;
+  if (n < 2 || !(det > 1e-6 * rr * bb))
+    return Scales{one, one};
   double fr = (mr * bb - mb * rb) / det, fb = (mb * rr - mr * rb) / det;
   if (fr < 0) { // the best fit with the rest's scale at 0
     fr = 0;
@@ -84,6 +73,15 @@ TuneBudget::Scales TuneBudget::scales(const std::string &op) const {
     fr = mr / rr;
   }
   return Scales{fr, fb};
+}
+
+TuneBudget::Scales TuneBudget::scales(const std::string &op) const {
+  const auto it = std::find(scale_ops_.begin(), scale_ops_.end(), op);
+  if (it != scale_ops_.end())
+    return fitted_[static_cast<size_t>(it - scale_ops_.begin())];
+  // An op not measured yet: what every op measured so far, as one scale.
+  const double one = all_.p > 0 ? all_.m / all_.p : 1.0;
+  return Scales{one, one};
 }
 
 double TuneBudget::cost(size_t i, int k) const {
@@ -149,14 +147,19 @@ void TuneBudget::plan(double elapsed_s) {
 void TuneBudget::record(size_t i, double seconds) {
   const BudgetItem &it = items_[i];
   const double k = std::min(caps_[i], it.candidates);
+  const double rest = it.fixed_s + k * (it.candidate_s - it.candidate_bytes_s);
+  const double bytes = k * it.candidate_bytes_s;
   auto where = std::find(scale_ops_.begin(), scale_ops_.end(), it.op);
   if (where == scale_ops_.end()) {
     scale_ops_.push_back(it.op);
+    sums_.emplace_back();
+    fitted_.emplace_back();
     where = scale_ops_.end() - 1;
   }
-  records_.push_back({static_cast<size_t>(where - scale_ops_.begin()), seconds,
-                      it.fixed_s + k * (it.candidate_s - it.candidate_bytes_s),
-                      k * it.candidate_bytes_s});
+  const size_t j = static_cast<size_t>(where - scale_ops_.begin());
+  sums_[j].add(seconds, rest, bytes);
+  fitted_[j] = sums_[j].fit();
+  all_.add(seconds, rest, bytes);
   done_[i] = true;
 }
 

@@ -97,18 +97,24 @@ private:
   double per_candidate(size_t i) const; // scaled prediction of one more candidate of item i
   int cap_at(size_t i, double tau) const;
 
-  // One measured step: its time and its unscaled prediction, split as Scales is.
-  struct Record {
-    size_t op; // index into scale_ops_
-    double measured, rest, bytes;
+  // The sums over measured steps that the fit needs: their times (m) and unscaled predictions
+  // (p = rest + bytes), and the normal equations of measured = rest x s.rest + bytes x s.bytes.
+  struct Sums {
+    double m = 0, p = 0, rr = 0, rb = 0, bb = 0, mr = 0, mb = 0;
+    int n = 0;
+    void add(double measured, double rest, double bytes);
+    // One scale (m / p) until two steps of different byte shares, then the two-part fit.
+    Scales fit() const;
   };
 
   std::vector<BudgetItem> items_;
   double budget_s_;
   std::vector<int> caps_;
   std::vector<bool> done_;
-  std::vector<Record> records_;
-  std::vector<std::string> scale_ops_;
+  std::vector<std::string> scale_ops_; // the ops measured so far
+  std::vector<Scales> fitted_;         // their scales, by index into scale_ops_
+  std::vector<Sums> sums_;             // what their fits were made of
+  Sums all_;                           // every op's steps: one scale for an op not yet measured
   std::optional<double> allowance_;
   bool over_ = false;
 };
