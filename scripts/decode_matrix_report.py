@@ -86,6 +86,11 @@ def slower_than_default(r):
     return ratio if ratio - 1 > max(t["pick"]["spread"], t["default"]["spread"]) else None
 
 
+def peer_of(op):
+    """The peer a cell of `op` is held to: cuBLASLt, or cuBLAS on the dequantised weights."""
+    return "cublas" if op == "gemv.bf16" else "cublas.dequant"
+
+
 def below_peer(r, peer_name):
     """(peer / pick, how) for a cell where the peer is faster than the pick, else None. how:
     "within the spreads" (the deficit at most the sum of the two medians' spreads), "within the
@@ -136,7 +141,7 @@ def report(args):
         op, numerics, fmt = key
         rs = cells[key]
         slower = [slower_than_default(r) - 1 for r in rs if slower_than_default(r)]
-        peer_name = "cublas" if op == "gemv.bf16" else "cublas.dequant"
+        peer_name = peer_of(op)
         ratios = [(r["times"][peer_name]["over_pick"], r) for r in rs if peer_name in r["times"]]
         low = [x for x in ratios if x[0] < 1.0]
         worst = min(ratios, key=lambda x: x[0]) if ratios else None
@@ -180,7 +185,7 @@ def report(args):
     lines.append("")
     any_below = False
     for key in sorted(cells):
-        peer_name = "cublas" if key[0] == "gemv.bf16" else "cublas.dequant"
+        peer_name = peer_of(key[0])
         for r in sorted(cells[key], key=lambda r: r["times"].get(peer_name, {}).get("over_pick", 9)):
             below = below_peer(r, peer_name)
             if not below:
@@ -201,7 +206,7 @@ def report(args):
     lines.append("| op | numerics | format | " + " | ".join(f"r{n}" for n in rows_all) + " |")
     lines.append("| --- | --- | --- | " + " | ".join("---:" for _ in rows_all) + " |")
     for key in sorted(cells):
-        peer_name = "cublas" if key[0] == "gemv.bf16" else "cublas.dequant"
+        peer_name = peer_of(key[0])
         by_rows = defaultdict(list)
         for r in cells[key]:
             if peer_name in r["times"]:
