@@ -7,12 +7,22 @@
 # that all fit one call; a cap reached shows as rc=124 in steps.log, and the ERROR SUMMARY lines
 # of every log are listed there. About 9 minutes.
 #
+# A racecheck of every config takes longer than one call (2026-12-05-h200-3: both kernel tests
+# cut at their caps). To split it over calls, name the checks to run after the build directory
+# (default all six), set HONE_TEST_PATHS (tests/device/path_filter.h: fma, mma, stream, grouped,
+# ring) to check one path's configs, and SANITIZE_CAP to give each check that many seconds.
+#
 #   tar xJf .carry/bin.tar.xz && scripts/device/sanitize_decode.sh "$OUT" build
+#   tar xJf .carry/bin.tar.xz && HONE_TEST_PATHS=grouped SANITIZE_CAP=200 \
+#     scripts/device/sanitize_decode.sh "$OUT" build qmv_kernel_racecheck
 set -u
 source "$(dirname "$0")/env.sh"
 run_begin sanitize_decode 570 "${1:?OUTDIR}" "${2:-build}"
 command -v compute-sanitizer >/dev/null || { stamp "compute-sanitizer not on PATH" 1; exit 1; }
 export HONE_DEVICE_TEST_REDUCED=1
+shift 2 2>/dev/null || shift $#
+only=" $* "
+echo "paths ${HONE_TEST_PATHS:-all}; checks ${*:-all}" | tee -a "$R/steps.log"
 # name, tool, test program, cap [s]
 for spec in "qmv_kernel_memcheck memcheck qmv_affine_kernel_test 120" \
   "qmv_kernel_racecheck racecheck qmv_affine_kernel_test 130" \
@@ -21,6 +31,8 @@ for spec in "qmv_kernel_memcheck memcheck qmv_affine_kernel_test 120" \
   "qmv_op_memcheck memcheck qmv_affine_op_test 70" \
   "gemv_op_memcheck memcheck gemv_bf16_op_test 70"; do
   read -r name tool program seconds <<<"$spec"
+  [ "$only" != "  " ] && [[ $only != *" $name "* ]] && continue
+  seconds=${SANITIZE_CAP:-$seconds}
   [ "$(left)" -lt 30 ] && { stamp "$name skipped: too little time" 1; continue; }
   timeout "$(cap "$seconds")" compute-sanitizer --tool "$tool" --error-exitcode 86 \
     "$BUILD/tests/device/$program" >"$R/$name.log" 2>&1
