@@ -93,7 +93,7 @@ for spec in "bf16 gemv.bf16 bf16 170" "int4_g64 qmv.affine int4:g64 160 --bits 4
   fi
   [ "$(left)" -lt 40 ] && break
   HONE_CACHE_DIR=$cache timeout "$(cap 110)" "$H" step --model "$MODEL" --batch 1 --context 4k \
-    --quant "$quant" --kv-prefetch 256 --separate-rope-append --samples 9 --json "$R/step_$name.json" >"$R/step_$name.log" 2>&1
+    --quant "$quant" --kv-prefetch 256 --separate-rope-append --fuse-silu-mul --samples 9 --json "$R/step_$name.json" >"$R/step_$name.log" 2>&1
   stamp "step $name (tolerance picks)" $?
   sed -n '/| variant/,/^$/p' "$R/step_$name.log"
   pack

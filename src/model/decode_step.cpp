@@ -528,9 +528,15 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       linear(l.o, st.attn, st.o_out);
     if (on(StepOp::rmsnorm))
       norm(st.o_out, i == 0 ? st.input : st.resid, st.resid, l.norm2, st.xn, R);
-    if (on(StepOp::gate_up))
-      linear(l.gate_up, st.xn, st.gate_up);
-    if (on(StepOp::silu_mul)) {
+    bool silu_done = false; // the gate/up linear's epilogue wrote st.act
+    if (on(StepOp::gate_up)) {
+      if (only == nullptr && launch.fuse_silu_mul && o.bits == 16 && R <= kMaxGemvRows)
+        silu_done = ops::gemv_bf16_silu_mul(st.xn, l.gate_up.w, st.act, R, m.inter, l.gate_up.k,
+                                            stream, d, chain);
+      if (!silu_done)
+        linear(l.gate_up, st.xn, st.gate_up);
+    }
+    if (on(StepOp::silu_mul) && !silu_done) {
       ops::SiluMulTensors t;
       t.gate_up = st.gate_up;
       t.out = st.act;

@@ -268,6 +268,40 @@ TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) 
     }
 }
 
+// A bf16 decode step whose gate/up linears take SiLU x up in their epilogue
+// (StepLaunch::fuse_silu_mul) gives the separate launches' bits, PDL off and on; the default
+// gate/up tactic has the epilogue, so the fused path is what ran.
+TEST_F(DecodeStepPrefillTest, TheSiluEpilogueIsTheSeparateLaunchesBitForBit) {
+  for (ModelSpec (*make)() : {llama_like, qwen2_like}) {
+    const ModelSpec m = make();
+    SCOPED_TRACE(m.name);
+    StepOptions o;
+    o.batch = kBatch;
+    o.context = kContext;
+    o.bits = 16;
+    o.seed = 4;
+    DecodeStep step(m, o);
+    const HostStepOutputs want = run_default_step(step);
+    DispatcherOptions plain;
+    plain.use_cache = false;
+    plain.autotune = false;
+    Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
+    {
+      DeviceBuffer x(size_t(kBatch * m.hidden) * 2), w(size_t(2 * m.inter * m.hidden) * 2),
+          y(size_t(kBatch * m.inter) * 2);
+      ASSERT_TRUE(ops::cuda::gemv_bf16_silu_mul(x.data(), w.data(), y.data(), kBatch, m.inter,
+                                                m.hidden, nullptr, defaults));
+    }
+    for (bool pdl : {false, true}) {
+      StepLaunch launch;
+      launch.pdl = pdl;
+      launch.fuse_silu_mul = true;
+      step.enqueue(nullptr, defaults, launch);
+      expect_same_outputs(step.host_outputs(), want, pdl ? ", PDL" : "");
+    }
+  }
+}
+
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and
 // biases).
 void expect_same_linear(const HostLinear &a, const HostLinear &b, const std::string &what) {

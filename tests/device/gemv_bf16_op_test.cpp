@@ -2,7 +2,9 @@
 // leftover shapes, the poison/NaN gate, the spill rule, and batch invariance of the default;
 // the vendor tactics (cuBLASLt): tolerance mode only, gated and timed by a tune, run by the
 // entry point, the heuristic tactic bit-identical to cuBLASLt's own choice at each row count,
-// and an algorithm this cuBLASLt cannot run ignored like a stale entry.
+// and an algorithm this cuBLASLt cannot run ignored like a stale entry; the gate/up linear with
+// SiLU x up in its epilogue, bit for bit the linear followed by silu_mul.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +37,7 @@
 #include "hone/tune.h"
 #include "hone/tuning_store.h"
 #include "op_test_helpers.h"
+#include "step_op_test_util.h"
 
 namespace hone::cuda {
 namespace {
@@ -521,6 +524,61 @@ TEST_F(GemvBf16OpTest, AnUnavailableVendorAlgoIsIgnoredLikeAStaleEntry) {
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+// The gate/up linear with SiLU x up in its epilogue (ops::cuda::gemv_bf16_silu_mul) gives the
+// bits of gemv_bf16 on [W_gate; W_up] followed by silu_mul, for every mma config that takes the
+// shape (inter not a multiple of the CTA's rows included), into a poisoned output; a tactic of
+// another path launches nothing and says so.
+TEST_F(GemvBf16OpTest, SiluEpilogueGivesTheLinearThenSiluMulBitForBit) {
+  struct Case {
+    int rows, inter, k;
+  };
+  const std::vector<Case> cases =
+      reduced_shapes()
+          ? std::vector<Case>{{1, 256, 1024}, {5, 40, 264}, {32, 264, 136}}
+          : std::vector<Case>{
+                {1, 1536, 2048}, {4, 40, 264}, {16, 4104, 1032}, {32, 8960, 1536}, {7, 264, 4104}};
+  int checked = 0;
+  for (const Case &c : cases) {
+    const int n = 2 * c.inter;
+    const std::vector<uint16_t> x = testing::random_bf16(size_t(c.rows) * c.k);
+    const std::vector<uint16_t> w = testing::random_bf16(size_t(n) * c.k);
+    DeviceBuffer dx = testing::upload(x), dw = testing::upload(w);
+    const size_t out = size_t(c.rows) * c.inter;
+    for (const GemvBf16Config &config : gemv_bf16_configs()) {
+      if (!gemv_bf16_can_implement(config, c.rows, n, c.k, nullptr))
+        continue;
+      const std::string where = config.to_tactic().str() + " rows=" + std::to_string(c.rows) +
+                                " inter=" + std::to_string(c.inter) + " k=" + std::to_string(c.k);
+      Dispatcher d(cuda_backend(), override_options(config.to_tactic()));
+      DeviceBuffer fused = testing::poisoned(out * 2);
+      const bool ran = ops::cuda::gemv_bf16_silu_mul(dx.data(), dw.data(), fused.data(), c.rows,
+                                                     c.inter, c.k, nullptr, d);
+      const std::vector<uint16_t> y = testing::download_bf16(fused, out);
+      if (config.path != KernelPath::mma) {
+        EXPECT_FALSE(ran) << where;
+        EXPECT_EQ(size_t(std::count(y.begin(), y.end(), kBf16Poison)), out) << where;
+        continue;
+      }
+      ASSERT_TRUE(ran) << where;
+      DeviceBuffer gate_up = testing::poisoned(size_t(c.rows) * n * 2);
+      DeviceBuffer separate = testing::poisoned(out * 2);
+      ops::cuda::gemv_bf16(dx.data(), dw.data(), gate_up.data(), c.rows, n, c.k, nullptr, d);
+      ops::cuda::SiluMulTensors t;
+      t.gate_up = gate_up.data();
+      t.out = separate.data();
+      t.rows = c.rows;
+      t.inter = c.inter;
+      ops::cuda::silu_mul(t, nullptr);
+      const std::vector<uint16_t> want = testing::download_bf16(separate, out);
+      EXPECT_EQ(std::count(want.begin(), want.end(), kBf16Poison), 0) << where;
+      EXPECT_EQ(y, want) << where;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  std::printf("%d mma configs x shapes checked\n", checked);
 }
 
 } // namespace

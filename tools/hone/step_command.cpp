@@ -98,6 +98,10 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--weights-once", options_.weights_once,
                  "Also time the tuned PDL step with the decode linears of the mma path as their "
                  "weights-once ring twins, whose weights start before the wait (same bits)");
+  app_->add_flag("--fuse-silu-mul", options_.fuse_silu_mul,
+                 "Also time the tuned PDL step with SiLU x up in the epilogue of the gate/up "
+                 "linear where its tactic has one (bf16, mma path): one launch a layer fewer, "
+                 "same bits");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -236,6 +240,10 @@ int StepCommand::run() {
   if (options_.weights_once) {
     variants.push_back(model::step_variant("tuned+pdl+ring", &tuned, true));
     variants.back().weights_once = true;
+  }
+  if (options_.fuse_silu_mul) {
+    variants.push_back(model::step_variant("tuned+pdl+silu", &tuned, true));
+    variants.back().fuse_silu_mul = true;
   }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope

@@ -52,6 +52,15 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
                void *stream);
 
+// An MLP's gate/up linear and SiLU x up in one launch: Y[r, i] = silu(G[r, i]) x U[r, i], where
+// [G | U] = X W^T is gemv_bf16 of W = [W_gate; W_up] (bf16 [2 inter, k]) and Y is bf16
+// [rows, inter]. The tactic is gemv_bf16's for (rows, 2 inter, k), and Y has the bits of that
+// call followed by the silu_mul op on its output. Returns false, having launched nothing, where
+// that tactic has no such epilogue (only the mma path has one; inter must be a multiple of 8):
+// the caller then runs the two ops. Same REQUIRES and errors as gemv_bf16.
+bool gemv_bf16_silu_mul(const void *x, const void *w, void *y, int64_t rows, int64_t inter,
+                        int64_t k, void *stream, Dispatcher &d, const ChainLaunch &chain = {});
+
 // Affine-quantized GEMV: Y[r, n] = sum_k X[r, k] * (q[n, k] * scale[n, k / group] +
 // bias[n, k / group]). q is uint32 [n, k * bits / 32] (values along K, lowest bits first, the
 // layout hone::ops::cpu::quantize_affine makes), scales and biases bf16 [n, k / group], X

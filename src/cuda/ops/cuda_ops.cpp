@@ -47,9 +47,12 @@ Dispatcher &dispatcher() {
   return d;
 }
 
-void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
-               void *stream, Dispatcher &d, const ChainLaunch &chain) {
-  const Resolution &r = d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, n, k}, DType::bf16});
+namespace {
+
+// gemv.bf16's launch arguments after the entry point's checks (alignment; the shape was
+// validated by the dispatcher's lookup).
+hone::cuda::GemvBf16Args gemv_bf16_args(const void *x, const void *w, void *y, int64_t rows,
+                                        int64_t n, int64_t k, const ChainLaunch &chain) {
   require_aligned("gemv.bf16", {{"x", x}, {"w", w}});
   require_aligned("gemv.bf16", {{"y", y}}, 2);
   hone::cuda::GemvBf16Args args;
@@ -60,6 +63,25 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
   args.n = static_cast<int>(n);
   args.k = static_cast<int>(k);
   args.chain = {chain.dependent};
+  return args;
+}
+
+// One launch of hone's own gemv.bf16 kernel `config`, with its workspace from `stream`'s.
+void launch_gemv_bf16(const Resolution &r, const hone::cuda::GemvBf16Config &config,
+                      hone::cuda::GemvBf16Args &args, void *stream) {
+  args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
+  if (args.workspace_bytes > 0)
+    args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);
+  check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_launch(config, args, stream));
+}
+
+} // namespace
+
+void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
+               void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, n, k}, DType::bf16});
+  hone::cuda::GemvBf16Args args = gemv_bf16_args(x, w, y, rows, n, k, chain);
   // A vendor tactic (cuBLASLt) is a pick of a tolerance-mode tune.
   if (const auto *vendor = r.compiled.get_if<hone::cuda::GemvBf16VendorConfig>()) {
     check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_vendor_launch(*vendor, args, stream));
@@ -71,15 +93,25 @@ void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, i
             hone::cuda::gemv_bf16_k_slices(config), {args.rows, args.n, args.k, 0, 0},
             [&] { return hone::cuda::gemv_bf16_ring_twin(config, args.rows, args.n, args.k); }))
       config = *ring;
-  args.workspace_bytes = hone::cuda::gemv_bf16_workspace_bytes(config, args.rows, args.n, args.k);
-  if (args.workspace_bytes > 0)
-    args.workspace = hone::cuda::workspace_for(stream, args.workspace_bytes);
-  check_launch("gemv.bf16", r, hone::cuda::gemv_bf16_launch(config, args, stream));
+  launch_gemv_bf16(r, config, args, stream);
 }
 
 void gemv_bf16(const void *x, const void *w, void *y, int64_t rows, int64_t n, int64_t k,
                void *stream) {
   gemv_bf16(x, w, y, rows, n, k, stream, dispatcher());
+}
+
+bool gemv_bf16_silu_mul(const void *x, const void *w, void *y, int64_t rows, int64_t inter,
+                        int64_t k, void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::GemvBf16Op>(), Shape{{rows, 2 * inter, k}, DType::bf16});
+  const auto *config = r.compiled.get_if<hone::cuda::GemvBf16Config>();
+  if (!config || !hone::cuda::gemv_bf16_silu_epilogue_fits(*config, static_cast<int>(inter)))
+    return false;
+  hone::cuda::GemvBf16Args args = gemv_bf16_args(x, w, y, rows, 2 * inter, k, chain);
+  args.silu_inter = static_cast<int>(inter);
+  launch_gemv_bf16(r, *config, args, stream);
+  return true;
 }
 
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,

@@ -58,4 +58,11 @@ template <int VEC> __device__ __forceinline__ Bf16Pack<VEC> pack(const float (&f
   return v;
 }
 
+// SiLU(g) x u in fp32 for a decode step's MLP: g / (1 + exp(-g)) x u, exp as ex2.approx of
+// -g log2 e, the division IEEE. silu_mul and the gate/up linears' fused epilogue both call it, so
+// that the fused step gives the separate launches' bits.
+__device__ __forceinline__ float silu_mul_value(float g, float u) {
+  return __fdiv_rn(g, 1.0f + __expf(-g)) * u;
+}
+
 } // namespace hone::cuda::kernel_detail

@@ -9,15 +9,35 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/bf16_vec.cuh"
+
 namespace hone::cuda::kernel_detail {
 
-// `Params` needs: rows, n, warps_n, warps_k, split_k and y (bf16 bits [rows, n]).
+// The gate/up linear with SiLU x up in its epilogue (SILU = true; the mma path of gemv.bf16).
+// W is [gate; up], 2 p.silu_inter rows, and n = 2 p.silu_inter. The kernel computes logical rows
+// j = 16 T + 8 h + i (i < 8) as weight row h inter + 8 T + i, so that every m16 tile holds 8 gate
+// rows and the 8 up rows of the same outputs, and reduce_and_store writes y[r, 8 T + i] =
+// bf16(silu_mul_value(bf16(gate), bf16(up))): the bits of the linear's bf16 store followed by
+// silu_mul. Each output's K order is the plain linear's. A template flag, so that the plain
+// kernels' code and registers stay as they are.
+// The weight row of logical row j (clamped to the last row; see above).
+template <bool SILU, class Params>
+__device__ __forceinline__ int weight_row(const Params &p, int j) {
+  j = min(j, p.n - 1);
+  if constexpr (SILU)
+    return ((j >> 3) & 1) * p.silu_inter + ((j >> 4) << 3) + (j & 7);
+  else
+    return j;
+}
+
+// `Params` needs: rows, n, warps_n, warps_k, split_k and y (bf16 bits [rows, n]); with SILU,
+// silu_inter (above: y is then [rows, silu_inter], and m_per_warp a multiple of 16).
 // Adds the k_slices partials of every output of this CTA in slice order and stores bf16.
 // `partials` is this CTA's dynamic shared memory: [warps_k][warps_n][floats_per_warp].
 // Outputs are spread over the ranks of the cluster; `index(m_in_warp, r_local)` gives an
 // output's float offset inside a warp's partial.
 // NOTE: every thread of every CTA of the cluster reaches both cluster barriers.
-template <class Params, class Index>
+template <bool SILU = false, class Params, class Index>
 __device__ __forceinline__ void
 reduce_and_store(const Params &p, const float *partials, int floats_per_warp, int m_per_warp,
                  int rows_per_cta, int m_cta, int row0, Index index) {
@@ -33,18 +53,14 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
   __syncthreads();
 #endif
   const int m_per_cta = p.warps_n * m_per_warp;
-  const int outputs = m_per_cta * rows_per_cta;
+  // One thread per output, or per (gate, up) pair of outputs with the SiLU epilogue.
+  const int m_items = SILU ? m_per_cta / 2 : m_per_cta;
+  const int outputs = m_items * rows_per_cta;
   const int per_rank = (outputs + p.split_k - 1) / p.split_k;
   const int end = min(outputs, (rank + 1) * per_rank);
   const int k_slices = p.warps_k * p.split_k;
-  for (int o = rank * per_rank + static_cast<int>(threadIdx.x); o < end;
-       o += static_cast<int>(blockDim.x)) {
-    const int m_local = o % m_per_cta;
-    const int r_local = o / m_per_cta;
-    const int m = m_cta + m_local;
-    const int r = row0 + r_local;
-    if (m >= p.n || r >= p.rows)
-      continue;
+  // The k_slices partials of local output (m_local, r_local), added in slice order.
+  auto reduce = [&](int m_local, int r_local) {
     const int offset =
         (m_local / m_per_warp) * floats_per_warp + index(m_local % m_per_warp, r_local);
     const int warp_stride = p.warps_n * floats_per_warp;
@@ -58,7 +74,27 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
 #endif
       sum += base[(s - src * p.warps_k) * warp_stride + offset];
     }
-    p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+    return sum;
+  };
+  for (int o = rank * per_rank + static_cast<int>(threadIdx.x); o < end;
+       o += static_cast<int>(blockDim.x)) {
+    const int item = o % m_items;
+    const int r_local = o / m_items;
+    const int r = row0 + r_local;
+    // With the SiLU epilogue, item i is the gate row 16 (i / 8) + i % 8 of its m16 tile.
+    const int m_local = SILU ? ((item >> 3) << 4) + (item & 7) : item;
+    const int m = m_cta + m_local;
+    if (m >= p.n || r >= p.rows)
+      continue;
+    if constexpr (SILU) {
+      const float gate = __bfloat162float(__float2bfloat16_rn(reduce(m_local, r_local)));
+      const float up = __bfloat162float(__float2bfloat16_rn(reduce(m_local + 8, r_local)));
+      p.y[static_cast<size_t>(r) * p.silu_inter + ((m >> 4) << 3) + (m & 7)] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(silu_mul_value(gate, up)));
+    } else {
+      p.y[static_cast<size_t>(r) * p.n + m] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(reduce(m_local, r_local)));
+    }
   }
 #if __CUDA_ARCH__ >= 900
   // Keeps every CTA's shared memory alive until the cluster has read it.
@@ -134,15 +170,14 @@ __device__ __forceinline__ void store_mma_partials(float4 *partials, const float
 // tile into `partials` (this CTA's dynamic shared memory, MT x NT x 128 floats per warp), then
 // the CTA (and its cluster) reduces and stores bf16 Y through reduce_and_store.
 // NOTE: every thread of every CTA of the cluster must call it (it holds cluster barriers).
-template <int MT, int NT, class Params>
-__device__ __forceinline__ void store_mma_partials_and_reduce(const Params &p, float4 *partials,
-                                                              const float (&acc)[MT][NT][4],
-                                                              int warp, int lane, int m_cta,
-                                                              int row0) {
+template <int MT, int NT, bool SILU = false, class Params>
+__device__ __forceinline__ void
+store_mma_partials_and_reduce(const Params &p, float4 *partials, const float (&acc)[MT][NT][4],
+                              int warp, int lane, int m_cta, int row0) {
   constexpr int kFloatsPerWarp = MT * NT * 128;
   store_mma_partials(partials, acc, warp, lane);
-  reduce_and_store(p, reinterpret_cast<const float *>(partials), kFloatsPerWarp, MT * 16, NT * 8,
-                   m_cta, row0, mma_partial_offset<NT>);
+  reduce_and_store<SILU>(p, reinterpret_cast<const float *>(partials), kFloatsPerWarp, MT * 16,
+                         NT * 8, m_cta, row0, mma_partial_offset<NT>);
 }
 
 } // namespace hone::cuda::kernel_detail

@@ -24,6 +24,7 @@
 // one path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 
+#include <array>
 #include <span>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct KernelEntry {
   int outputs_per_warp; // MT * 16 (mma) or O (fma)
   SplitKKernel kernel;  // async_fn, if any: the cp.async pipeline (S > 0), ring S x (2 MT + NT)
                         // x 512 bytes per warp
+  SplitKKernel silu;    // the same kernels with the SiLU epilogue (mma path; fn null elsewhere)
 };
 
 template <int NT, int MT, int J, int MAX_THREADS, int S = 0> constexpr KernelEntry mma_entry() {
@@ -55,11 +57,18 @@ template <int NT, int MT, int J, int MAX_THREADS, int S = 0> constexpr KernelEnt
                 MT * 16,
                 {reinterpret_cast<const void *>(
                      &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS>),
-                 nullptr, MAX_THREADS, MT * NT * 128, 0}};
+                 nullptr, MAX_THREADS, MT * NT * 128, 0},
+                {}};
+  e.silu = e.kernel;
+  e.silu.fn = reinterpret_cast<const void *>(
+      &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, 0, true>);
   if constexpr (S > 0) {
     e.kernel.async_fn = reinterpret_cast<const void *>(
         &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, S>);
     e.kernel.async_bytes_per_warp = S * (2 * MT + NT) * 512;
+    e.silu.async_fn = reinterpret_cast<const void *>(
+        &gemv_bf16_detail::gemv_bf16_mma_kernel<NT, MT, J, MAX_THREADS, S, true>);
+    e.silu.async_bytes_per_warp = e.kernel.async_bytes_per_warp;
   }
   return e;
 }
@@ -69,7 +78,8 @@ template <int R, int O, int U, int MAX_THREADS> constexpr KernelEntry fma_entry(
           O,
           {reinterpret_cast<const void *>(
                &gemv_bf16_detail::gemv_bf16_fma_kernel<R, O, U, MAX_THREADS>),
-           nullptr, MAX_THREADS, O * R, 0}};
+           nullptr, MAX_THREADS, O * R, 0},
+          {}};
 }
 
 // NOTE: J (chunks in flight) and U (granules in flight) are sized so that the weight
@@ -174,8 +184,35 @@ KernelResources gemv_bf16_resources(const GemvBf16Config &config) {
   return split_k_resources(fns, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
+bool gemv_bf16_silu_epilogue_fits(const GemvBf16Config &config, int inter) {
+  if (config.path != KernelPath::mma || inter <= 0 || inter % 8 != 0)
+    return false;
+  const KernelEntry *e = find_kernel(config);
+  if (!e || !e->silu.fn || (config.async && !e->silu.async_fn))
+    return false;
+  // The spill rule holds for the epilogue's kernels too: one that spills is never launched.
+  // Read once per process (cudaFuncGetAttributes), not per call.
+  static const std::vector<std::array<bool, 2>> spill_free = [] {
+    std::vector<std::array<bool, 2>> out;
+    for (const KernelEntry &k : kKernels) {
+      std::array<bool, 2> ok{false, false};
+      for (int async = 0; async < 2; ++async)
+        if (const void *fn = async ? k.silu.async_fn : k.silu.fn) {
+          const void *fns[] = {fn};
+          ok[size_t(async)] = split_k_resources(fns, 0).local_bytes == 0;
+        }
+      out.push_back(ok);
+    }
+    return out;
+  }();
+  return spill_free[size_t(e - kKernels)][config.async ? 1 : 0];
+}
+
 LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args,
                               void *stream) {
+  if (args.silu_inter != 0 &&
+      (!gemv_bf16_silu_epilogue_fits(config, args.silu_inter) || args.n != 2 * args.silu_inter))
+    return LaunchStatus::invalid_value();
   if (config.path == KernelPath::ring)
     return gemv_bf16_ring_launch(config, args, stream);
   if (config.path == KernelPath::stream) {
@@ -202,8 +239,9 @@ LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &
   p.y = static_cast<uint16_t *>(args.y);
   set_split_k_params(p, config, args.rows, args.n, args.k);
   p.slice_granules = gemv_bf16_slice_granules(config, args.k);
-  return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream, nullptr,
-                               args.chain.dependent);
+  p.silu_inter = args.silu_inter;
+  return launch_split_k_kernel(args.silu_inter > 0 ? e->silu : e->kernel, config, args.n, args.rows,
+                               &p, stream, nullptr, args.chain.dependent);
 }
 
 } // namespace hone::cuda

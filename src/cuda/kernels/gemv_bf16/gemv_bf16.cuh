@@ -32,6 +32,8 @@ struct Params {
   int rows, n, k;
   int warps_n, warps_k, split_k;
   int slice_granules; // [8-element granules] K per slice; a multiple of 4 on the mma path
+  int silu_inter = 0; // the SILU kernels' y is [rows, silu_inter], n = 2 silu_inter
+                      // (split_k_reduce.cuh); the others ignore it
 };
 
 using namespace kernel_detail; // NOLINT: the shared PTX helpers and reduction
@@ -65,7 +67,8 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const uint4 (
 // after the partials, S stages x (2 MT + NT) 16-byte pieces, and reads back only what it
 // copied itself (no barrier). More bytes in flight per warp at fewer registers. Same
 // fragments, same mma order: bit-identical to S = 0.
-template <int NT, int MT, int J, int MAX_THREADS, int S = 0>
+// SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
+template <int NT, int MT, int J, int MAX_THREADS, int S = 0, bool SILU = false>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
   // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
@@ -80,8 +83,9 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      wp[mt][h] =
-          p.w + static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1)) * p.k + 8 * t;
+      wp[mt][h] = p.w +
+                  static_cast<size_t>(weight_row<SILU>(p, m_warp + mt * 16 + h * 8 + g)) * p.k +
+                  8 * t;
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -152,7 +156,7 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        wo[mt][h] = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1)) *
+        wo[mt][h] = static_cast<uint32_t>(weight_row<SILU>(p, m_warp + mt * 16 + h * 8 + g)) *
                         static_cast<uint32_t>(p.k / 8) +
                     static_cast<uint32_t>(t);
     const uint4 *w16 = reinterpret_cast<const uint4 *>(p.w);
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
     multiply(w, x);
   }
 
-  store_mma_partials_and_reduce<MT, NT>(p, shared_partials, acc, warp, lane, m_cta, row0);
+  store_mma_partials_and_reduce<MT, NT, SILU>(p, shared_partials, acc, warp, lane, m_cta, row0);
 }
 
 // CUDA-core path. A warp owns O weight rows and R activation rows over one K slice; lane l

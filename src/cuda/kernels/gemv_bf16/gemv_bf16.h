@@ -44,6 +44,11 @@ struct GemvBf16Args {
   // The fma and mma kernels wait for the kernel before at their entry; the stream kernel's
   // producer loads weights first and its consumers wait before they read x.
   ChainLink chain;
+  // > 0: the gate/up linear of an MLP with SiLU x up in its epilogue. W is [gate; up] (n = 2
+  // silu_inter rows) and y is bf16 [rows, silu_inter], y = silu(gate) x up with the bits of this
+  // linear's bf16 output followed by silu_mul. mma path only (gemv_bf16_silu_epilogue_fits);
+  // silu_inter a multiple of 8.
+  int silu_inter = 0;
 };
 
 // Every config compiled in (the candidate universe); filter with gemv_bf16_can_implement.
@@ -70,6 +75,9 @@ bool gemv_bf16_can_implement(const GemvBf16Config &config, int rows, int n, int 
 size_t gemv_bf16_workspace_bytes(const GemvBf16Config &config, int rows, int n, int k);
 // Registers per thread and local-memory bytes of the config's kernel (cudaFuncGetAttributes).
 KernelResources gemv_bf16_resources(const GemvBf16Config &config);
+// Whether `config` can run the gate/up linear of `inter` outputs a half with the SiLU epilogue
+// (GemvBf16Args::silu_inter): the mma path, inter a multiple of 8.
+bool gemv_bf16_silu_epilogue_fits(const GemvBf16Config &config, int inter);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises.
 LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args, void *stream);
 

@@ -2,8 +2,8 @@
 //
 // Grid (CTA spans of a row, rows). Thread x of CTA (s, r) takes the vectors c = s x threads x
 // VECTORS + u x threads + x, u = 0 .. VECTORS-1, of row r (neighbouring lanes read
-// neighbouring vectors). No reduction: out = bf16(g / (1 + exp(-g)) x u) per element in fp32
-// (exp as ex2.approx of -g log2 e, the division IEEE), the same bits under every config.
+// neighbouring vectors). No reduction: out = bf16(silu_mul_value(g, u)) per element in fp32
+// (bf16_vec.cuh), the same bits under every config.
 //
 // PDL: gate and up are activations, read after griddepcontrol.wait; the kernel has no weights.
 #pragma once
@@ -54,7 +54,7 @@ template <int VEC, int VECTORS> __global__ void __launch_bounds__(512) silu_mul_
       unpack(u[k], uf);
 #pragma unroll
       for (int v = 0; v < VEC; ++v)
-        y[v] = __fdiv_rn(gf[v], 1.0f + __expf(-gf[v])) * uf[v];
+        y[v] = silu_mul_value(gf[v], uf[v]);
       store_vec<VEC>(out + static_cast<int64_t>(c) * VEC, pack(y));
     }
   }
