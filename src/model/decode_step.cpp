@@ -530,9 +530,13 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       norm(st.o_out, i == 0 ? st.input : st.resid, st.resid, l.norm2, st.xn, R);
     bool silu_done = false; // the gate/up linear's epilogue wrote st.act
     if (on(StepOp::gate_up)) {
-      if (only == nullptr && launch.fuse_silu_mul && o.bits == 16 && R <= kMaxGemvRows)
-        silu_done = ops::gemv_bf16_silu_mul(st.xn, l.gate_up.w, st.act, R, m.inter, l.gate_up.k,
-                                            stream, d, chain);
+      const Linear &gu = l.gate_up;
+      if (only == nullptr && launch.fuse_silu_mul && R <= kMaxGemvRows)
+        silu_done =
+            o.bits == 16
+                ? ops::gemv_bf16_silu_mul(st.xn, gu.w, st.act, R, m.inter, gu.k, stream, d, chain)
+                : ops::quantized_linear_silu_mul(st.xn, gu.q, gu.scales, gu.biases, st.act, R,
+                                                 m.inter, gu.k, o.bits, o.group, stream, d, chain);
       if (!silu_done)
         linear(l.gate_up, st.xn, st.gate_up);
     }

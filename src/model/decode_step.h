@@ -85,10 +85,11 @@ struct StepLaunch {
   // weights-once ring twins, the same bits, whose weights start before the wait
   // (ops::cuda::ChainLaunch::weights_once).
   bool weights_once = false;
-  // The gate/up linear with SiLU x up in its epilogue (ops::cuda::gemv_bf16_silu_mul), one
-  // launch a layer fewer, the same bits. bf16 decode steps whose gate/up tactic has that
-  // epilogue (the mma path); the others run silu_mul as before. A whole step only: a
-  // per-op enqueue (the breakdown) times the two ops apart.
+  // The gate/up linear with SiLU x up in its epilogue (ops::cuda::gemv_bf16_silu_mul,
+  // quantized_linear_silu_mul), one launch a layer fewer, the same bits. Decode steps whose
+  // gate/up tactic has that epilogue (gemv.bf16's mma path; qmv.affine's at 4 bits and up to 8
+  // rows); the others run silu_mul as before. A whole step only: a per-op enqueue (the
+  // breakdown) times the two ops apart.
   bool fuse_silu_mul = false;
   bool operator==(const StepLaunch &) const = default;
 };

@@ -79,12 +79,29 @@ bool break_reference() {
   return v && std::string_view(v) == "1";
 }
 
-// One step with the default tactics (no cache, no lazy tune, no override), PDL off.
-HostStepOutputs run_default_step(DecodeStep &step) {
+// The options of the tests' small steps: kBatch requests of kContext tokens, `bits`-bit linears
+// (groups of 64 below 16 bits), weights and inputs from `seed`.
+StepOptions small_step(int bits, uint64_t seed) {
+  StepOptions o;
+  o.batch = kBatch;
+  o.context = kContext;
+  o.bits = bits;
+  o.group = 64;
+  o.seed = seed;
+  return o;
+}
+
+// The default tactics: no cache, no lazy tune.
+DispatcherOptions default_tactics() {
   DispatcherOptions plain;
   plain.use_cache = false;
   plain.autotune = false;
-  Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
+  return plain;
+}
+
+// One step with the default tactics (no cache, no lazy tune, no override), PDL off.
+HostStepOutputs run_default_step(DecodeStep &step) {
+  Dispatcher defaults(ops::cuda::dispatcher().backend(), default_tactics());
   step.enqueue(nullptr, defaults, /*pdl=*/false);
   return step.host_outputs();
 }
@@ -219,12 +236,7 @@ TEST_F(DecodeStepPrefillTest, APrefillOfOneTokenIsTheDecodeStepBitForBit) {
     for (int bits : {16, 4}) {
       const ModelSpec m = make();
       SCOPED_TRACE(m.name + ", bits " + std::to_string(bits));
-      StepOptions o;
-      o.batch = kBatch;
-      o.context = kContext;
-      o.bits = bits;
-      o.group = 64;
-      o.seed = 3;
+      StepOptions o = small_step(bits, 3);
       DecodeStep decode(m, o);
       o.prefill = 1;
       DecodeStep prefill(m, o);
@@ -258,48 +270,43 @@ TEST_F(DecodeStepPrefillTest, TheFusedRopeAppendIsTheSeparateLaunchesBitForBit) 
       DecodeStep separate(m, o);
       const HostStepOutputs want = run_default_step(separate);
       for (bool pdl : {false, true}) {
-        DispatcherOptions plain;
-        plain.use_cache = false;
-        plain.autotune = false;
-        Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
+        Dispatcher defaults(ops::cuda::dispatcher().backend(), default_tactics());
         fused.enqueue(nullptr, defaults, pdl);
         expect_same_outputs(fused.host_outputs(), want, pdl ? ", PDL" : "");
       }
     }
 }
 
-// A bf16 decode step whose gate/up linears take SiLU x up in their epilogue
-// (StepLaunch::fuse_silu_mul) gives the separate launches' bits, PDL off and on; the default
-// gate/up tactic has the epilogue, so the fused path is what ran.
+// A decode step whose gate/up linears take SiLU x up in their epilogue
+// (StepLaunch::fuse_silu_mul) gives the separate launches' bits, bf16 and int4 g64, PDL off and
+// on; the default gate/up tactics have the epilogue, so the fused path is what ran.
 TEST_F(DecodeStepPrefillTest, TheSiluEpilogueIsTheSeparateLaunchesBitForBit) {
-  for (ModelSpec (*make)() : {llama_like, qwen2_like}) {
-    const ModelSpec m = make();
-    SCOPED_TRACE(m.name);
-    StepOptions o;
-    o.batch = kBatch;
-    o.context = kContext;
-    o.bits = 16;
-    o.seed = 4;
-    DecodeStep step(m, o);
-    const HostStepOutputs want = run_default_step(step);
-    DispatcherOptions plain;
-    plain.use_cache = false;
-    plain.autotune = false;
-    Dispatcher defaults(ops::cuda::dispatcher().backend(), plain);
-    {
-      DeviceBuffer x(size_t(kBatch * m.hidden) * 2), w(size_t(2 * m.inter * m.hidden) * 2),
-          y(size_t(kBatch * m.inter) * 2);
-      ASSERT_TRUE(ops::cuda::gemv_bf16_silu_mul(x.data(), w.data(), y.data(), kBatch, m.inter,
-                                                m.hidden, nullptr, defaults));
+  for (ModelSpec (*make)() : {llama_like, qwen2_like})
+    for (int bits : {16, 4}) {
+      const ModelSpec m = make();
+      SCOPED_TRACE(m.name + ", bits " + std::to_string(bits));
+      DecodeStep step(m, small_step(bits, 4));
+      const HostStepOutputs want = run_default_step(step);
+      Dispatcher defaults(ops::cuda::dispatcher().backend(), default_tactics());
+      {
+        const size_t weights = size_t(2 * m.inter * m.hidden);
+        DeviceBuffer x(size_t(kBatch * m.hidden) * 2), w(weights * 2), params(weights / 64 * 2),
+            y(size_t(kBatch * m.inter) * 2);
+        ASSERT_TRUE(bits == 16
+                        ? ops::cuda::gemv_bf16_silu_mul(x.data(), w.data(), y.data(), kBatch,
+                                                        m.inter, m.hidden, nullptr, defaults)
+                        : ops::cuda::quantized_linear_silu_mul(
+                              x.data(), w.as<const uint32_t>(), params.data(), params.data(),
+                              y.data(), kBatch, m.inter, m.hidden, bits, 64, nullptr, defaults));
+      }
+      for (bool pdl : {false, true}) {
+        StepLaunch launch;
+        launch.pdl = pdl;
+        launch.fuse_silu_mul = true;
+        step.enqueue(nullptr, defaults, launch);
+        expect_same_outputs(step.host_outputs(), want, pdl ? ", PDL" : "");
+      }
     }
-    for (bool pdl : {false, true}) {
-      StepLaunch launch;
-      launch.pdl = pdl;
-      launch.fuse_silu_mul = true;
-      step.enqueue(nullptr, defaults, launch);
-      expect_same_outputs(step.host_outputs(), want, pdl ? ", PDL" : "");
-    }
-  }
 }
 
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and

@@ -31,6 +31,7 @@
 #include "hone/registry.h"
 #include "hone/tune.h"
 #include "op_test_helpers.h"
+#include "step_op_test_util.h"
 
 namespace hone::cuda {
 namespace {
@@ -447,6 +448,60 @@ TEST_F(QmvAffineOpTest, CublasDequantPeerMatchesTheReferenceOnEveryRotationCopy)
       }
       EXPECT_THROW(peer->run(2), Error) << "copy 2 was never dequantised";
     }
+}
+
+// The gate/up linear with SiLU x up in its epilogue (ops::cuda::qmv_affine_silu_mul) gives the
+// bits of qmv_affine on the [gate; up] weights followed by silu_mul, for every config that has
+// the epilogue (4 bits, the mma path's register pipeline at rows_per_cta 8), in each of the three
+// dequantisation forms (per weight at g32, one group per chunk at g128, two at g64), into a
+// poisoned output; every other config, and 8 bits, launches nothing and says so.
+TEST_F(QmvAffineOpTest, SiluEpilogueGivesTheLinearThenSiluMulBitForBit) {
+  const std::vector<Format> formats = {
+      {2 * 264, 1024, 4, 64}, {2 * 40, 1024, 4, 128}, {2 * 264, 1152, 4, 32}, {2 * 40, 256, 8, 64}};
+  int fused = 0;
+  for (const Format &f : formats)
+    for (int rows : {1, 5, 8}) {
+      const int inter = f.n / 2;
+      std::unique_ptr<Workload> w = qmv_op().prepare(shape_of(rows, f));
+      auto &qw = dynamic_cast<QmvAffineWorkload &>(*w);
+      qw.randomize_inputs();
+      HONE_CUDA_CHECK(cudaStreamSynchronize(qw.stream()));
+      const size_t out = static_cast<size_t>(rows) * inter;
+      for (const QmvAffineConfig &config : qmv_affine_configs(f.bits)) {
+        if (!qmv_affine_can_implement(config, rows, f.n, f.k, f.bits, f.group, nullptr))
+          continue;
+        const std::string where =
+            config.to_tactic().str() + " " + describe(f) + " rows=" + std::to_string(rows);
+        DispatcherOptions options;
+        options.use_cache = false;
+        options.settings.use_cache = false;
+        options.settings.tactics[tactic_env_name("cuda", "qmv.affine")] = config.to_tactic().str();
+        Dispatcher d(backend(), options);
+        DeviceBuffer y = testing::poisoned(out * 2);
+        const bool ran =
+            ops::cuda::qmv_affine_silu_mul(qw.x(0), qw.q(0), qw.scales(0), qw.biases(0), y.data(),
+                                           rows, inter, f.k, f.bits, f.group, nullptr, d);
+        const std::vector<uint16_t> got = testing::download_bf16(y, out);
+        const bool has = f.bits == 4 && config.path == KernelPath::mma && !config.async &&
+                         config.rows_per_cta == 8;
+        if (!has) {
+          EXPECT_FALSE(ran) << where;
+          EXPECT_EQ(static_cast<size_t>(std::count(got.begin(), got.end(), kBf16Poison)), out)
+              << where;
+          continue;
+        }
+        ASSERT_TRUE(ran) << where;
+        DeviceBuffer gate_up = testing::poisoned(static_cast<size_t>(rows) * f.n * 2);
+        ops::cuda::qmv_affine(qw.x(0), qw.q(0), qw.scales(0), qw.biases(0), gate_up.data(), rows,
+                              f.n, f.k, f.bits, f.group, nullptr, d);
+        const std::vector<uint16_t> want = testing::separate_silu_mul(gate_up.data(), rows, inter);
+        EXPECT_EQ(std::count(want.begin(), want.end(), kBf16Poison), 0) << where;
+        EXPECT_EQ(got, want) << where;
+        ++fused;
+      }
+    }
+  EXPECT_GT(fused, 0);
+  std::printf("%d fused config x shape cells checked\n", fused);
 }
 
 // --- device: the public entry point -------------------------------------------------------------

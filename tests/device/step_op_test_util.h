@@ -97,4 +97,18 @@ inline void expect_invalid_call(const std::function<void()> &call, const std::st
   }
 }
 
+// silu_mul of a [rows, 2 inter] gate/up output into a poisoned buffer, downloaded: the separate
+// launch that a gate/up linear's fused SiLU epilogue is held to.
+inline std::vector<uint16_t> separate_silu_mul(const void *gate_up, int64_t rows, int64_t inter) {
+  const size_t count = static_cast<size_t>(rows * inter);
+  DeviceBuffer out = poisoned(count * 2);
+  ops::cuda::SiluMulTensors t;
+  t.gate_up = gate_up;
+  t.out = out.data();
+  t.rows = rows;
+  t.inter = inter;
+  ops::cuda::silu_mul(t, nullptr);
+  return download_bf16(out, count);
+}
+
 } // namespace hone::cuda::testing

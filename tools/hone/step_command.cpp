@@ -100,8 +100,8 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                  "weights-once ring twins, whose weights start before the wait (same bits)");
   app_->add_flag("--fuse-silu-mul", options_.fuse_silu_mul,
                  "Also time the tuned PDL step with SiLU x up in the epilogue of the gate/up "
-                 "linear where its tactic has one (bf16, mma path): one launch a layer fewer, "
-                 "same bits");
+                 "linear where its tactic has one (gemv.bf16's mma path; qmv.affine's at 4 bits "
+                 "and up to 8 rows): one launch a layer fewer, same bits");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "

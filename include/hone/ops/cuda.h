@@ -75,6 +75,16 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
                 int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream);
 
+// gemv_bf16_silu_mul's counterpart on affine-quantized weights: [G | U] = qmv_affine of the
+// [gate; up] weights (n = 2 inter rows, in the qmv_affine layout), Y[r, i] = silu(G[r, i]) x
+// U[r, i] bf16 [rows, inter], with the bits of qmv_affine followed by silu_mul. The tactic is
+// qmv_affine's for (rows, 2 inter, k, bits, group); false, having launched nothing, where it has
+// no such epilogue (4 bits, the mma path's register pipeline at rows_per_cta 8; inter a
+// multiple of 8). Same REQUIRES and errors as qmv_affine.
+bool qmv_affine_silu_mul(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                         void *y, int64_t rows, int64_t inter, int64_t k, int bits, int group,
+                         void *stream, Dispatcher &d, const ChainLaunch &chain = {});
+
 // Affine-quantized GEMM for prefill, on the qmv_affine weights as they are (one layout for
 // every row count): Y[r, n] = sum_k X[r, k] * (q[n, k] * scale[n, k / group] + bias[n, k /
 // group]), fp32 accumulation, Hopper tensor cores (sm_90a). Same operands as qmv_affine.
@@ -101,6 +111,13 @@ void quantized_linear(const void *x, const uint32_t *q, const void *scales, cons
 void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
                       void *stream);
+// The gate/up linear with SiLU x up in its epilogue where quantized_linear runs qmv_affine for
+// (rows, 2 inter, k, bits, group) and that tactic has the epilogue (qmv_affine_silu_mul); false,
+// having launched nothing, otherwise (the qmm side included).
+bool quantized_linear_silu_mul(const void *x, const uint32_t *q, const void *scales,
+                               const void *biases, void *y, int64_t rows, int64_t inter, int64_t k,
+                               int bits, int group, void *stream, Dispatcher &d,
+                               const ChainLaunch &chain = {});
 
 // --- decode.paged: paged-attention decode with split-KV -------------------------------------
 // o[b, h] = sum_t softmax_t(scale q[b, h] . k[b, t, h / G]) v[b, t, h / G], G = hq / hkv, over

@@ -114,20 +114,16 @@ bool gemv_bf16_silu_mul(const void *x, const void *w, void *y, int64_t rows, int
   return true;
 }
 
-void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
-                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
-                Dispatcher &d, const ChainLaunch &chain) {
-  // lookup() validates the shape (rows, n, k, bits, group, k % group) before any launch.
-  const Resolution &r = d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+namespace {
+
+// qmv.affine's launch arguments after the entry point's checks (alignment; the shape was
+// validated by the dispatcher's lookup).
+hone::cuda::QmvAffineArgs qmv_affine_args(const void *x, const uint32_t *q, const void *scales,
+                                          const void *biases, void *y, int64_t rows, int64_t n,
+                                          int64_t k, int bits, int group,
+                                          const ChainLaunch &chain) {
   require_aligned("qmv.affine", {{"x", x}, {"q", q}});
   require_aligned("qmv.affine", {{"scales", scales}, {"biases", biases}, {"y", y}}, 2);
-  hone::cuda::QmvAffineConfig config = r.compiled.as<hone::cuda::QmvAffineConfig>();
-  const int irows = static_cast<int>(rows), in = static_cast<int>(n), ik = static_cast<int>(k);
-  if (chain.dependent && chain.weights_once && config.path == hone::cuda::KernelPath::mma)
-    if (const auto &ring = known_ring_twin<hone::cuda::QmvAffineConfig>(
-            hone::cuda::qmv_affine_k_slices(config), {irows, in, ik, bits, group},
-            [&] { return hone::cuda::qmv_affine_ring_twin(config, irows, in, ik, bits, group); }))
-      config = *ring;
   hone::cuda::QmvAffineArgs args;
   args.x = x;
   args.q = q;
@@ -140,7 +136,45 @@ void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void
   args.bits = bits;
   args.group = group;
   args.chain = {chain.dependent};
+  return args;
+}
+
+} // namespace
+
+void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,
+                int64_t rows, int64_t n, int64_t k, int bits, int group, void *stream,
+                Dispatcher &d, const ChainLaunch &chain) {
+  // lookup() validates the shape (rows, n, k, bits, group, k % group) before any launch.
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  const hone::cuda::QmvAffineArgs args =
+      qmv_affine_args(x, q, scales, biases, y, rows, n, k, bits, group, chain);
+  hone::cuda::QmvAffineConfig config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  if (chain.dependent && chain.weights_once && config.path == hone::cuda::KernelPath::mma)
+    if (const auto &ring = known_ring_twin<hone::cuda::QmvAffineConfig>(
+            hone::cuda::qmv_affine_k_slices(config), {args.rows, args.n, args.k, bits, group}, [&] {
+              return hone::cuda::qmv_affine_ring_twin(config, args.rows, args.n, args.k, bits,
+                                                      group);
+            }))
+      config = *ring;
   check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
+}
+
+bool qmv_affine_silu_mul(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                         void *y, int64_t rows, int64_t inter, int64_t k, int bits, int group,
+                         void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  const int64_t n = 2 * inter;
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  if (!hone::cuda::qmv_affine_silu_epilogue_fits(config, bits, group, static_cast<int>(k),
+                                                 static_cast<int>(inter)))
+    return false;
+  hone::cuda::QmvAffineArgs args =
+      qmv_affine_args(x, q, scales, biases, y, rows, n, k, bits, group, chain);
+  args.silu_inter = static_cast<int>(inter);
+  check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
+  return true;
 }
 
 void qmv_affine(const void *x, const uint32_t *q, const void *scales, const void *biases, void *y,

@@ -46,15 +46,23 @@ void qmm_affine(const void *x, const uint32_t *q, const void *scales, const void
   qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, dispatcher());
 }
 
+namespace {
+
+// Whether quantized_linear runs qmv.affine at this shape. A bucket's side holds for its
+// representative; rows above qmv's 32 in the bucket of 32 (33..45) run qmm whatever it says.
+bool runs_qmv(int64_t rows, int64_t n, int64_t k, int bits, int group, Dispatcher &d) {
+  const Resolution &r = d.resolve(entry_op<hone::cuda::QuantizedLinearOp>(),
+                                  Shape{{rows, n, k, bits, group}, DType::bf16});
+  return r.compiled.as<hone::cuda::QuantizedLinearSide>() == hone::cuda::QuantizedLinearSide::qmv &&
+         rows <= hone::cuda::kQmvMaxRows;
+}
+
+} // namespace
+
 void quantized_linear(const void *x, const uint32_t *q, const void *scales, const void *biases,
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
                       void *stream, Dispatcher &d, const ChainLaunch &chain) {
-  const Resolution &r = d.resolve(entry_op<hone::cuda::QuantizedLinearOp>(),
-                                  Shape{{rows, n, k, bits, group}, DType::bf16});
-  // A bucket's side holds for its representative; rows above qmv's 32 in the bucket of 32
-  // (33..45) run qmm whatever it says.
-  if (r.compiled.as<hone::cuda::QuantizedLinearSide>() == hone::cuda::QuantizedLinearSide::qmv &&
-      rows <= hone::cuda::kQmvMaxRows)
+  if (runs_qmv(rows, n, k, bits, group, d))
     qmv_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d, chain);
   else // the CUTLASS kernels wait for the kernel before them as any launch does
     qmm_affine(x, q, scales, biases, y, rows, n, k, bits, group, stream, d);
@@ -64,6 +72,15 @@ void quantized_linear(const void *x, const uint32_t *q, const void *scales, cons
                       void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
                       void *stream) {
   quantized_linear(x, q, scales, biases, y, rows, n, k, bits, group, stream, dispatcher());
+}
+
+bool quantized_linear_silu_mul(const void *x, const uint32_t *q, const void *scales,
+                               const void *biases, void *y, int64_t rows, int64_t inter, int64_t k,
+                               int bits, int group, void *stream, Dispatcher &d,
+                               const ChainLaunch &chain) {
+  return runs_qmv(rows, 2 * inter, k, bits, group, d) &&
+         qmv_affine_silu_mul(x, q, scales, biases, y, rows, inter, k, bits, group, stream, d,
+                             chain);
 }
 
 } // namespace hone::ops::cuda

@@ -27,6 +27,7 @@
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -58,6 +59,9 @@ struct KernelEntry {
   SplitKKernel kernel;  // ring: S x 2 MT x 512 bytes per warp
   KernelFn fn[3];       // [chunk groups] the register-pipelined kernel
   KernelFn async_fn[3]; // [chunk groups] the same kernel with the cp.async ring
+  // [chunk groups] fn with the SiLU epilogue (split_k_reduce.cuh): the 4-bit slots of rows
+  // 1-8 (a decode batch), register pipeline only; null elsewhere.
+  KernelFn silu_fn[3];
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -68,6 +72,12 @@ constexpr KernelEntry entry() {
   constexpr KernelFn fn0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0>;
   constexpr KernelFn fn1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>;
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
+  KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
+  if constexpr (BITS == 4 && NT == 1) {
+    silu0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true>;
+    silu1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1, true>;
+    silu2 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 2, true>;
+  }
   if constexpr (!ALT) {
     async0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0>;
     async1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 1>;
@@ -89,7 +99,8 @@ constexpr KernelEntry entry() {
           {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
            MT * NT * 128, ALT ? 0 : S * 2 * MT * 512},
           {fn0, fn1, fn2},
-          {async0, async1, async2}};
+          {async0, async1, async2},
+          {silu0, silu1, silu2}};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -269,8 +280,38 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
   return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
+bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int group, int k,
+                                   int inter) {
+  if (config.path != KernelPath::mma || config.async || inter <= 0 || inter % 8 != 0)
+    return false;
+  const KernelEntry *e = find_kernel(config, bits);
+  const int groups = qmv_affine_launch_chunk_groups(-1, bits, group, k);
+  if (!e || groups < 0 || !e->silu_fn[groups])
+    return false;
+  // The spill rule holds for the epilogue's kernels too: one that spills is never launched.
+  // Read once per process (cudaFuncGetAttributes), not per call.
+  static const std::vector<std::array<bool, 3>> spill_free = [] {
+    std::vector<std::array<bool, 3>> out;
+    for (const KernelEntry &slot : kKernels) {
+      std::array<bool, 3> ok{false, false, false};
+      for (size_t gi = 0; gi < 3; ++gi)
+        if (slot.silu_fn[gi]) {
+          const void *fns[] = {reinterpret_cast<const void *>(slot.silu_fn[gi])};
+          ok[gi] = split_k_resources(fns, 0).local_bytes == 0;
+        }
+      out.push_back(ok);
+    }
+    return out;
+  }();
+  return spill_free[size_t(e - kKernels)][size_t(groups)];
+}
+
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                void *stream) {
+  if (args.silu_inter != 0 &&
+      (!qmv_affine_silu_epilogue_fits(config, args.bits, args.group, args.k, args.silu_inter) ||
+       args.n != 2 * args.silu_inter || args.chunk_groups != -1))
+    return LaunchStatus::invalid_value();
   if (config.path == KernelPath::ring)
     return qmv_affine_ring_launch(config, args, stream);
   if (config.path == KernelPath::stream) {
@@ -318,7 +359,9 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     return LaunchStatus::invalid_value();
   Params p = mma_params(config, args);
   p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
-  const KernelFn fn = p.factored < 0 ? nullptr : (config.async ? e->async_fn : e->fn)[p.factored];
+  p.silu_inter = args.silu_inter;
+  const KernelFn *fns = args.silu_inter > 0 ? e->silu_fn : config.async ? e->async_fn : e->fn;
+  const KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
   if (!fn)
     return LaunchStatus::invalid_value();
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,

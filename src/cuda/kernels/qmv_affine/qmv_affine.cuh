@@ -56,6 +56,8 @@ struct Params {
   int slice_chunks; // chunks per K slice
   int factored;     // 1: group >= chunk, scales applied per chunk to exact-integer products
   int rows_per_cta; // grouped path: activation rows per CTA (grid.z row groups)
+  int silu_inter;   // the SILU mma kernels' y is [rows, silu_inter], n = 2 silu_inter
+                    // (split_k_reduce.cuh); the others ignore it
 };
 
 template <int BITS> struct Layout {
@@ -245,7 +247,7 @@ inline constexpr bool kQmvMmaPingPong = false;
 // plus `param`. From these an address is one LEA pair off the array's base, where from 64-bit
 // row pointers nvcc recomputed every chunk's addresses in 64 bits, 4-5 instructions a load (SASS).
 // REQUIRES: n x k x bits / 32 < 2^31 (qmv_affine_offsets_fit, which the launcher checks).
-template <int MT>
+template <int MT, bool SILU = false>
 __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t (&po)[MT][2],
                                                  const Params &p, int words_per_row, int m_warp,
                                                  int g, uint32_t word, uint32_t param) {
@@ -253,7 +255,7 @@ __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint32_t row = static_cast<uint32_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      const uint32_t row = static_cast<uint32_t>(weight_row<SILU>(p, m_warp + mt * 16 + h * 8 + g));
       qo[mt][h] = row * static_cast<uint32_t>(words_per_row) + word;
       po[mt][h] = row * static_cast<uint32_t>(p.groups_per_row) + param;
     }
@@ -416,7 +418,8 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
 // to S = 0.
 // GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
 // kernel carries only its own dequantisation, which keeps its register count down.
-template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS>
+// SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
+template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
   // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
@@ -436,7 +439,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const size_t row = static_cast<size_t>(min(m_warp + mt * 16 + h * 8 + g, p.n - 1));
+      const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + mt * 16 + h * 8 + g));
       qp[mt][h] = p.q + row * words_per_row + R::kRunWords * t;
       sp[mt][h] = p.scales + row * p.groups_per_row;
       bp[mt][h] = p.biases + row * p.groups_per_row;
@@ -447,7 +450,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   constexpr bool kOffsets = S == 0 && kQmvMmaOffsets32;
   uint32_t qo[MT][2], po[MT][2];
   if constexpr (kOffsets)
-    lane_row_offsets(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
+    lane_row_offsets<MT, SILU>(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
   const uint16_t *xp[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -616,7 +619,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     multiply(c, f);
   }
 
-  store_mma_partials_and_reduce<MT, NT>(p, shared_partials, acc, warp, lane, m_cta, row0);
+  store_mma_partials_and_reduce<MT, NT, SILU>(p, shared_partials, acc, warp, lane, m_cta, row0);
 }
 
 // --- grouped path (4 bits, exact-integer mma for any group) --------------------------------

@@ -59,6 +59,10 @@ struct QmvAffineArgs {
   // one where the shape allows it (else the launch is refused). Tests of a form that is not yet
   // the default set it; every other caller leaves it.
   int chunk_groups = -1;
+  // > 0: the gate/up linear of an MLP with SiLU x up in its epilogue (GemvBf16Args::silu_inter:
+  // W is [gate; up], n = 2 silu_inter, y bf16 [rows, silu_inter]); qmv_affine_silu_epilogue_fits
+  // says which configs have it.
+  int silu_inter = 0;
 };
 
 // Every config compiled in for `bits` (the candidate universe); filter with
@@ -92,6 +96,11 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
 // give bit-identical rows for every row count.
 inline int qmv_affine_k_slices(const QmvAffineConfig &c) { return c.warps_k * c.split_k; }
 KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits);
+// Whether `config` can run the gate/up linear of `inter` outputs a half with the SiLU epilogue
+// (QmvAffineArgs::silu_inter) at this format and k: the mma path's register pipeline at 4 bits
+// and rows_per_cta 8, inter a multiple of 8, its kernel free of spills.
+bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int group, int k,
+                                   int inter);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
 // (split-K reduces through cluster shared memory).
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
