@@ -12,6 +12,7 @@
 #include "hone/step_command.h"
 #include "invalid_message.h"
 #include "model/model_spec.h"
+#include "model/step_bench.h"
 
 namespace hone {
 namespace {
@@ -49,6 +50,28 @@ TEST(StepArguments, BadValuesAreNamed) {
     EXPECT_NE(m.find("--context"), std::string::npos) << m;
     EXPECT_NE(m.find(quoted(bad)), std::string::npos) << m;
   }
+}
+
+// A step variant's JSON names the chain fusions it ran, and only those: what a reader of
+// `hone step --json` compares the fused SiLU epilogue or the KV prefetch by.
+TEST(StepArguments, VariantJsonNamesItsFusions) {
+  model::StepVariantResult v;
+  v.name = "tuned+pdl+silu";
+  v.launch.pdl = true;
+  v.launch.fuse_silu_mul = true;
+  v.seconds = 2e-3;
+  nlohmann::json j = cli::step_variant_json(v);
+  EXPECT_EQ(j.at("name"), "tuned+pdl+silu");
+  EXPECT_EQ(j.at("pdl"), true);
+  EXPECT_EQ(j.at("fuse_silu_mul"), true);
+  EXPECT_EQ(j.at("fuse_rope_append"), true);
+  EXPECT_FALSE(j.contains("kv_prefetch_kib"));
+  EXPECT_FALSE(j.contains("weights_once"));
+  v.launch.fuse_silu_mul = false;
+  v.launch.kv_prefetch_kib = 256;
+  j = cli::step_variant_json(v);
+  EXPECT_FALSE(j.contains("fuse_silu_mul"));
+  EXPECT_EQ(j.at("kv_prefetch_kib"), 256);
 }
 
 TEST(ModelSpec, LlamaAndQwenConfigsGiveTheStepShapes) {
