@@ -7,8 +7,9 @@
 # that all fit one call; a cap reached shows as rc=124 in steps.log, and the ERROR SUMMARY lines
 # of every log are listed there. About 9 minutes.
 #
-# A racecheck of every config takes longer than one call (2026-12-05-h200-3: both kernel tests
-# cut at their caps). To split it over calls, name the checks to run after the build directory
+# A racecheck of every config on the reduced shapes took longer than one call
+# (2026-12-05-h200-3: both kernel tests cut at their caps); racecheck now runs on the smallest
+# set (HONE_DEVICE_TEST_REDUCED=2). To split it over calls all the same, name the checks to run after the build directory
 # (default all six), set HONE_TEST_PATHS (tests/device/path_filter.h: fma, mma, stream, grouped,
 # ring) to check one path's configs, and SANITIZE_CAP to give each check that many seconds.
 #
@@ -34,8 +35,12 @@ for spec in "qmv_kernel_memcheck memcheck qmv_affine_kernel_test 120" \
   [ "$only" != "  " ] && [[ $only != *" $name "* ]] && continue
   seconds=${SANITIZE_CAP:-$seconds}
   [ "$(left)" -lt 30 ] && { stamp "$name skipped: too little time" 1; continue; }
-  timeout "$(cap "$seconds")" compute-sanitizer --tool "$tool" --error-exitcode 86 \
-    "$BUILD/tests/device/$program" >"$R/$name.log" 2>&1
+  # racecheck on the smallest set (tests/device/device_test.h, level 2: every config on one
+  # shape per format at 1 and 32 rows in qmv_affine_kernel_test; the reduced set elsewhere).
+  level=1
+  [ "$tool" = racecheck ] && level=2
+  HONE_DEVICE_TEST_REDUCED=$level timeout "$(cap "$seconds")" compute-sanitizer --tool "$tool" \
+    --error-exitcode 86 "$BUILD/tests/device/$program" >"$R/$name.log" 2>&1
   stamp "$name" $?
   grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' "$R/$name.log" |
     sed "s/^/  $name: /" | tee -a "$R/steps.log"
