@@ -12,8 +12,9 @@
 # format (bf16; int4 g64): the model's linears at one row tuned in tolerance mode into
 # a cache of their own (lm_head included), decode.paged and the small ops in their own numerics
 # into the same cache, then `hone step` over that cache: default, default+pdl,
-# tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB) and the fused rope
-# append as variants of their own (scripts/device/chain_fusions.sh), every PDL variant checked
+# tuned and tuned+pdl interleaved in one run, with the KV prefetch (256 KiB), the separate rope
+# and append, and the gate/up linears' fused SiLU epilogue as variants of their own
+# (scripts/device/chain_fusions.sh; docs/notes/decode_step.md), every PDL variant checked
 # bit for bit against the PDL-off step of the same tactics over 1000 replays. The
 # batch-invariant step of the same stop (scripts/device/chain_fusions.sh) is the comparison; its
 # tuned column uses the batch-invariant cache. Everything lands in OUTDIR/step_tolerance.tar.gz,
