@@ -57,8 +57,10 @@ void TuneBudget::Sums::add(double measured, double rest, double bytes) {
   ++n;
 }
 
+double TuneBudget::Sums::one() const { return p > 0 ? m / p : 1.0; }
+
 TuneBudget::Scales TuneBudget::Sums::fit() const {
-  const double one = p > 0 ? m / p : 1.0;
+  const double one = this->one();
   // Least squares of measured = rest x s.rest + bytes x s.bytes. Where the steps differ too
   // little in their share of bytes (a near-singular system), one scale.
   const double det = rr * bb - rb * rb;
@@ -80,23 +82,28 @@ TuneBudget::Scales TuneBudget::scales(const std::string &op) const {
   if (it != scale_ops_.end())
     return fitted_[static_cast<size_t>(it - scale_ops_.begin())];
   // An op not measured yet: what every op measured so far, as one scale.
-  const double one = all_.p > 0 ? all_.m / all_.p : 1.0;
-  return Scales{one, one};
+  return Scales{all_.one(), all_.one()};
 }
 
-double TuneBudget::cost(size_t i, int k) const {
+TuneBudget::Parts TuneBudget::candidate_parts(size_t i) const {
   const BudgetItem &it = items_[i];
-  const Scales s = scales(it.op);
-  const double kk = std::min(k, it.candidates);
-  return s.rest * (it.fixed_s + kk * (it.candidate_s - it.candidate_bytes_s)) +
-         s.bytes * kk * it.candidate_bytes_s;
+  return {it.candidate_s - it.candidate_bytes_s, it.candidate_bytes_s};
 }
 
-double TuneBudget::per_candidate(size_t i) const {
-  const BudgetItem &it = items_[i];
-  const Scales s = scales(it.op);
-  return s.rest * (it.candidate_s - it.candidate_bytes_s) + s.bytes * it.candidate_bytes_s;
+TuneBudget::Parts TuneBudget::parts(size_t i, int k) const {
+  const Parts one = candidate_parts(i);
+  const double kk = std::min(k, items_[i].candidates);
+  return {items_[i].fixed_s + kk * one.rest, kk * one.bytes};
 }
+
+double TuneBudget::scaled(size_t i, Parts u) const {
+  const Scales s = scales(items_[i].op);
+  return s.rest * u.rest + s.bytes * u.bytes;
+}
+
+double TuneBudget::cost(size_t i, int k) const { return scaled(i, parts(i, k)); }
+
+double TuneBudget::per_candidate(size_t i) const { return scaled(i, candidate_parts(i)); }
 
 int TuneBudget::cap_at(size_t i, double tau) const {
   const BudgetItem &it = items_[i];
@@ -146,9 +153,7 @@ void TuneBudget::plan(double elapsed_s) {
 
 void TuneBudget::record(size_t i, double seconds) {
   const BudgetItem &it = items_[i];
-  const double k = std::min(caps_[i], it.candidates);
-  const double rest = it.fixed_s + k * (it.candidate_s - it.candidate_bytes_s);
-  const double bytes = k * it.candidate_bytes_s;
+  const Parts u = parts(i, caps_[i]);
   auto where = std::find(scale_ops_.begin(), scale_ops_.end(), it.op);
   if (where == scale_ops_.end()) {
     scale_ops_.push_back(it.op);
@@ -157,9 +162,9 @@ void TuneBudget::record(size_t i, double seconds) {
     where = scale_ops_.end() - 1;
   }
   const size_t j = static_cast<size_t>(where - scale_ops_.begin());
-  sums_[j].add(seconds, rest, bytes);
+  sums_[j].add(seconds, u.rest, u.bytes);
   fitted_[j] = sums_[j].fit();
-  all_.add(seconds, rest, bytes);
+  all_.add(seconds, u.rest, u.bytes);
   done_[i] = true;
 }
 

@@ -93,6 +93,14 @@ private:
     double rest = 1, bytes = 1;
   };
   Scales scales(const std::string &op) const;
+  // An unscaled prediction in two parts: what grows with the gate's bytes, and the rest.
+  struct Parts {
+    double rest = 0, bytes = 0;
+  };
+  Parts candidate_parts(size_t i) const; // one candidate of item i
+  Parts parts(size_t i,
+              int k) const; // item i at k candidates (at most its count), fixed cost included
+  double scaled(size_t i, Parts u) const; // u under the scales of item i's op
   double cost(size_t i, int k) const; // scaled prediction of item i at k candidates
   double per_candidate(size_t i) const; // scaled prediction of one more candidate of item i
   int cap_at(size_t i, double tau) const;
@@ -103,6 +111,7 @@ private:
     double m = 0, p = 0, rr = 0, rb = 0, bb = 0, mr = 0, mb = 0;
     int n = 0;
     void add(double measured, double rest, double bytes);
+    double one() const; // the one scale: m / p, 1 before any step
     // One scale (m / p) until two steps of different byte shares, then the two-part fit.
     Scales fit() const;
   };

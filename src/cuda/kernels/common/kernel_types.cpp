@@ -36,6 +36,19 @@ size_t shared_memory_opt_in(const void *kernel) {
   return limit;
 }
 
+bool kernel_spill_free(const void *kernel) {
+  static std::mutex mutex;
+  static std::map<const void *, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(kernel); it != known.end())
+    return it->second;
+  cudaFuncAttributes attr{};
+  const bool ok = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess;
+  if (!ok)
+    (void)cudaGetLastError();
+  return known.emplace(kernel, ok && attr.localSizeBytes == 0).first->second;
+}
+
 namespace {
 
 bool device_runs_pdl(int device) {

@@ -47,6 +47,11 @@ bool pdl_supported();
 // 0 when it cannot be set.
 size_t shared_memory_opt_in(const void *kernel);
 
+// Whether `kernel` (a __global__ function) keeps every value in registers: no local memory
+// (cudaFuncGetAttributes), the spill rule. Read at its first call and remembered per kernel;
+// false when the query fails.
+bool kernel_spill_free(const void *kernel);
+
 // How a kernel is launched as one link of a chain of kernels on a stream (a decode step): the
 // public ops::cuda::ChainLaunch (hone/ops/cuda.h), one struct for the API and the kernels' args.
 using ChainLink = ops::cuda::ChainLaunch;

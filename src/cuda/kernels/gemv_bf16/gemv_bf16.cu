@@ -24,7 +24,6 @@
 // one path with equal k_slices give bit-identical rows for every row count.
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 
-#include <array>
 #include <span>
 #include <vector>
 
@@ -188,24 +187,9 @@ bool gemv_bf16_silu_epilogue_fits(const GemvBf16Config &config, int inter) {
   if (config.path != KernelPath::mma || inter <= 0 || inter % 8 != 0)
     return false;
   const KernelEntry *e = find_kernel(config);
-  if (!e || !e->silu.fn || (config.async && !e->silu.async_fn))
-    return false;
+  const void *fn = !e ? nullptr : config.async ? e->silu.async_fn : e->silu.fn;
   // The spill rule holds for the epilogue's kernels too: one that spills is never launched.
-  // Read once per process (cudaFuncGetAttributes), not per call.
-  static const std::vector<std::array<bool, 2>> spill_free = [] {
-    std::vector<std::array<bool, 2>> out;
-    for (const KernelEntry &k : kKernels) {
-      std::array<bool, 2> ok{false, false};
-      for (int async = 0; async < 2; ++async)
-        if (const void *fn = async ? k.silu.async_fn : k.silu.fn) {
-          const void *fns[] = {fn};
-          ok[size_t(async)] = split_k_resources(fns, 0).local_bytes == 0;
-        }
-      out.push_back(ok);
-    }
-    return out;
-  }();
-  return spill_free[size_t(e - kKernels)][config.async ? 1 : 0];
+  return fn && kernel_spill_free(fn);
 }
 
 LaunchStatus gemv_bf16_launch(const GemvBf16Config &config, const GemvBf16Args &args,

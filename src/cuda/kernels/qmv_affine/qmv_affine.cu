@@ -27,7 +27,6 @@
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -289,21 +288,7 @@ bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int 
   if (!e || groups < 0 || !e->silu_fn[groups])
     return false;
   // The spill rule holds for the epilogue's kernels too: one that spills is never launched.
-  // Read once per process (cudaFuncGetAttributes), not per call.
-  static const std::vector<std::array<bool, 3>> spill_free = [] {
-    std::vector<std::array<bool, 3>> out;
-    for (const KernelEntry &slot : kKernels) {
-      std::array<bool, 3> ok{false, false, false};
-      for (size_t gi = 0; gi < 3; ++gi)
-        if (slot.silu_fn[gi]) {
-          const void *fns[] = {reinterpret_cast<const void *>(slot.silu_fn[gi])};
-          ok[gi] = split_k_resources(fns, 0).local_bytes == 0;
-        }
-      out.push_back(ok);
-    }
-    return out;
-  }();
-  return spill_free[size_t(e - kKernels)][size_t(groups)];
+  return kernel_spill_free(reinterpret_cast<const void *>(e->silu_fn[groups]));
 }
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,

@@ -40,14 +40,13 @@ SiluMulConfig SiluMulConfig::from_tactic(const Tactic &tactic) {
   return c;
 }
 
-SiluMulConfig silu_mul_default(int rows, int inter) {
+SiluMulConfig silu_mul_default(int rows, int /*inter*/) {
   // 256 threads of one vector each: 8-byte vectors up to 256 rows, 16-byte ones past. Priced
   // on the triage medians of three H200 tunes of Llama-3.1-8B (inter 14336, rows 1-8192;
   // docs/notes/decode_step.md, "silu_mul's default"): the earlier default (128 threads of 16-byte
   // vectors, two a thread from 256K elements) cost 1.10x the fastest config, this one
   // 1.002-1.003x, 15-16 of 18 buckets more than 2 % faster, none slower. Elementwise: every
   // config gives the same bits.
-  (void)inter;
   SiluMulConfig c;
   c.vec = rows <= 256 ? 4 : 8;
   c.vectors = 1;
