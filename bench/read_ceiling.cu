@@ -20,10 +20,13 @@
 // launches, 7 samples round-robin, median. Built by CMake (bench/cuda.cmake) or standalone:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Isrc -Itests/device
 //     bench/read_ceiling.cu -o read_ceiling
-//   ./read_ceiling [--shapes 14336x8192,...] [--json FILE]
+//   ./read_ceiling [--shapes 14336x8192,...] [--params GROUP] [--json FILE]
+// --params GROUP adds the qrows patterns: each shape as int4 words (2 x bytes values a row) with
+// bf16 group parameters, read as qmv.affine's mma kernels read them (qtile_kernel).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -124,6 +127,61 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
   sink_fold(acc, sink);
 }
 
+// The int4 words of an n x (2 row_bytes) qmv.affine matrix with its group parameters, read as
+// the mma kernels read them: a warp owns MT 16-row tiles, lane (g, t) loads 16 bytes of rows g
+// and g + 8 of each tile per 64-byte chunk (values 2k + 32t .. + 31 of the row), J chunks in
+// flight, and beside each word its group's parameters. PARAMS 0: words only; 1: bf16 scales and
+// biases in two [n, groups] arrays, one 2-byte load each (today's layout); 2: one [n, groups]
+// array of (scale, bias) pairs, one 4-byte load. Dynamic shared memory (unused) caps the CTAs an
+// SM holds, as a kernel's registers would.
+template <int J, int MT, int PARAMS>
+__global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uint16_t *biases,
+                             int n, int row_bytes, int group_shift, uint32_t *sink) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int m = (blockIdx.x * (blockDim.x >> 5) + warp) * 16 * MT;
+  const int g = lane >> 2, t = lane & 3;
+  const int groups = (2 * row_bytes) >> group_shift;
+  const uint8_t *r[MT][2];
+  int row[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      row[mt][h] = min(m + 16 * mt + 8 * h + g, n - 1);
+      r[mt][h] = p + static_cast<size_t>(row[mt][h]) * row_bytes + 16 * t;
+    }
+  uint32_t acc = 0;
+  for (int k = 0; k + 64 * J <= row_bytes; k += 64 * J) {
+    uint4 a[J][MT][2];
+    uint32_t q[J][MT][2];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int group = (2 * (k + 64 * j) + 32 * t) >> group_shift;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          a[j][mt][h] = ld_stream(r[mt][h] + k + 64 * j);
+          const size_t pi = static_cast<size_t>(row[mt][h]) * groups + group;
+          if (PARAMS == 1)
+            q[j][mt][h] = __ldg(scales + pi) ^ (static_cast<uint32_t>(__ldg(biases + pi)) << 16);
+          else if (PARAMS == 2)
+            q[j][mt][h] = __ldg(reinterpret_cast<const uint32_t *>(scales) + pi);
+          else
+            q[j][mt][h] = 0;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          acc ^= a[j][mt][h].x ^ a[j][mt][h].y ^ a[j][mt][h].z ^ a[j][mt][h].w ^ q[j][mt][h];
+  }
+  sink_fold(acc, sink);
+}
+
 // One CTA: warp 1 lane 0 copies, warp 0 consumes. CTA c owns the rows of the 16-row units
 // [c U / C, (c + 1) U / C), walked in tiles of box_rows rows and, per tile, all of K in boxes of
 // box_words words.
@@ -186,6 +244,7 @@ struct Candidate {
   int j = 0, slices = 0, ctas = 0;
   std::function<void(int, cudaStream_t)> launch;
   int box_words = 0, box_rows = 0, stages = 0; // tma
+  size_t extra_bytes = 0;                      // qrows: the group parameters read beside
   std::string name() const {
     char buf[64];
     if (pattern == "stream")
@@ -210,10 +269,18 @@ int main(int argc, char **argv) {
                              3072, 1536, 17920, 2048, 4096,  4096, 2048, 14336, 2048,
                              4096, 7168, 8960,  768,  1536,  4480};
   const char *json_path = nullptr;
+  int params_group = 0; // --params GROUP: the qrows patterns, words + group parameters
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc)
       shapes = parse_list(argv[++i]);
-    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+    else if (!std::strcmp(argv[i], "--params") && i + 1 < argc) {
+      params_group = std::atoi(argv[++i]);
+      if (params_group != 32 && params_group != 64 && params_group != 128) {
+        std::fprintf(stderr, "read_ceiling: --params %s: the group must be 32, 64 or 128\n",
+                     argv[i]);
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
     else {
       std::fprintf(stderr, "read_ceiling: unknown argument '%s'\n", argv[i]);
@@ -253,7 +320,7 @@ int main(int argc, char **argv) {
     std::string rows_name;
   };
   std::vector<Best> bests;
-  std::printf("%-12s %-26s %9s %7s\n", "rows x B", "pattern", "us", "% bw");
+  std::printf("%-12s %-32s %9s %7s\n", "rows x B", "pattern", "us", "% bw");
   for (size_t si = 0; si + 1 < shapes.size(); si += 2) {
     const int n = shapes[si], row_bytes = shapes[si + 1];
     const size_t bytes = static_cast<size_t>(n) * row_bytes;
@@ -287,6 +354,52 @@ int main(int argc, char **argv) {
       add(tile_kernel<2, false>, "rows", 2);
       add(tile_kernel<4, false>, "rows", 4);
       add(tile_kernel<8, true>, "lines", 8);
+    }
+    // qrows (--params GROUP): the shape as int4 words with their group parameters, the mma
+    // kernels' lane pattern, MT tiles a warp, words only or with either parameter layout, the
+    // CTAs an SM holds uncapped or capped at two (as 184 registers of 128 threads cap them).
+    std::unique_ptr<DeviceMem> params;
+    if (params_group) {
+      const int shift = params_group == 32 ? 5 : params_group == 64 ? 6 : 7;
+      const size_t groups = static_cast<size_t>(2 * row_bytes) >> shift;
+      const size_t param_bytes = 4 * groups * static_cast<size_t>(n); // scale + bias, bf16
+      params = std::make_unique<DeviceMem>(param_bytes * copies);
+      fill_kernel<<<1024, 256, 0, s>>>(static_cast<uint32_t *>(params->p),
+                                       param_bytes * copies / 4);
+      KT_CHECK(cudaGetLastError());
+      const uint8_t *pbase = static_cast<const uint8_t *>(params->p);
+      int smem_sm = 0;
+      KT_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+      auto addq = [&](auto kernel, int mt, int j, int pm, int occ) {
+        if (row_bytes % (64 * j))
+          return;
+        const int warps_total = (tiles + mt - 1) / mt, ctas = (warps_total + 3) / 4;
+        // Two CTAs of this much fit an SM, three do not (1 KB a CTA is reserved).
+        const int cap = occ ? smem_sm / occ - 8192 : 0;
+        KT_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cap));
+        char name[40];
+        std::snprintf(name, sizeof name, "qrows mt%d p%d occ%d", mt, pm, occ);
+        Candidate c{name, j, 1, ctas, {}};
+        c.extra_bytes = pm ? param_bytes : 0;
+        c.launch = [=](int copy, cudaStream_t st) {
+          const uint8_t *pc = pbase + param_bytes * copy;
+          kernel<<<ctas, 128, cap, st>>>(base + bytes * copy,
+                                         reinterpret_cast<const uint16_t *>(pc),
+                                         reinterpret_cast<const uint16_t *>(pc + param_bytes / 2),
+                                         n, row_bytes, shift, sink_p);
+        };
+        cands.push_back(c);
+      };
+      addq(qtile_kernel<2, 1, 0>, 1, 2, 0, 0);
+      addq(qtile_kernel<2, 1, 1>, 1, 2, 1, 0);
+      addq(qtile_kernel<2, 1, 2>, 1, 2, 2, 0);
+      addq(qtile_kernel<2, 2, 0>, 2, 2, 0, 0);
+      addq(qtile_kernel<2, 2, 1>, 2, 2, 1, 0);
+      addq(qtile_kernel<2, 2, 0>, 2, 2, 0, 2);
+      addq(qtile_kernel<2, 2, 1>, 2, 2, 1, 2);
+      addq(qtile_kernel<2, 2, 2>, 2, 2, 2, 2);
+      addq(qtile_kernel<4, 2, 1>, 2, 4, 1, 2);
+      addq(qtile_kernel<4, 1, 1>, 1, 4, 1, 0);
     }
     // TMA boxes of 64-256 bytes a row, 8-32 KB a box, 4 stages, one or two CTAs per SM.
     std::vector<std::shared_ptr<std::vector<CUtensorMap>>> maps;
@@ -341,11 +454,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < cands.size(); ++i) {
       const double sec = median(t[i]);
       const Candidate &c = cands[i];
-      std::printf("%6dx%-5d %-26s %9.2f %6.1f%%\n", n, row_bytes, c.name().c_str(), sec * 1e6,
-                  100.0 * bytes / sec / bw);
+      const double read = static_cast<double>(bytes + c.extra_bytes);
+      std::printf("%6dx%-5d %-32s %9.2f %6.1f%%\n", n, row_bytes, c.name().c_str(), sec * 1e6,
+                  100.0 * read / sec / bw);
       results.push_back({{"n", n},
                          {"row_bytes", row_bytes},
-                         {"bytes", bytes},
+                         {"bytes", bytes + c.extra_bytes},
                          {"pattern", c.pattern},
                          {"j", c.j},
                          {"k_slices", c.slices},
@@ -355,10 +469,10 @@ int main(int argc, char **argv) {
                          {"stages", c.stages},
                          {"median_s", sec},
                          {"samples_s", t[i]},
-                         {"fraction_of_read_bandwidth", bytes / sec / bw}});
+                         {"fraction_of_read_bandwidth", read / sec / bw}});
       if (c.pattern == "stream")
         best.stream_us = std::min(best.stream_us, sec * 1e6);
-      else if (c.pattern == "tma")
+      else if (c.pattern == "tma" || c.pattern.rfind("qrows", 0) == 0)
         continue; // its own rows in the table above, not the GEMV patterns' best
       else if (sec * 1e6 < best.rows_us)
         best.rows_us = sec * 1e6, best.rows_name = c.name();
