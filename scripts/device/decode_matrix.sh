@@ -13,14 +13,15 @@
 #   tar xJf .carry/bin.tar.xz && scripts/device/decode_matrix.sh "$OUT" build qmv.affine 1 3
 #   ... gemv.bf16 1 2 tolerance
 # Sizes, from the tunes of 2026-12-05-h100-2 (1-4.5 s a qmv.affine cell): qmv.affine (450 cells)
-# in 3 parts, gemv.bf16 (150) in 2, each under 9 minutes.
+# in 3 parts, gemv.bf16 (150) in 2, each under 9 minutes. RUN_BUDGET_S (default 570) is the
+# run's whole budget in seconds, for a call that runs something before it.
 set -u
 op=${3:?OP (gemv.bf16 or qmv.affine)}
 part=${4:?PART}
 parts=${5:?PARTS}
 numerics=${6:-}
 source "$(dirname "$0")/env.sh"
-run_begin "decode_matrix_${op}_${part}of${parts}${numerics:+_$numerics}" 570 "${1:?OUTDIR}" \
+run_begin "decode_matrix_${op}_${part}of${parts}${numerics:+_$numerics}" "${RUN_BUDGET_S:-570}" "${1:?OUTDIR}" \
   "${2:-build}"
 src=bench/shapes/decode_matrix/$op.txt
 [ -f "$src" ] || { echo "decode_matrix: no shape list $src" | tee "$R/steps.log"; exit 2; }
