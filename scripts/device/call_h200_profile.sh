@@ -15,7 +15,8 @@ tactic='qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=32,spli
 timeout 200 ncu --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
   --section SourceCounters --import-source no --kernel-name-base demangled \
-  --kernel-name 'regex:qmv_affine_mma_kernel<4, 1, 2, 2, 256' --launch-skip 1 --launch-count 1 \
+  --kernel-name 'regex:qmv_affine_mma_kernel<\(int\)4, \(int\)1, \(int\)2, \(int\)2, \(int\)256' \
+  --launch-skip 1 --launch-count 1 \
   -f -o /tmp/pick build/tools/hone/hone bench --op qmv.affine \
   --shape rows=1,n=28672,k=4096,bits=4,group=64 --tactic "$tactic" --numerics tolerance \
   --samples 1 --batch 1 >"$OUT/pick.run.log" 2>&1
