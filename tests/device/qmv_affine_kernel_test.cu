@@ -410,6 +410,21 @@ TEST_F(QmvAffineKernel, TwoGroupChunksMatchTheReferenceAndAreBatchInvariant) {
       KT_CHECK(cudaDeviceSynchronize());
       EXPECT_NE(download(y0.p, elements(r, n)), download(y2.p, elements(r, n))) << where(p);
     }
+  // The two-group form reads each parameter pair as one 32-bit word: parameter arrays that are
+  // not 4-byte aligned are refused by both paths' launchers (nothing runs), not read misaligned.
+  Problem p(1, 72, 4096, 4, 64);
+  p.chunk_groups = 2;
+  const uint16_t *odd = static_cast<const uint16_t *>(p.s->p) + 1;
+  DeviceMem y(elements(1, 72) * 2);
+  const QmvAffineConfig def = qmv_affine_default(1, 72, 4096, 4, 64);
+  EXPECT_EQ(p.launch(def, p.x->p, y.p, 1), 0);
+  EXPECT_NE(p.launch(def, p.x->p, y.p, 1, nullptr, nullptr, odd), 0);
+  EXPECT_NE(p.launch(def, p.x->p, y.p, 1, nullptr, nullptr, nullptr, odd), 0);
+  const QmvAffineConfig ring = qmv_affine_ring_default(1, 72, 4096, 4, 64);
+  ASSERT_EQ(ring.path, KernelPath::ring);
+  EXPECT_EQ(p.launch(ring, p.x->p, y.p, 1), 0);
+  EXPECT_NE(p.launch(ring, p.x->p, y.p, 1, nullptr, nullptr, odd), 0);
+  KT_CHECK(cudaDeviceSynchronize());
 }
 
 // The kernels' 32-bit element offsets: a shape of 2^31 packed words or more is refused by name.
@@ -724,7 +739,7 @@ TEST(QmvAffineConfig, RingTwinKeepsTheMmaConfigsOrder) {
               << "bits=" << bits << " n=" << n << " k=" << k;
       }
   EXPECT_GT(twins, 0);
-  const QmvAffineConfig ring = qmv_affine_ring_default(1, 4096, 4096, 4, 64);
+  const QmvAffineConfig ring = qmv_affine_ring_default(1, 72, 4096, 4, 64);
   EXPECT_EQ(qmv_affine_ring_twin(ring, 1, 4096, 4096, 4, 64), ring);
   EXPECT_FALSE(
       qmv_affine_ring_twin(qmv_affine_stream_default(1, 4096, 4096, 4, 64), 1, 4096, 4096, 4, 64));

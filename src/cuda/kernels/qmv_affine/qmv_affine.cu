@@ -347,7 +347,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.silu_inter = args.silu_inter;
   const KernelFn *fns = args.silu_inter > 0 ? e->silu_fn : config.async ? e->async_fn : e->fn;
   const KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
-  if (!fn)
+  if (!fn || (p.factored == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
                                reinterpret_cast<const void *>(fn), args.chain.dependent);

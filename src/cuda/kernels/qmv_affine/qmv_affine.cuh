@@ -262,9 +262,13 @@ __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t
 }
 
 // The group parameters (scale or bias) of a two-run chunk's two groups, p[0] and p[1], as one
-// word: the first run's in the low half, the second's in the high half.
+// word: the first run's in the low half, the second's in the high half (little-endian). One
+// 32-bit load: a two-run chunk's first group is even (2 x chunk) and K is a multiple of the
+// chunk, so p is 4-byte aligned wherever the arrays are, which the launchers require
+// (qmv_affine_parameter_pairs_aligned). Two 2-byte loads and a prmt before: at two m16 tiles the
+// parameters were 16 of a lane's 24 loads a chunk.
 __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
-  return __byte_perm(__ldg(p), __ldg(p + 1), 0x5410);
+  return __ldg(reinterpret_cast<const uint32_t *>(p));
 }
 
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)

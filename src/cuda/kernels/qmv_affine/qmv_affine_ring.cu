@@ -130,7 +130,7 @@ LaunchStatus qmv_affine_ring_launch(const QmvAffineConfig &config, const QmvAffi
   const int groups =
       qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
   const RingFn ring_fn = groups < 0 ? nullptr : e->fn[groups];
-  if (!ring_fn)
+  if (!ring_fn || (groups == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
   const void *fn = reinterpret_cast<const void *>(ring_fn);
   return kernel_detail::launch_weight_ring(fn, config, config, args.q, args.x, a, chunk_k,

@@ -1,6 +1,8 @@
 // qmv.affine shape arithmetic shared by the config logic and the launcher (host only).
 #pragma once
 
+#include <cstdint>
+
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 namespace hone::cuda {
@@ -46,6 +48,14 @@ inline int qmv_affine_launch_chunk_groups(int requested, int bits, int group, in
   const bool allowed = requested == 0 || (requested == 1 && group >= qmv_affine_chunk_k(bits)) ||
                        (requested == 2 && qmv_affine_chunk_groups(bits, group, k, true) == 2);
   return allowed ? requested : -1;
+}
+
+// Whether the two-group chunks (2 above) can read their parameter pairs as 32-bit words: both
+// arrays 4-byte aligned (their rows then are too: K is a multiple of the chunk). The launchers
+// refuse the two-group form otherwise, as the grouped path refuses its 32-bit parameter loads.
+inline bool qmv_affine_parameter_pairs_aligned(const void *scales, const void *biases) {
+  return reinterpret_cast<uintptr_t>(scales) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(biases) % 4 == 0;
 }
 
 // Chunks per K slice; depends on k, bits and k_slices only.
