@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# One call (~4 min; ~6 on an H200). On an H200: the vendor point's part 2 of 2 (gemv.bf16,
-# tolerance numerics). Otherwise: the two-group chunks' parameter pairs as one 32-bit load
-# (int4 g64, qmv.affine), first on a GPU:
+# One call (~2 min): the two-group chunks' parameter pairs as one 32-bit load (int4 g64,
+# qmv.affine), first on a GPU:
 #   1. the two-group kernel test (every mma and ring config against the reference and batch
 #      invariant, and the launchers' refusal of parameter arrays not 4-byte aligned);
 #   2. the qmv table with both forms of every mma and ring config (HONE_TEST_CHUNK_GROUPS=2), by
 #      the harness built before the change (.carry/prev_qmv_affine_harness.xz, two 2-byte loads
-#      a pair) and by this one, in turn, twice: the two-group form against the per-weight
-#      default, before and after.
+#      a pair) and by this one, in turn, ROUNDS times (default 1): the two-group form against the
+#      per-weight default, before and after.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_pair_loads.sh OUT
 set -u
@@ -15,24 +14,17 @@ OUT=$1
 [ -x build/tools/hone/hone ] || tar xJf .carry/bin.tar.xz
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 echo "$gpu" | tee "$OUT/gpu.txt"
-if [[ $gpu == *H200* ]]; then
-  RUN_BUDGET_S=${RUN_BUDGET_S:-330} scripts/device/decode_matrix.sh "$OUT" build gemv.bf16 2 2 \
-    tolerance >"$OUT/decode_matrix.out" 2>&1
-  echo "decode_matrix rc=$?"
-  tail -n 14 "$OUT/decode_matrix.out"
-  exit 0
-fi
 HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 120 \
   build/tests/device/qmv_affine_kernel_test --gtest_filter='*TwoGroup*:*ChunkGroups*' \
   >"$OUT/two_group_test.log" 2>&1
 echo "two-group test rc=$?"
 grep -E "PASSED|FAILED|Failure" "$OUT/two_group_test.log" | head -n 8
 xz -dc .carry/prev_qmv_affine_harness.xz >/tmp/prev_harness && chmod +x /tmp/prev_harness
-for round in 1 2; do
+for round in $(seq "${ROUNDS:-1}"); do
   for which in before after; do
     bin=build/bench/qmv_affine_harness
     [ $which = before ] && bin=/tmp/prev_harness
-    HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout 80 "$bin" --no-check \
+    HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout 60 "$bin" --no-check \
       --shapes 28672x4096,4096x14336 --rows 1,16 --formats 4x64 \
       --csv "$OUT/pairs_${which}_$round.csv" >"$OUT/pairs_${which}_$round.log" 2>&1
     echo "$which round $round rc=$?"
