@@ -153,7 +153,9 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
   uint32_t acc = 0;
   for (int k = 0; k + 64 * J <= row_bytes; k += 64 * J) {
     uint4 a[J][MT][2];
-    uint32_t q[J][MT][2];
+    // Every load of the J chunks is issued before any value is used: the scale and the bias
+    // land in registers of their own and are folded with the words after the loop.
+    uint32_t qs[J][MT][2], qb[J][MT][2];
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       const int group = (2 * (k + 64 * j) + 32 * t) >> group_shift;
@@ -163,12 +165,10 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
         for (int h = 0; h < 2; ++h) {
           a[j][mt][h] = ld_stream(r[mt][h] + k + 64 * j);
           const size_t pi = static_cast<size_t>(row[mt][h]) * groups + group;
-          if (PARAMS == 1)
-            q[j][mt][h] = __ldg(scales + pi) ^ (static_cast<uint32_t>(__ldg(biases + pi)) << 16);
-          else if (PARAMS == 2)
-            q[j][mt][h] = __ldg(reinterpret_cast<const uint32_t *>(scales) + pi);
-          else
-            q[j][mt][h] = 0;
+          qs[j][mt][h] = PARAMS == 1   ? __ldg(scales + pi)
+                         : PARAMS == 2 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + pi)
+                                       : 0u;
+          qb[j][mt][h] = PARAMS == 1 ? __ldg(biases + pi) : 0u;
         }
     }
 #pragma unroll
@@ -177,7 +177,8 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          acc ^= a[j][mt][h].x ^ a[j][mt][h].y ^ a[j][mt][h].z ^ a[j][mt][h].w ^ q[j][mt][h];
+          acc ^= a[j][mt][h].x ^ a[j][mt][h].y ^ a[j][mt][h].z ^ a[j][mt][h].w ^ qs[j][mt][h] ^
+                 (qb[j][mt][h] << 16);
   }
   sink_fold(acc, sink);
 }
