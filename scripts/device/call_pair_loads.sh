@@ -5,8 +5,8 @@
 #      invariant, and the launchers' refusal of parameter arrays not 4-byte aligned);
 #   2. the qmv table with both forms of every mma and ring config (HONE_TEST_CHUNK_GROUPS=2), by
 #      the harness built before the change (.carry/prev_qmv_affine_harness.xz, two 2-byte loads
-#      a pair) and by this one, in turn, ROUNDS times (default 1): the two-group form against the
-#      per-weight default, before and after.
+#      a pair; built from 8b26e70, carried where present) and by this one, in turn, ROUNDS times
+#      (default 1): the two-group form against the per-weight default, before and after.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_pair_loads.sh OUT
 set -u
@@ -19,9 +19,15 @@ HONE_TEST_PATHS=mma,ring HONE_DEVICE_TEST_REDUCED=1 timeout 120 \
   >"$OUT/two_group_test.log" 2>&1
 echo "two-group test rc=$?"
 grep -E "PASSED|FAILED|Failure" "$OUT/two_group_test.log" | head -n 8
-xz -dc .carry/prev_qmv_affine_harness.xz >/tmp/prev_harness && chmod +x /tmp/prev_harness
+# Without the previous harness the table runs once per round, this build's: its two forms side
+# by side still decide the default.
+forms=after
+if [ -f .carry/prev_qmv_affine_harness.xz ]; then
+  xz -dc .carry/prev_qmv_affine_harness.xz >/tmp/prev_harness && chmod +x /tmp/prev_harness
+  forms="before after"
+fi
 for round in $(seq "${ROUNDS:-1}"); do
-  for which in before after; do
+  for which in $forms; do
     bin=build/bench/qmv_affine_harness
     [ $which = before ] && bin=/tmp/prev_harness
     HONE_TEST_CHUNK_GROUPS=2 HONE_TEST_PATHS=mma,ring timeout 60 "$bin" --no-check \
