@@ -375,7 +375,8 @@ int main(int argc, char **argv) {
         if (row_bytes % (64 * j))
           return;
         const int warps_total = (tiles + mt - 1) / mt, ctas = (warps_total + 3) / 4;
-        // Two CTAs of this much fit an SM, three do not (1 KB a CTA is reserved).
+        // Shared memory that lets `occ` CTAs fit an SM and not one more (8 KB under the even
+        // share leaves room for the 1 KB the runtime reserves a CTA).
         const int cap = occ ? smem_sm / occ - 8192 : 0;
         KT_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cap));
         char name[40];

@@ -17,7 +17,7 @@
 # K: 4x hone's warps on 896 x 896) say where the small matrices lose.
 #
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]
-#     STEPS: ncu,racecheck (default both), and peer
+#     STEPS: ncu,racecheck (default both), peer, and pick (the H200 int4 gate_up pick)
 #
 # BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
 # build with -DHONE_QMM_TACTICS=full). OUTDIR receives profile.tar.gz, which holds, per profile,
@@ -93,6 +93,20 @@ if want ncu; then
   profile qmm_mma_64x32_4096 'qmm_affine_mma' 0 $probe 64 4096 4096 64 0,64,32,256,8,3,1
   profile qmm_tma_ahead_128x64_4096 'qmm_affine_tma' 0 $probe 128 4096 4096 64 3,128,64,256,5,3,1,1
   unset QMM_PROBE_ONCE
+fi
+
+if want pick; then
+  # The H200 step's int4 gate_up pick (tolerance tune): 32 rows a warp, 224 CTAs of 170
+  # registers, bound by its grid on an H100 (docs/notes/qmv_affine.md, v13). hone bench runs the
+  # default beside it, so the kernel is matched by its demangled template arguments.
+  command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  export NCU_EXTRA="--kernel-name-base demangled"
+  profile qmv_pick_r1_28672 \
+    'qmv_affine_mma_kernel<\(int\)4, \(int\)1, \(int\)2, \(int\)2, \(int\)256' 1 \
+    $hone bench --op qmv.affine --shape rows=1,n=28672,k=4096,bits=4,group=64 \
+    --tactic qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=32,split_k=1 \
+    --numerics tolerance --samples 1 --batch 1
+  unset NCU_EXTRA
 fi
 
 if want peer; then

@@ -326,8 +326,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
         !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
         (args.group != 32 && args.group != 64 && args.group != 128) || ns > 2 ||
         config.warps_k < 1 || config.split_k < 1 ||
-        (cols > 1 && (reinterpret_cast<uintptr_t>(args.scales) % 4 != 0 ||
-                      reinterpret_cast<uintptr_t>(args.biases) % 4 != 0)))
+        (cols > 1 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
       return LaunchStatus::invalid_value();
     Params p = mma_params(config, args);
     p.rows_per_cta = config.rows_per_cta;

@@ -50,9 +50,10 @@ inline int qmv_affine_launch_chunk_groups(int requested, int bits, int group, in
   return allowed ? requested : -1;
 }
 
-// Whether the two-group chunks (2 above) can read their parameter pairs as 32-bit words: both
-// arrays 4-byte aligned (their rows then are too: K is a multiple of the chunk). The launchers
-// refuse the two-group form otherwise, as the grouped path refuses its 32-bit parameter loads.
+// Whether a kernel can read group parameters in 32-bit words (two groups' scales or biases a
+// load): both arrays 4-byte aligned. The two-group chunks (2 above; their rows then are aligned
+// too, K being a multiple of the chunk) and the grouped path at groups under 128 load them so;
+// their launchers refuse arrays that are not.
 inline bool qmv_affine_parameter_pairs_aligned(const void *scales, const void *biases) {
   return reinterpret_cast<uintptr_t>(scales) % 4 == 0 &&
          reinterpret_cast<uintptr_t>(biases) % 4 == 0;
