@@ -132,8 +132,11 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
 // and g + 8 of each tile per 64-byte chunk (values 2k + 32t .. + 31 of the row), J chunks in
 // flight, and beside each word its group's parameters. PARAMS 0: words only; 1: bf16 scales and
 // biases in two [n, groups] arrays, one 2-byte load each (today's layout); 2: one [n, groups]
-// array of (scale, bias) pairs, one 4-byte load. Dynamic shared memory (unused) caps the CTAs an
-// SM holds, as a kernel's registers would.
+// array of (scale, bias) pairs, one 4-byte load; 3: the pairs tile-major, [n / 16][groups][16]
+// (a 16-row tile's pairs of one group are 64 contiguous bytes), one 4-byte load; 4: today's two
+// arrays, but one vector load a row per J chunks for every group they span (8 bytes at J 2, 16
+// at J 4; group 64 only) in place of one 2-byte load a chunk. Dynamic shared memory (unused)
+// caps the CTAs an SM holds, as a kernel's registers would.
 template <int J, int MT, int PARAMS>
 __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uint16_t *biases,
                              int n, int row_bytes, int group_shift, uint32_t *sink) {
@@ -153,6 +156,26 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
   uint32_t acc = 0;
   for (int k = 0; k + 64 * J <= row_bytes; k += 64 * J) {
     uint4 a[J][MT][2];
+    // PARAMS 4: the J chunks' groups of each row, one vector of scales and one of biases.
+    uint4 vs[MT][2] = {}, vb[MT][2] = {};
+    if constexpr (PARAMS == 4) {
+      const int first = (2 * k) >> group_shift;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const size_t pi = static_cast<size_t>(row[mt][h]) * groups + first;
+          if constexpr (J == 4) {
+            vs[mt][h] = __ldg(reinterpret_cast<const uint4 *>(scales + pi));
+            vb[mt][h] = __ldg(reinterpret_cast<const uint4 *>(biases + pi));
+          } else {
+            const uint2 s2 = __ldg(reinterpret_cast<const uint2 *>(scales + pi));
+            const uint2 b2 = __ldg(reinterpret_cast<const uint2 *>(biases + pi));
+            vs[mt][h] = make_uint4(s2.x, s2.y, 0, 0);
+            vb[mt][h] = make_uint4(b2.x, b2.y, 0, 0);
+          }
+        }
+    }
     // Every load of the J chunks is issued before any value is used: the scale and the bias
     // land in registers of their own and are folded with the words after the loop.
     uint32_t qs[J][MT][2], qb[J][MT][2];
@@ -165,8 +188,11 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
         for (int h = 0; h < 2; ++h) {
           a[j][mt][h] = ld_stream(r[mt][h] + k + 64 * j);
           const size_t pi = static_cast<size_t>(row[mt][h]) * groups + group;
+          const size_t tile_pi =
+              (static_cast<size_t>(row[mt][h] >> 4) * groups + group) * 16 + (row[mt][h] & 15);
           qs[j][mt][h] = PARAMS == 1   ? __ldg(scales + pi)
                          : PARAMS == 2 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + pi)
+                         : PARAMS == 3 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + tile_pi)
                                        : 0u;
           qb[j][mt][h] = PARAMS == 1 ? __ldg(biases + pi) : 0u;
         }
@@ -179,6 +205,13 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
         for (int h = 0; h < 2; ++h)
           acc ^= a[j][mt][h].x ^ a[j][mt][h].y ^ a[j][mt][h].z ^ a[j][mt][h].w ^ qs[j][mt][h] ^
                  (qb[j][mt][h] << 16);
+    if constexpr (PARAMS == 4)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          acc ^= vs[mt][h].x ^ vs[mt][h].y ^ vs[mt][h].z ^ vs[mt][h].w ^ vb[mt][h].x ^ vb[mt][h].y ^
+                 vb[mt][h].z ^ vb[mt][h].w;
   }
   sink_fold(acc, sink);
 }
@@ -402,6 +435,16 @@ int main(int argc, char **argv) {
       addq(qtile_kernel<2, 2, 2>, 2, 2, 2, 2);
       addq(qtile_kernel<4, 2, 1>, 2, 4, 1, 2);
       addq(qtile_kernel<4, 1, 1>, 1, 4, 1, 0);
+      // The parameter layouts and load schedules a kernel could take instead (p3, p4).
+      if (n % 16 == 0) { // whole tiles: the tile-major array has n x groups pairs
+        addq(qtile_kernel<2, 1, 3>, 1, 2, 3, 0);
+        addq(qtile_kernel<2, 2, 3>, 2, 2, 3, 2);
+      }
+      if (params_group == 64 && groups % 8 == 0) { // 16-byte aligned vectors of 8 groups
+        addq(qtile_kernel<2, 1, 4>, 1, 2, 4, 0);
+        addq(qtile_kernel<4, 1, 4>, 1, 4, 4, 0);
+        addq(qtile_kernel<2, 2, 4>, 2, 2, 4, 2);
+      }
     }
     // TMA boxes of 64-256 bytes a row, 8-32 KB a box, 4 stages, one or two CTAs per SM.
     std::vector<std::shared_ptr<std::vector<CUtensorMap>>> maps;
