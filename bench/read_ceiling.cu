@@ -135,8 +135,10 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
 // array of (scale, bias) pairs, one 4-byte load; 3: the pairs tile-major, [n / 16][groups][16]
 // (a 16-row tile's pairs of one group are 64 contiguous bytes), one 4-byte load; 4: today's two
 // arrays, but one vector load a row per J chunks for every group they span (8 bytes at J 2, 16
-// at J 4; group 64 only) in place of one 2-byte load a chunk. Dynamic shared memory (unused)
-// caps the CTAs an SM holds, as a kernel's registers would.
+// at J 4; group 64 only) in place of one 2-byte load a chunk; 5: today's two arrays, each warp's
+// rows' parameters for all of K staged once into shared memory as (scale, bias) pairs (coalesced
+// 4-byte loads, two groups a lane), then read from there each chunk. Dynamic shared memory (unused
+// but by p5) caps the CTAs an SM holds, as a kernel's registers would.
 template <int J, int MT, int PARAMS>
 __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uint16_t *biases,
                              int n, int row_bytes, int group_shift, uint32_t *sink) {
@@ -153,6 +155,24 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
       row[mt][h] = min(m + 16 * mt + 8 * h + g, n - 1);
       r[mt][h] = p + static_cast<size_t>(row[mt][h]) * row_bytes + 16 * t;
     }
+  // PARAMS 5: the warp's 16 MT rows' pairs, `stride` words a row (groups + 2: rows g and g + 1
+  // of neighbouring groups fall in different banks).
+  extern __shared__ uint32_t staged[];
+  const int stride = groups + 2;
+  uint32_t *mine = staged + warp * 16 * MT * stride;
+  if constexpr (PARAMS == 5) {
+    const int half = groups / 2, total = 16 * MT * half;
+#pragma unroll 8
+    for (int e = lane; e < total; e += 32) {
+      const int rr = e / half, i = 2 * (e - rr * half);
+      const size_t pi = static_cast<size_t>(min(m + rr, n - 1)) * groups + i;
+      const uint32_t s2 = __ldg(reinterpret_cast<const uint32_t *>(scales + pi));
+      const uint32_t b2 = __ldg(reinterpret_cast<const uint32_t *>(biases + pi));
+      mine[rr * stride + i] = (s2 & 0xffffu) | (b2 << 16);
+      mine[rr * stride + i + 1] = (s2 >> 16) | (b2 & 0xffff0000u);
+    }
+    __syncwarp();
+  }
   uint32_t acc = 0;
   for (int k = 0; k + 64 * J <= row_bytes; k += 64 * J) {
     uint4 a[J][MT][2];
@@ -193,6 +213,7 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
           qs[j][mt][h] = PARAMS == 1   ? __ldg(scales + pi)
                          : PARAMS == 2 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + pi)
                          : PARAMS == 3 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + tile_pi)
+                         : PARAMS == 5 ? mine[(16 * mt + 8 * h + g) * stride + group]
                                        : 0u;
           qb[j][mt][h] = PARAMS == 1 ? __ldg(biases + pi) : 0u;
         }
@@ -410,7 +431,13 @@ int main(int argc, char **argv) {
         const int warps_total = (tiles + mt - 1) / mt, ctas = (warps_total + 3) / 4;
         // Shared memory that lets `occ` CTAs fit an SM and not one more (8 KB under the even
         // share leaves room for the 1 KB the runtime reserves a CTA).
-        const int cap = occ ? smem_sm / occ - 8192 : 0;
+        int cap = occ ? smem_sm / occ - 8192 : 0;
+        if (pm == 5) { // the staged parameters: 4 warps x 16 MT rows x (groups + 2) words
+          const int staged = 4 * 16 * mt * static_cast<int>(groups + 2) * 4;
+          if (staged > (occ ? cap : smem_sm - 8192))
+            return;
+          cap = std::max(cap, staged);
+        }
         KT_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cap));
         char name[40];
         std::snprintf(name, sizeof name, "qrows mt%d p%d occ%d", mt, pm, occ);
@@ -439,6 +466,11 @@ int main(int argc, char **argv) {
       if (n % 16 == 0) { // whole tiles: the tile-major array has n x groups pairs
         addq(qtile_kernel<2, 1, 3>, 1, 2, 3, 0);
         addq(qtile_kernel<2, 2, 3>, 2, 2, 3, 2);
+      }
+      if (groups % 2 == 0) { // two groups a lane's 4-byte load
+        addq(qtile_kernel<2, 1, 5>, 1, 2, 5, 0);
+        addq(qtile_kernel<4, 1, 5>, 1, 4, 5, 0);
+        addq(qtile_kernel<2, 2, 5>, 2, 2, 5, 2);
       }
       if (params_group == 64 && groups % 8 == 0) { // 16-byte aligned vectors of 8 groups
         addq(qtile_kernel<2, 1, 4>, 1, 2, 4, 0);
