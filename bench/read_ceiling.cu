@@ -138,7 +138,18 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
 // at J 4; group 64 only) in place of one 2-byte load a chunk; 5: today's two arrays, each warp's
 // rows' parameters for all of K staged once into shared memory as (scale, bias) pairs (coalesced
 // 4-byte loads, two groups a lane), then read from there each chunk. Dynamic shared memory (unused
-// but by p5) caps the CTAs an SM holds, as a kernel's registers would.
+// but by p5) caps the CTAs an SM holds, as a kernel's registers would. 6 and 7: today's two
+// arrays and loads (p1), each load asking L2 to fetch the 128 (p6) or 256 (p7) bytes around it
+// (the words' loads ask for 256), so that a row's later groups are in L2 when their chunk comes.
+template <int BYTES> __device__ __forceinline__ uint32_t ld_param_l2(const uint16_t *p) {
+  uint16_t v;
+  if constexpr (BYTES == 128)
+    asm("ld.global.nc.L2::128B.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  else
+    asm("ld.global.nc.L2::256B.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+
 template <int J, int MT, int PARAMS>
 __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uint16_t *biases,
                              int n, int row_bytes, int group_shift, uint32_t *sink) {
@@ -214,8 +225,13 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
                          : PARAMS == 2 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + pi)
                          : PARAMS == 3 ? __ldg(reinterpret_cast<const uint32_t *>(scales) + tile_pi)
                          : PARAMS == 5 ? mine[(16 * mt + 8 * h + g) * stride + group]
+                         : PARAMS == 6 ? ld_param_l2<128>(scales + pi)
+                         : PARAMS == 7 ? ld_param_l2<256>(scales + pi)
                                        : 0u;
-          qb[j][mt][h] = PARAMS == 1 ? __ldg(biases + pi) : 0u;
+          qb[j][mt][h] = PARAMS == 1   ? __ldg(biases + pi)
+                         : PARAMS == 6 ? ld_param_l2<128>(biases + pi)
+                         : PARAMS == 7 ? ld_param_l2<256>(biases + pi)
+                                       : 0u;
         }
     }
 #pragma unroll
@@ -467,6 +483,9 @@ int main(int argc, char **argv) {
         addq(qtile_kernel<2, 1, 3>, 1, 2, 3, 0);
         addq(qtile_kernel<2, 2, 3>, 2, 2, 3, 2);
       }
+      addq(qtile_kernel<2, 1, 6>, 1, 2, 6, 0);
+      addq(qtile_kernel<2, 1, 7>, 1, 2, 7, 0);
+      addq(qtile_kernel<2, 2, 7>, 2, 2, 7, 2);
       if (groups % 2 == 0) { // two groups a lane's 4-byte load
         addq(qtile_kernel<2, 1, 5>, 1, 2, 5, 0);
         addq(qtile_kernel<4, 1, 5>, 1, 4, 5, 0);
