@@ -241,6 +241,9 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
 // grouped kernels keep their offsets.
 inline constexpr bool kQmvMmaOffsets32 = false;
 inline constexpr bool kQmvMmaPingPong = false;
+// The group parameters' loads ask L2 for the 256 bytes around each (load_parameter), every path.
+// Same values, so the same bits either way; measured against the plain loads before it is on.
+inline constexpr bool kQmvParameterL2Lines = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -261,6 +264,20 @@ __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t
     }
 }
 
+// One group parameter (bf16 bits in the low half), through L1: the row's next groups are in the
+// same line, read again by the next chunks. With kQmvParameterL2Lines the load asks L2 for the
+// 256 bytes around it, as the weight loads do, so that those groups come from L2 rather than
+// as one 32-byte sector request each (bench/read_ceiling's qrows p7 against p1).
+__device__ __forceinline__ uint32_t load_parameter(const uint16_t *p) {
+  if constexpr (kQmvParameterL2Lines) {
+    uint16_t v;
+    asm("ld.global.nc.L2::256B.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+  } else {
+    return __ldg(p);
+  }
+}
+
 // The group parameters (scale or bias) of a two-run chunk's two groups, p[0] and p[1], as one
 // word: the first run's in the low half, the second's in the high half (little-endian). One
 // 32-bit load: a two-run chunk's first group is even (2 x chunk) and K is a multiple of the
@@ -268,7 +285,12 @@ __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t
 // (qmv_affine_parameter_pairs_aligned). Two 2-byte loads and a prmt before: at two m16 tiles the
 // parameters were 16 of a lane's 24 loads a chunk.
 __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
-  return __ldg(reinterpret_cast<const uint32_t *>(p));
+  uint32_t v;
+  if constexpr (kQmvParameterL2Lines)
+    asm("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  else
+    v = __ldg(reinterpret_cast<const uint32_t *>(p));
+  return v;
 }
 
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
@@ -481,8 +503,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
               kOffsets ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
           f.q[mt][h] = load_lane_words<BITS, GROUPS>(q);
           if constexpr (R::kRuns == 1) {
-            f.scale[mt][h] = __ldg(sc);
-            f.bias[mt][h] = __ldg(bi);
+            f.scale[mt][h] = load_parameter(sc);
+            f.bias[mt][h] = load_parameter(bi);
           } else {
             f.scale[mt][h] = load_parameter_pair(sc);
             f.bias[mt][h] = load_parameter_pair(bi);
@@ -553,8 +575,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
           if constexpr (R::kRuns == 1) {
             copy_weight_async(slot, qp[mt][h] + chunk * 16);
-            scale[stage][mt][h] = __ldg(sp[mt][h] + group);
-            bias[stage][mt][h] = __ldg(bp[mt][h] + group);
+            scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
+            bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
           } else { // the two runs into the slot's halves: the words as load_lane_words orders them
             copy_weight_async_half(slot, qp[mt][h] + chunk * 16);
             copy_weight_async_half(reinterpret_cast<uint2 *>(slot) + 1,
@@ -677,15 +699,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const P
       for (int h = 0; h < 2; ++h) {
         f.q[mt][h] = load_weight(p.q + (qo[mt][h] + ch * 16u));
         if constexpr (cols == 1) {
-          const uint32_t s = __ldg(p.scales + (po[mt][h] + ch)),
-                         b = __ldg(p.biases + (po[mt][h] + ch));
+          const uint32_t s = load_parameter(p.scales + (po[mt][h] + ch)),
+                         b = load_parameter(p.biases + (po[mt][h] + ch));
           f.scale[mt][h] = s | (s << 16);
           f.bias[mt][h] = b | (b << 16);
         } else {
-          f.scale[mt][h] =
-              __ldg(reinterpret_cast<const uint32_t *>(p.scales + (po[mt][h] + ch * cols)));
-          f.bias[mt][h] =
-              __ldg(reinterpret_cast<const uint32_t *>(p.biases + (po[mt][h] + ch * cols)));
+          f.scale[mt][h] = load_parameter_pair(p.scales + (po[mt][h] + ch * cols));
+          f.bias[mt][h] = load_parameter_pair(p.biases + (po[mt][h] + ch * cols));
         }
       }
   };
@@ -906,8 +926,8 @@ __global__ void __launch_bounds__(kStreamMaxThreads, 1)
         const int group = kk >> p.group_shift;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const uint32_t sc = in_k[c] ? __ldg(sp[h] + group) : 0u;
-          const uint32_t bi = in_k[c] ? __ldg(bp[h] + group) : 0u;
+          const uint32_t sc = in_k[c] ? load_parameter(sp[h] + group) : 0u;
+          const uint32_t bi = in_k[c] ? load_parameter(bp[h] + group) : 0u;
           if constexpr (BITS == 4) {
             s2[c][h] = __byte_perm(sc, 0, 0x1010);
             b2[c][h] = __byte_perm(bi, 0, 0x1010);

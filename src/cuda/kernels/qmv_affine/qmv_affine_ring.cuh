@@ -61,8 +61,8 @@ template <int BITS, int NT, int MT, int GROUPS> struct RingChunk {
         // signed sum was sign-extended and shifted as 64 bits (five instructions, SASS).
         const uint32_t i = static_cast<uint32_t>(tl.so[mt][h] + group);
         if constexpr (kRuns == 1) {
-          l.scale[mt][h] = __ldg(e.scales + i);
-          l.bias[mt][h] = __ldg(e.biases + i);
+          l.scale[mt][h] = load_parameter(e.scales + i);
+          l.bias[mt][h] = load_parameter(e.biases + i);
         } else {
           l.scale[mt][h] = load_parameter_pair(e.scales + i);
           l.bias[mt][h] = load_parameter_pair(e.biases + i);
