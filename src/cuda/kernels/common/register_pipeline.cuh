@@ -3,11 +3,15 @@
 // ops' kernel headers.
 #pragma once
 
+#include <type_traits>
+
 namespace hone::cuda::kernel_detail {
 
 // The register pipeline of the GEMV family's mma kernels: chunks [c, end) J at a time, the next J
 // requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
-// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left).
+// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left). A load
+// that takes (first chunk, fragments[J]) is called once a block of J, so that it can read what
+// the J chunks share in one access (qmv.affine's parameter vectors).
 // PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
 // one to the other every J chunks: 7-10 % of qmv.affine's per-weight one-tile main loops (the
 // copies, IMAD.MOV: 50 of 814 in <4, 1, 2, 2>), and with 32-bit offsets 32-47 % of gemv.bf16's.
@@ -22,10 +26,15 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
   // they exist; false where the chunks end with these.
   auto step = [&](int c0, Fragment(&cur)[J], Fragment(&next)[J]) {
     const bool more = c0 + 2 * J <= end;
-    if (more)
+    if (more) {
+      if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
+        load(c0 + J, next);
+      } else {
 #pragma unroll
-      for (int j = 0; j < J; ++j)
-        load(c0 + J + j, next[j]);
+        for (int j = 0; j < J; ++j)
+          load(c0 + J + j, next[j]);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < J; ++j)
       multiply(c0 + j, cur[j]);

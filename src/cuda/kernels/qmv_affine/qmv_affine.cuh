@@ -242,8 +242,14 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
 inline constexpr bool kQmvMmaOffsets32 = false;
 inline constexpr bool kQmvMmaPingPong = false;
 // The group parameters' loads ask L2 for the 256 bytes around each (load_parameter), every path.
-// Same values, so the same bits either way; measured against the plain loads before it is on.
-inline constexpr bool kQmvParameterL2Lines = true;
+// Same values, so the same bits either way. Off: on an H100 it measured the same as the plain
+// loads (docs/benchmark_results/2026-12-06-h100, call2).
+inline constexpr bool kQmvParameterL2Lines = false;
+// int4 g64 per-weight register pipeline (J = 2 or 4): each row's scales (and biases) of a block
+// of J chunks in one J x 4-byte vector load, in place of one 2-byte load a chunk (mma_param_pairs).
+// Same values, so the same bits; bench/read_ceiling's qrows p4 read 0.81-0.85 of the bandwidth
+// where the per-chunk loads (p1) read 0.75 (H100, 28672 x 4096).
+inline constexpr bool kQmvParameterVectors = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -293,6 +299,23 @@ __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
   return v;
 }
 
+// J consecutive parameter pairs (each the two groups of one int4 g64 chunk, load_parameter_pair)
+// in one vector load: J x 4 bytes from a (J x 4)-byte aligned p.
+template <int J>
+__device__ __forceinline__ void load_parameter_pairs(const uint16_t *p, uint32_t (&w)[J]) {
+  if constexpr (J == 4) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else if constexpr (J == 2) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+    w[0] = v.x, w[1] = v.y;
+  } else {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      w[j] = load_parameter_pair(p + 2 * j);
+  }
+}
+
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
 // xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
 // `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
@@ -318,9 +341,13 @@ __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float
 // or factored: exact integers with the group applied per accumulator), times the chunk's
 // activations `x`. The mma path's whole arithmetic, and so its summation order: every kernel
 // that feeds a K slice's chunks through it in increasing K gets the same bits.
+// Per weight at 4 bits, `half` is the byte_perm selector that takes the lane's scale and bias
+// out of f's parameter words: 0x1010, the low half (one parameter a word); 0x3232, the high half
+// (a pair of groups a word, mma_param_pairs, for the lanes of the chunk's second group).
 template <int BITS, int NT, int MT, int GROUPS>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
-                                          const uint4 (&x)[NT][Layout<BITS>::kXVectors]) {
+                                          const uint4 (&x)[NT][Layout<BITS>::kXVectors],
+                                          uint32_t half = 0x1010) {
   if constexpr (GROUPS == 2) {
     static_assert(BITS == 4, "two groups per chunk: 4 bits only");
     // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
@@ -371,8 +398,8 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          s2[mt][h] = __byte_perm(f.scale[mt][h], 0, 0x1010);
-          b2[mt][h] = __byte_perm(f.bias[mt][h], 0, 0x1010);
+          s2[mt][h] = __byte_perm(f.scale[mt][h], 0, half);
+          b2[mt][h] = __byte_perm(f.bias[mt][h], 0, half);
         }
 #pragma unroll
       for (int wi = 0; wi < 4; ++wi) {
@@ -488,8 +515,21 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 
   // The chunk's first group of the lane's (first) run.
   auto first_group = [&](int chunk) { return R::first_k(chunk, t) >> p.group_shift; };
+  // Parameter pairs (int4 g64 per weight, register pipeline): each parameter word holds both
+  // groups of its chunk, read for the whole quad from group 2 x chunk (4-byte aligned: an even
+  // group of a row of an even number of groups, the arrays 4-byte aligned), the lane's half
+  // chosen at use (`half`). Blocks of J chunks then take one vector load a row (load_block),
+  // where the rows, the slice's first chunk and the arrays allow it.
+  // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
+  constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
+                                NT == 1 && !kOffsets && (J == 2 || J == 4);
+  const uintptr_t param_bases =
+      reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
+  const bool pairs =
+      kPairCapable && p.group_shift == 6 && p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
+  const uint32_t half = pairs && (t & 2) ? 0x3232u : 0x1010u;
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
-    const int group = first_group(chunk);
+    const int group = pairs ? 2 * chunk : first_group(chunk);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -502,7 +542,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           const uint16_t *bi =
               kOffsets ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
           f.q[mt][h] = load_lane_words<BITS, GROUPS>(q);
-          if constexpr (R::kRuns == 1) {
+          if (kPairCapable && pairs) {
+            f.scale[mt][h] = load_parameter_pair(sc);
+            f.bias[mt][h] = load_parameter_pair(bi);
+          } else if constexpr (R::kRuns == 1) {
             f.scale[mt][h] = load_parameter(sc);
             f.bias[mt][h] = load_parameter(bi);
           } else {
@@ -552,7 +595,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       load_x(chunk + 1, x_next);
     else
       load_x(chunk, x);
-    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x);
+    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x, half);
     if constexpr (kXAhead)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -625,16 +668,44 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   } else {
     // The weights of the next J chunks are in flight while the current J are dequantised and
     // multiplied; activations come from L1 at use.
+    // Blocks start at c + a multiple of J: vectors of J pairs are (J x 4)-byte aligned where the
+    // first chunk and a row's pairs are multiples of J and the arrays are so aligned.
+    const bool vectors =
+        pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0;
+    auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
+      bool vector_block = false;
+      if constexpr (kPairCapable)
+        vector_block = vectors;
+      if (vector_block) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            uint32_t sw[J], bw[J];
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+              f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + (c0 + j) * 16);
+            load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
+            load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
+#pragma unroll
+            for (int j = 0; j < J; ++j) {
+              f[j].scale[mt][h] = sw[j];
+              f[j].bias[mt][h] = bw[j];
+            }
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          load(c0 + j, true, f[j]);
+      }
+    };
     WeightFragment<MT> fa[J];
     if (c + J <= c_full)
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        load(c + j, true, fa[j]);
+      load_block(c, fa);
     // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =
         kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
-    c = register_pipeline<J, kPingPong>(
-        c, c_full, fa, [&](int chunk, WeightFragment<MT> &f) { load(chunk, true, f); }, multiply);
+    c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply);
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
   // multiple of 32, so a lane's range is either wholly inside or wholly outside).
