@@ -509,9 +509,19 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
     }
     EXPECT_EQ(depths, bits == 4 ? (std::set<int>{2, 4}) : (std::set<int>{4})) << "bits=" << bits;
   }
-  // The default spells no `ahead`.
-  EXPECT_EQ(qmv_affine_default(1, 4096, 4096, 4, 64).to_tactic().str().find("ahead"),
-            std::string::npos);
+  // The default spells `ahead=2` only for int4 g64 at rows 1-8 with fewer than 8 K slices (the
+  // parameter vectors of its J = 2 kernel): 28672 x 4096 (one slice) and 6144 x 4096 (four) at
+  // rows 1 and 8, not past 8 rows, nor at 8 slices (4096 x 4096), nor at g128 or 8 bits.
+  if constexpr (kQmvParameterVectors) {
+    for (int rows : {1, 8}) {
+      EXPECT_EQ(qmv_affine_default(rows, 28672, 4096, 4, 64).ahead, 2) << rows;
+      EXPECT_EQ(qmv_affine_default(rows, 6144, 4096, 4, 64).ahead, 2) << rows;
+    }
+  }
+  EXPECT_EQ(qmv_affine_default(9, 28672, 4096, 4, 64).ahead, 0);
+  EXPECT_EQ(qmv_affine_default(1, 4096, 4096, 4, 64).ahead, 0);
+  EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 4, 128).ahead, 0);
+  EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 8, 64).ahead, 0);
   const std::string base = "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=16,"
                            "split_k=1";
   try {

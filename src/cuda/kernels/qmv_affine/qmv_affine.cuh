@@ -38,6 +38,7 @@
 #include "cuda/kernels/common/register_pipeline.cuh"
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
+#include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
 
 namespace hone::cuda::qmv_affine_detail {
 
@@ -245,11 +246,6 @@ inline constexpr bool kQmvMmaPingPong = false;
 // Same values, so the same bits either way. Off: on an H100 it measured the same as the plain
 // loads (docs/benchmark_results/2026-12-06-h100, call2).
 inline constexpr bool kQmvParameterL2Lines = false;
-// int4 g64 per-weight register pipeline (J = 2 or 4): each row's scales (and biases) of a block
-// of J chunks in one J x 4-byte vector load, in place of one 2-byte load a chunk (mma_param_pairs).
-// Same values, so the same bits; bench/read_ceiling's qrows p4 read 0.81-0.85 of the bandwidth
-// where the per-chunk loads (p1) read 0.75 (H100, 28672 x 4096).
-inline constexpr bool kQmvParameterVectors = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -343,7 +339,7 @@ __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float
 // that feeds a K slice's chunks through it in increasing K gets the same bits.
 // Per weight at 4 bits, `half` is the byte_perm selector that takes the lane's scale and bias
 // out of f's parameter words: 0x1010, the low half (one parameter a word); 0x3232, the high half
-// (a pair of groups a word, mma_param_pairs, for the lanes of the chunk's second group).
+// (a pair of groups a word, kQmvParameterVectors, for the lanes of the chunk's second group).
 template <int BITS, int NT, int MT, int GROUPS>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
                                           const uint4 (&x)[NT][Layout<BITS>::kXVectors],

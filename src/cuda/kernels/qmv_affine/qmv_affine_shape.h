@@ -20,10 +20,22 @@ inline bool qmv_affine_offsets_fit(int n, int k, int bits) {
 // Whether int4 g64 takes the two-group chunks (below). Correct and batch-invariant on an H100,
 // but the two-group default took 1.09-1.46x the per-weight default's time, level only on
 // 4096 x 14336 at rows 1-8 (docs/benchmark_results/2026-12-05-h100-2; notes v9, measured): the
-// fp32 group work and the split loads outweigh the per-weight arithmetic saved. Since the form
-// fixes the bits of every row count, it would become the default only where a GPU run shows it
-// faster over rows 1-32; QmvAffineArgs::chunk_groups still runs it for tests and the harness.
+// fp32 group work and the split loads outweigh the per-weight arithmetic saved. With one 32-bit
+// load a parameter pair it took 1.025 at one row and 0.949 at 16 on 28672 x 4096
+// (docs/benchmark_results/2026-12-06-h100, call1). Since the form fixes the bits of every row
+// count, it would become the default only where a GPU run shows it faster over rows 1-32;
+// QmvAffineArgs::chunk_groups still runs it for tests and the harness.
 inline constexpr bool kQmvAffineTwoGroupChunks = false;
+
+// int4 g64 per weight, the mma kernels' register pipeline at J 2 or 4 with one activation tile:
+// each parameter word holds both groups of a chunk, and a block of J chunks takes each row's
+// scales (and biases) in one J x 4-byte vector load where the slice's chunks, the rows' groups
+// and the arrays align, in place of one 2-byte load a chunk (qmv_affine.cuh). Same values, so
+// the same bits. On the H200 the J 2 kernels took 0.85-0.90 of their time without it on
+// 28672 x 4096 at rows 1-8 (docs/benchmark_results/2026-12-06-h200, call1);
+// bench/read_ceiling's vector pattern read 0.81-0.85 of the bandwidth where the per-chunk loads
+// read 0.75 (H100).
+inline constexpr bool kQmvParameterVectors = true;
 
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
 // 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
