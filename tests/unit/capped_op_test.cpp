@@ -3,6 +3,7 @@
 #include "hone/capped_op.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,39 @@ TEST(CappedOp, AtMostCapCandidatesAreTimedUnderTheOpsKey) {
   // Every candidate the full tune timed but these two was turned down by the cap.
   EXPECT_GE(rejected, static_cast<size_t>(timed(full) - 2));
   EXPECT_EQ(r.result.candidates[r.result.pick_index].status, Status::ok);
+}
+
+TEST(CappedOp, PastTheDeadlineTheDefaultAndOneOtherAreTimed) {
+  const TunableOp &op = *Registry::global().find("gemv.f32", "cpu");
+  const Shape bucket{{2, 32, 64}, DType::f32};
+  TuneOptions quick;
+  quick.measure.cold = false;
+  quick.tuner.samples = 5;
+  const auto timed = [](const TuneReport &r) {
+    return std::count_if(r.result.candidates.begin(), r.result.candidates.end(),
+                         [](const CandidateReport &c) { return c.status == Status::ok; });
+  };
+  const TuneReport full = tune_bucket(cpu::backend(), op, bucket, quick);
+  ASSERT_GT(timed(full), 2) << "the test needs an op with more than two candidates";
+
+  // A deadline still ahead caps nothing.
+  const CappedOp ahead(op, CappedOp::kUncapped, CappedOp::Clock::now() + std::chrono::hours(1));
+  EXPECT_EQ(timed(tune_bucket(cpu::backend(), ahead, bucket, quick)), timed(full));
+
+  // One already past: the default and one other pass the gate, every later one is turned down.
+  const CappedOp late(op, CappedOp::kUncapped, CappedOp::Clock::now() - std::chrono::seconds(1));
+  const TuneReport r = tune_bucket(cpu::backend(), late, bucket, quick);
+  EXPECT_EQ(r.key, full.key);
+  EXPECT_EQ(timed(r), 2);
+  EXPECT_EQ(r.result.candidates[r.result.default_index].status, Status::ok);
+  size_t rejected = 0;
+  for (const CandidateReport &c : r.result.candidates)
+    if (c.status == Status::rejected) {
+      ++rejected;
+      EXPECT_EQ(c.reason.rfind("budget: the time budget ran out after 2 candidates", 0), 0u)
+          << c.reason;
+    }
+  EXPECT_GE(rejected, static_cast<size_t>(timed(full) - 2));
 }
 
 } // namespace

@@ -8,11 +8,14 @@ namespace hone::cli {
 
 namespace {
 
-// The op's workload; check() admits the default and at most cap - 1 other candidates.
+// The op's workload; check() admits the default and at most cap - 1 other candidates, and past
+// the deadline no other once one has passed.
 class CappedWorkload final : public Workload {
 public:
-  CappedWorkload(std::unique_ptr<Workload> workload, Tactic default_tactic, int cap)
-      : workload_(std::move(workload)), default_(std::move(default_tactic)), cap_(cap) {}
+  CappedWorkload(std::unique_ptr<Workload> workload, Tactic default_tactic, int cap,
+                 CappedOp::Clock::time_point deadline)
+      : workload_(std::move(workload)), default_(std::move(default_tactic)), cap_(cap),
+        deadline_(deadline) {}
 
   size_t bytes_per_launch() const override { return workload_->bytes_per_launch(); }
   void set_rotation(int copies) override { workload_->set_rotation(copies); }
@@ -31,6 +34,13 @@ public:
                  " candidates of this bucket passed the gate already (the time budget's cap)";
       return r;
     }
+    if (!is_default && admitted_others_ >= 1 && CappedOp::Clock::now() >= deadline_) {
+      CheckResult r;
+      r.status = Status::rejected;
+      r.reason = "budget: the time budget ran out after " + std::to_string(admitted_others_ + 1) +
+                 " candidates of this bucket passed the gate";
+      return r;
+    }
     CheckResult r = workload_->check(tactic, numerics);
     if (r.pass() && !is_default)
       ++admitted_others_;
@@ -41,6 +51,7 @@ private:
   std::unique_ptr<Workload> workload_;
   Tactic default_;
   int cap_;
+  CappedOp::Clock::time_point deadline_;
   int admitted_others_ = 0;
 };
 
@@ -65,7 +76,8 @@ std::vector<Tactic> spread_order(std::vector<Tactic> candidates) {
   return out;
 }
 
-CappedOp::CappedOp(const TunableOp &op, int cap) : op_(op), cap_(cap) {
+CappedOp::CappedOp(const TunableOp &op, int cap, Clock::time_point deadline)
+    : op_(op), cap_(cap), deadline_(deadline) {
   HONE_CHECK(cap >= 1, "CappedOp: cap " + std::to_string(cap) + " must be at least 1");
 }
 
@@ -74,7 +86,8 @@ std::vector<Tactic> CappedOp::tune_candidates(const Shape &bucket, Numerics nume
 }
 
 std::unique_ptr<Workload> CappedOp::prepare(const Shape &shape) const {
-  return std::make_unique<CappedWorkload>(op_.prepare(shape), op_.default_tactic(shape), cap_);
+  return std::make_unique<CappedWorkload>(op_.prepare(shape), op_.default_tactic(shape), cap_,
+                                          deadline_);
 }
 
 } // namespace hone::cli

@@ -5,12 +5,19 @@
 // (spread_order), so that a cap samples every kind of config rather than the first few of one
 // kind; once `cap` candidates (the default among them) have passed the gate, every later one
 // is recorded as rejected with the reason, without a launch. Candidates the gate turns down
-// cost little and do not count against the cap.
+// cost little and do not count against the cap. With a deadline (the model tune's budget), a
+// candidate that comes to the gate past it is turned down the same way once the default and one
+// other have passed: the cap is planned from predicted costs, and a bucket whose gate costs
+// several times its prediction (a 263 MB int4 lm_head, 0.5 s a candidate) would otherwise run
+// its whole cap past the budget.
 //
 //   CappedOp capped(op, /*cap=*/6);
 //   TuneReport r = store.tune(capped, bucket, options);   // at most 6 candidates timed
+//   CappedOp until(op, kUncapped, deadline);               // every candidate, until the deadline
 #pragma once
 
+#include <chrono>
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,8 +32,10 @@ std::vector<Tactic> spread_order(std::vector<Tactic> candidates);
 
 class CappedOp final : public TunableOp {
 public:
-  // REQUIRES: cap >= 1; `op` outlives this.
-  CappedOp(const TunableOp &op, int cap);
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kUncapped = INT_MAX;
+  // REQUIRES: cap >= 1; `op` outlives this. `deadline`: none by default.
+  CappedOp(const TunableOp &op, int cap, Clock::time_point deadline = Clock::time_point::max());
   int cap() const { return cap_; }
 
   std::string_view name() const override { return op_.name(); }
@@ -59,6 +68,7 @@ public:
 private:
   const TunableOp &op_;
   int cap_;
+  Clock::time_point deadline_;
 };
 
 } // namespace hone::cli

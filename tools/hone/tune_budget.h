@@ -38,10 +38,14 @@ inline constexpr int kMinCandidates = 2;
 // whose fresh inputs, download and float64 host reference grow with the bytes the workload
 // touches (a 0.6 GB qmm.affine prefill bucket: ~0.3 s). The per-bucket cost is what the H200
 // measured (docs/benchmark_results/2026-12-01-h200-step/run8: 538 Llama-3.1-8B buckets, most
-// capped to 2 candidates, in 5m25s, about 0.5 s a bucket beyond its candidates' triage).
+// capped to 2 candidates, in 5m25s, about 0.5 s a bucket beyond its candidates' triage). The
+// gate's cost per byte is what the int4 tune of the step's linears measured on an H100 host
+// (docs/benchmark_results/2026-12-06-h100/call1, 181 candidates a bucket): 1.1-1.5 ns a byte
+// between gate_up (66 MB, 18.4 s), down, qkv and the lm_head (296 MB, 65.8 s). The prior of
+// 0.5 ns before it predicted the lm_head's tune at 29 s; on the H200 host it ran past 95 s.
 inline constexpr double kPriorBucketSeconds = 0.45;
 inline constexpr double kPriorCandidateSeconds = 0.01;
-inline constexpr double kPriorGateSecondsPerByte = 0.5e-9;
+inline constexpr double kPriorGateSecondsPerByte = 1.2e-9;
 // Default budget of a model tune: what keeps the Llama-3.1-8B matrix under ten minutes.
 inline constexpr std::string_view kDefaultModelBudget = "9m";
 

@@ -480,8 +480,14 @@ int TuneCommand::run() {
         if (cap > 0)
           what += " (at most " + std::to_string(cap) + " candidates)";
         progress.start(what);
-        if (cap > 0) {
-          const CappedOp capped(*p.op, cap);
+        if (cap > 0 || budget.limited()) {
+          // Under a budget every bucket stops gating new candidates at the budget's end (past the
+          // default and one other), whatever its cap: its cost was predicted, not known.
+          const auto deadline = budget.limited()
+                                    ? t0 + std::chrono::duration_cast<CappedOp::Clock::duration>(
+                                               std::chrono::duration<double>(budget.budget_s()))
+                                    : CappedOp::Clock::time_point::max();
+          const CappedOp capped(*p.op, cap > 0 ? cap : CappedOp::kUncapped, deadline);
           o.report = store.tune(capped, p.bucket, tune_options);
         } else {
           o.report = store.tune(*p.op, p.bucket, tune_options);
