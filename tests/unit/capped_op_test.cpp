@@ -31,6 +31,21 @@ std::vector<int64_t> indices(const std::vector<Tactic> &tactics) {
   return out;
 }
 
+// The CPU gemv.f32 bucket the tests tune, with quick warm measurement.
+const TunableOp &cpu_gemv() { return *Registry::global().find("gemv.f32", "cpu"); }
+const Shape kBucket{{2, 32, 64}, DType::f32};
+TuneOptions quick_options() {
+  TuneOptions quick;
+  quick.measure.cold = false;
+  quick.tuner.samples = 5;
+  return quick;
+}
+// Candidates a tune timed.
+long timed(const TuneReport &r) {
+  return std::count_if(r.result.candidates.begin(), r.result.candidates.end(),
+                       [](const CandidateReport &c) { return c.status == Status::ok; });
+}
+
 TEST(CappedOp, SpreadOrderKeepsTheDefaultFirstAndSpreadsEveryPrefix) {
   EXPECT_EQ(indices(spread_order(numbered(1))), (std::vector<int64_t>{0}));
   EXPECT_EQ(indices(spread_order(numbered(2))), (std::vector<int64_t>{0, 1}));
@@ -46,15 +61,9 @@ TEST(CappedOp, SpreadOrderKeepsTheDefaultFirstAndSpreadsEveryPrefix) {
 }
 
 TEST(CappedOp, AtMostCapCandidatesAreTimedUnderTheOpsKey) {
-  const TunableOp &op = *Registry::global().find("gemv.f32", "cpu");
-  const Shape bucket{{2, 32, 64}, DType::f32};
-  TuneOptions quick;
-  quick.measure.cold = false;
-  quick.tuner.samples = 5;
-  const auto timed = [](const TuneReport &r) {
-    return std::count_if(r.result.candidates.begin(), r.result.candidates.end(),
-                         [](const CandidateReport &c) { return c.status == Status::ok; });
-  };
+  const TunableOp &op = cpu_gemv();
+  const Shape &bucket = kBucket;
+  const TuneOptions quick = quick_options();
   const TuneReport full = tune_bucket(cpu::backend(), op, bucket, quick);
   ASSERT_GT(timed(full), 2) << "the test needs an op with more than two candidates";
 
@@ -79,15 +88,9 @@ TEST(CappedOp, AtMostCapCandidatesAreTimedUnderTheOpsKey) {
 }
 
 TEST(CappedOp, PastTheDeadlineTheDefaultAndOneOtherAreTimed) {
-  const TunableOp &op = *Registry::global().find("gemv.f32", "cpu");
-  const Shape bucket{{2, 32, 64}, DType::f32};
-  TuneOptions quick;
-  quick.measure.cold = false;
-  quick.tuner.samples = 5;
-  const auto timed = [](const TuneReport &r) {
-    return std::count_if(r.result.candidates.begin(), r.result.candidates.end(),
-                         [](const CandidateReport &c) { return c.status == Status::ok; });
-  };
+  const TunableOp &op = cpu_gemv();
+  const Shape &bucket = kBucket;
+  const TuneOptions quick = quick_options();
   const TuneReport full = tune_bucket(cpu::backend(), op, bucket, quick);
   ASSERT_GT(timed(full), 2) << "the test needs an op with more than two candidates";
 
