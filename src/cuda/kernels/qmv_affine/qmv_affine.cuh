@@ -517,8 +517,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // chosen at use (`half`). Blocks of J chunks then take one vector load a row (load_block),
   // where the rows, the slice's first chunk and the arrays allow it.
   // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
-  constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
-                                NT == 1 && !kOffsets && (J == 2 || J == 4);
+  // The cp.async ring (S > 0) takes blocks of S chunks, where kQmvParameterVectorsAsync.
+  constexpr bool kPairCapable =
+      kQmvParameterVectors && BITS == 4 && GROUPS == 0 && NT == 1 && !kOffsets &&
+      (S == 0 ? (J == 2 || J == 4) : kQmvParameterVectorsAsync && (S == 2 || S == 4));
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
   const bool pairs =
@@ -606,7 +608,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint32_t scale[S][MT][2], bias[S][MT][2];
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
-      const int group = first_group(chunk);
+      const int group = pairs ? 2 * chunk : first_group(chunk);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -614,8 +616,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
           if constexpr (R::kRuns == 1) {
             copy_weight_async(slot, qp[mt][h] + chunk * 16);
-            scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
-            bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
+            if (kPairCapable && pairs) {
+              scale[stage][mt][h] = load_parameter_pair(sp[mt][h] + group);
+              bias[stage][mt][h] = load_parameter_pair(bp[mt][h] + group);
+            } else {
+              scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
+              bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
+            }
           } else { // the two runs into the slot's halves: the words as load_lane_words orders them
             copy_weight_async_half(slot, qp[mt][h] + chunk * 16);
             copy_weight_async_half(reinterpret_cast<uint2 *>(slot) + 1,
@@ -637,7 +644,87 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         }
       multiply(chunk, f);
     };
-    const int c0 = c;
+    bool vector_blocks = false;
+    if constexpr (kPairCapable)
+      vector_blocks =
+          pairs && c % S == 0 && (p.groups_per_row / 2) % S == 0 && param_bases % (4 * S) == 0;
+    if (vector_blocks) {
+      // The parameter vectors (kQmvParameterVectorsAsync): the words of each block of S chunks
+      // through the ring as below, their parameters in one S x 4-byte vector load a row for the
+      // block, issued a block ahead into `next` (a block whose end lies past the full chunks
+      // takes its pairs one chunk at a time). Same fragments, so the same bits.
+      uint32_t next_s[S][MT][2], next_b[S][MT][2];
+      auto block_parameters = [&](int b) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            uint32_t ws[S], wb[S];
+            if (b + S <= c_full) {
+              load_parameter_pairs<S>(sp[mt][h] + 2 * b, ws);
+              load_parameter_pairs<S>(bp[mt][h] + 2 * b, wb);
+            } else {
+#pragma unroll
+              for (int j = 0; j < S; ++j) {
+                ws[j] = b + j < c_full ? load_parameter_pair(sp[mt][h] + 2 * (b + j)) : 0u;
+                wb[j] = b + j < c_full ? load_parameter_pair(bp[mt][h] + 2 * (b + j)) : 0u;
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+              next_s[j][mt][h] = ws[j];
+              next_b[j][mt][h] = wb[j];
+            }
+          }
+      };
+      auto take_block = [&] {
+#pragma unroll
+        for (int j = 0; j < S; ++j)
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              scale[j][mt][h] = next_s[j][mt][h];
+              bias[j][mt][h] = next_b[j][mt][h];
+            }
+      };
+      auto issue_words = [&](int chunk, int stage) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            copy_weight_async(ring + (stage * 2 * MT + mt * 2 + h) * 32, qp[mt][h] + chunk * 16);
+      };
+      const int c0 = c;
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        if (c0 + s < c_full)
+          issue_words(c0 + s, s);
+        copy_async_commit();
+      }
+      block_parameters(c0);
+      take_block();
+      for (; c + S <= c_full; c += S) {
+        if (c + S < c_full)
+          block_parameters(c + S);
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+          copy_async_wait<S - 1>();
+          consume(c + s, s);
+          if (c + s + S < c_full)
+            issue_words(c + s + S, s);
+          copy_async_commit();
+        }
+        take_block();
+      }
+      copy_async_wait<0>();
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        if (c + s < c_full)
+          consume(c + s, s);
+      c = max(c, c_full);
+    } else {
+      const int c0 = c;
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       if (c0 + s < c_full)
@@ -661,6 +748,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       if (c + s < c_full)
         consume(c + s, s);
     c = max(c, c_full);
+    }
   } else {
     // The weights of the next J chunks are in flight while the current J are dequantised and
     // multiplied; activations come from L1 at use.

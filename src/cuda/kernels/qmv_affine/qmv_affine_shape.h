@@ -36,6 +36,10 @@ inline constexpr bool kQmvAffineTwoGroupChunks = false;
 // bench/read_ceiling's vector pattern read 0.81-0.85 of the bandwidth where the per-chunk loads
 // read 0.75 (H100).
 inline constexpr bool kQmvParameterVectors = true;
+// The same for the mma kernels' cp.async ring (S = 2 or 4 chunks in flight, one activation
+// tile): each block of S chunks' parameters in one vector load a row, a block ahead. Built and
+// checked for spills on the host (2026-12-06); off until a GPU run has tested and timed it.
+inline constexpr bool kQmvParameterVectorsAsync = false;
 
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
 // 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
