@@ -606,6 +606,50 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
                   warp * S * 2 * MT * 32 + lane;
     uint32_t scale[S][MT][2], bias[S][MT][2];
+    // The parameter vectors (kQmvParameterVectorsAsync): each block of S chunks' parameters in
+    // one S x 4-byte vector load a row, issued a block ahead into `next` and taken into the
+    // stages' registers once the block before is consumed; the chunks' words alone go through
+    // `issue` then. A block whose end lies past the full chunks takes its pairs one chunk at a
+    // time. Same fragments, so the same bits.
+    bool vector_blocks = false;
+    if constexpr (kPairCapable)
+      vector_blocks =
+          pairs && c % S == 0 && (p.groups_per_row / 2) % S == 0 && param_bases % (4 * S) == 0;
+    uint32_t next_s[S][MT][2], next_b[S][MT][2];
+    auto block_parameters = [&](int b) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t ws[S], wb[S];
+          if (b + S <= c_full) {
+            load_parameter_pairs<S>(sp[mt][h] + 2 * b, ws);
+            load_parameter_pairs<S>(bp[mt][h] + 2 * b, wb);
+          } else {
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+              ws[j] = b + j < c_full ? load_parameter_pair(sp[mt][h] + 2 * (b + j)) : 0u;
+              wb[j] = b + j < c_full ? load_parameter_pair(bp[mt][h] + 2 * (b + j)) : 0u;
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < S; ++j) {
+            next_s[j][mt][h] = ws[j];
+            next_b[j][mt][h] = wb[j];
+          }
+        }
+    };
+    auto take_block = [&] {
+#pragma unroll
+      for (int j = 0; j < S; ++j)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            scale[j][mt][h] = next_s[j][mt][h];
+            bias[j][mt][h] = next_b[j][mt][h];
+          }
+    };
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
       const int group = pairs ? 2 * chunk : first_group(chunk);
@@ -616,9 +660,11 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
           if constexpr (R::kRuns == 1) {
             copy_weight_async(slot, qp[mt][h] + chunk * 16);
-            if (kPairCapable && pairs) {
-              scale[stage][mt][h] = load_parameter_pair(sp[mt][h] + group);
-              bias[stage][mt][h] = load_parameter_pair(bp[mt][h] + group);
+            if (kPairCapable && pairs) { // with vector blocks, block_parameters reads them
+              if (!vector_blocks) {
+                scale[stage][mt][h] = load_parameter_pair(sp[mt][h] + group);
+                bias[stage][mt][h] = load_parameter_pair(bp[mt][h] + group);
+              }
             } else {
               scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
               bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
@@ -644,95 +690,21 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         }
       multiply(chunk, f);
     };
-    bool vector_blocks = false;
-    if constexpr (kPairCapable)
-      vector_blocks =
-          pairs && c % S == 0 && (p.groups_per_row / 2) % S == 0 && param_bases % (4 * S) == 0;
-    if (vector_blocks) {
-      // The parameter vectors (kQmvParameterVectorsAsync): the words of each block of S chunks
-      // through the ring as below, their parameters in one S x 4-byte vector load a row for the
-      // block, issued a block ahead into `next` (a block whose end lies past the full chunks
-      // takes its pairs one chunk at a time). Same fragments, so the same bits.
-      uint32_t next_s[S][MT][2], next_b[S][MT][2];
-      auto block_parameters = [&](int b) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            uint32_t ws[S], wb[S];
-            if (b + S <= c_full) {
-              load_parameter_pairs<S>(sp[mt][h] + 2 * b, ws);
-              load_parameter_pairs<S>(bp[mt][h] + 2 * b, wb);
-            } else {
-#pragma unroll
-              for (int j = 0; j < S; ++j) {
-                ws[j] = b + j < c_full ? load_parameter_pair(sp[mt][h] + 2 * (b + j)) : 0u;
-                wb[j] = b + j < c_full ? load_parameter_pair(bp[mt][h] + 2 * (b + j)) : 0u;
-              }
-            }
-#pragma unroll
-            for (int j = 0; j < S; ++j) {
-              next_s[j][mt][h] = ws[j];
-              next_b[j][mt][h] = wb[j];
-            }
-          }
-      };
-      auto take_block = [&] {
-#pragma unroll
-        for (int j = 0; j < S; ++j)
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              scale[j][mt][h] = next_s[j][mt][h];
-              bias[j][mt][h] = next_b[j][mt][h];
-            }
-      };
-      auto issue_words = [&](int chunk, int stage) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            copy_weight_async(ring + (stage * 2 * MT + mt * 2 + h) * 32, qp[mt][h] + chunk * 16);
-      };
-      const int c0 = c;
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if (c0 + s < c_full)
-          issue_words(c0 + s, s);
-        copy_async_commit();
-      }
-      block_parameters(c0);
-      take_block();
-      for (; c + S <= c_full; c += S) {
-        if (c + S < c_full)
-          block_parameters(c + S);
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-          copy_async_wait<S - 1>();
-          consume(c + s, s);
-          if (c + s + S < c_full)
-            issue_words(c + s + S, s);
-          copy_async_commit();
-        }
-        take_block();
-      }
-      copy_async_wait<0>();
-#pragma unroll
-      for (int s = 0; s < S; ++s)
-        if (c + s < c_full)
-          consume(c + s, s);
-      c = max(c, c_full);
-    } else {
-      const int c0 = c;
+    const int c0 = c;
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       if (c0 + s < c_full)
         issue(c0 + s, s);
       copy_async_commit();
     }
+    if (vector_blocks) {
+      block_parameters(c0);
+      take_block();
+    }
     // Chunk c0 + i sits in stage i % S; one commit per chunk keeps wait_group<S - 1> exact.
     for (; c + S <= c_full; c += S) {
+      if (vector_blocks && c + S < c_full)
+        block_parameters(c + S);
 #pragma unroll
       for (int s = 0; s < S; ++s) {
         copy_async_wait<S - 1>();
@@ -741,6 +713,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           issue(c + s + S, s);
         copy_async_commit();
       }
+      if (vector_blocks)
+        take_block();
     }
     copy_async_wait<0>();
 #pragma unroll
@@ -748,7 +722,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       if (c + s < c_full)
         consume(c + s, s);
     c = max(c, c_full);
-    }
   } else {
     // The weights of the next J chunks are in flight while the current J are dequantised and
     // multiplied; activations come from L1 at use.
