@@ -315,16 +315,27 @@ __device__ __forceinline__ void load_parameter_pairs(const uint16_t *p, uint32_t
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
 // xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
 // `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
-template <int MT, int NT, bool HIGH>
+// SELECT (HIGH false): `half` is the byte_perm selector that makes the fp32 of a bf16 half of
+// f's words, 0x1044 the low half (as bf16_lo), 0x3244 the high half (the factored parameter
+// pairs, kQmvParameterVectorsFactored, for the odd chunk of a pair).
+template <int MT, int NT, bool HIGH, bool SELECT = false>
 __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float (&part)[MT][NT][4],
                                             const float (&xsum)[NT][4], const WeightFragment<MT> &f,
-                                            float offset) {
+                                            float offset, uint32_t half = 0x1044) {
+  const auto param = [&](uint32_t w) {
+    if constexpr (HIGH)
+      return bf16_hi(w);
+    else if constexpr (SELECT)
+      return __uint_as_float(__byte_perm(w, 0, half));
+    else
+      return bf16_lo(w);
+  };
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float sc = HIGH ? bf16_hi(f.scale[mt][h]) : bf16_lo(f.scale[mt][h]);
-      const float bi = fmaf(-offset, sc, HIGH ? bf16_hi(f.bias[mt][h]) : bf16_lo(f.bias[mt][h]));
+      const float sc = param(f.scale[mt][h]);
+      const float bi = fmaf(-offset, sc, param(f.bias[mt][h]));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -337,13 +348,15 @@ __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float
 // or factored: exact integers with the group applied per accumulator), times the chunk's
 // activations `x`. The mma path's whole arithmetic, and so its summation order: every kernel
 // that feeds a K slice's chunks through it in increasing K gets the same bits.
-// Per weight at 4 bits, `half` is the byte_perm selector that takes the lane's scale and bias
-// out of f's parameter words: 0x1010, the low half (one parameter a word); 0x3232, the high half
+// `half` is the byte_perm selector that takes the chunk's scale and bias out of f's parameter
+// words. Per weight at 4 bits: 0x1010, the low half (one parameter a word); 0x3232, the high half
 // (a pair of groups a word, kQmvParameterVectors, for the lanes of the chunk's second group).
-template <int BITS, int NT, int MT, int GROUPS>
+// Factored with one group a chunk (GROUPS 1), where PAIRS: apply_group's 0x1044 (low) or 0x3244
+// (high); without PAIRS the low half.
+template <int BITS, int NT, int MT, int GROUPS, bool PAIRS = false>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
                                           const uint4 (&x)[NT][Layout<BITS>::kXVectors],
-                                          uint32_t half = 0x1010) {
+                                          uint32_t half = GROUPS == 1 ? 0x1044u : 0x1010u) {
   if constexpr (GROUPS == 2) {
     static_assert(BITS == 4, "two groups per chunk: 4 bits only");
     // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
@@ -386,7 +399,7 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
         }
       }
     }
-    apply_group<MT, NT, false>(acc, part, xsum, f, BITS == 4 ? 128.0f : 0.0f);
+    apply_group<MT, NT, false, PAIRS>(acc, part, xsum, f, BITS == 4 ? 128.0f : 0.0f, half);
   } else {
     if constexpr (BITS == 4) {
       uint32_t s2[MT][2], b2[MT][2];
@@ -517,17 +530,31 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // chosen at use (`half`). Blocks of J chunks then take one vector load a row (load_block),
   // where the rows, the slice's first chunk and the arrays allow it.
   // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
-  // The cp.async ring (S > 0) takes blocks of S chunks, where kQmvParameterVectorsAsync.
+  // The cp.async ring (S > 0) takes blocks of S chunks, where kQmvParameterVectorsAsync (per
+  // weight only: its factored kernels spilled 8-24 bytes with the pairs).
+  // Factored with one group a chunk exactly (GROUPS 1: int4 g128, int8 g64), where
+  // kQmvParameterVectorsFactored: a word holds the groups of an even chunk and the next, and the
+  // chunk's parity takes its half (`chunk_half`); not with the SiLU epilogue, whose <4, 1, 1, 2>
+  // kernel spilled 8 bytes with them.
   constexpr bool kPairCapable =
-      kQmvParameterVectors && BITS == 4 && GROUPS == 0 && NT == 1 && !kOffsets &&
-      (S == 0 ? (J == 2 || J == 4) : kQmvParameterVectorsAsync && (S == 2 || S == 4));
+      kQmvParameterVectors && NT == 1 && !kOffsets &&
+      (GROUPS == 0 ? BITS == 4 : GROUPS == 1 && kQmvParameterVectorsFactored && !SILU) &&
+      (S == 0 ? (J == 2 || J == 4)
+              : kQmvParameterVectorsAsync && GROUPS == 0 && (S == 2 || S == 4));
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
-  const bool pairs =
-      kPairCapable && p.group_shift == 6 && p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
-  const uint32_t half = pairs && (t & 2) ? 0x3232u : 0x1010u;
+  const bool pairs = kPairCapable &&
+                     (GROUPS == 0 ? p.group_shift == 6 : (1 << p.group_shift) == L::kChunkK) &&
+                     p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
+  const uint32_t half = GROUPS == 1 ? 0x1044u : pairs && (t & 2) ? 0x3232u : 0x1010u;
+  // The selector of chunk `chunk` (mma_chunk's `half`).
+  auto chunk_half = [&](int chunk) { return GROUPS == 1 && pairs && (chunk & 1) ? 0x3244u : half; };
+  // The group a chunk's parameter word starts at.
+  auto parameter_group = [&](int chunk) {
+    return !pairs ? first_group(chunk) : GROUPS == 0 ? 2 * chunk : chunk & ~1;
+  };
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
-    const int group = pairs ? 2 * chunk : first_group(chunk);
+    const int group = parameter_group(chunk);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -593,7 +620,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       load_x(chunk + 1, x_next);
     else
       load_x(chunk, x);
-    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x, half);
+    mma_chunk<BITS, NT, MT, GROUPS, kPairCapable>(acc, f, x, chunk_half(chunk));
     if constexpr (kXAhead)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -612,7 +639,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // `issue` then. A block whose end lies past the full chunks takes its pairs one chunk at a
     // time. Same fragments, so the same bits.
     bool vector_blocks = false;
-    if constexpr (kPairCapable)
+    if constexpr (kPairCapable && GROUPS == 0)
       vector_blocks =
           pairs && c % S == 0 && (p.groups_per_row / 2) % S == 0 && param_bases % (4 * S) == 0;
     uint32_t next_s[S][MT][2], next_b[S][MT][2];
@@ -652,7 +679,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     };
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
-      const int group = pairs ? 2 * chunk : first_group(chunk);
+      const int group = parameter_group(chunk);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -727,8 +754,11 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // multiplied; activations come from L1 at use.
     // Blocks start at c + a multiple of J: vectors of J pairs are (J x 4)-byte aligned where the
     // first chunk and a row's pairs are multiples of J and the arrays are so aligned.
+    // Factored (one group a chunk): J groups, J / 2 words, from an even chunk.
     const bool vectors =
-        pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0;
+        GROUPS == 0
+            ? pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0
+            : pairs && c % J == 0 && p.groups_per_row % J == 0 && param_bases % (2 * J) == 0;
     auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
       bool vector_block = false;
       if constexpr (kPairCapable)
@@ -738,12 +768,23 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            uint32_t sw[J], bw[J];
+            uint32_t sw[J] = {}, bw[J] = {};
 #pragma unroll
             for (int j = 0; j < J; ++j)
               f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + (c0 + j) * 16);
-            load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
-            load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
+            if constexpr (GROUPS == 0) {
+              load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
+              load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
+            } else if constexpr (J % 2 == 0) { // chunks 2i and 2i + 1 share word i
+              uint32_t s2[J / 2], b2[J / 2];
+              load_parameter_pairs<J / 2>(sp[mt][h] + c0, s2);
+              load_parameter_pairs<J / 2>(bp[mt][h] + c0, b2);
+#pragma unroll
+              for (int j = 0; j < J; ++j) {
+                sw[j] = s2[j / 2];
+                bw[j] = b2[j / 2];
+              }
+            }
 #pragma unroll
             for (int j = 0; j < J; ++j) {
               f[j].scale[mt][h] = sw[j];

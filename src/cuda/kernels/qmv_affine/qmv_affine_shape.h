@@ -40,6 +40,10 @@ inline constexpr bool kQmvParameterVectors = true;
 // tile): each block of S chunks' parameters in one vector load a row, a block ahead. Built and
 // checked for spills on the host (2026-12-06); off until a GPU run has tested and timed it.
 inline constexpr bool kQmvParameterVectorsAsync = false;
+// The same for the factored chunks of one group each (int4 g128, int8 g64): a word holds the
+// groups of two chunks. Built and checked for spills on the host (2026-12-06); off until a GPU
+// run has tested and timed it.
+inline constexpr bool kQmvParameterVectorsFactored = false;
 
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
 // 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
