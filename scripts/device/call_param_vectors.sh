@@ -8,7 +8,8 @@
 #   2. the qmv table (mma and ring configs) by the harness built without the vectors
 #      (.carry/base_qmv_affine_harness.xz) and by this build's, in turn, ROUNDS times (default
 #      2): int4 g64 on gate_up, down, qkv and o of Llama-3.1-8B at rows 1, 4, 8 and 16 (16 runs
-#      two activation tiles: unchanged, a control), int4 g128 (unchanged) on gate_up.
+#      two activation tiles: unchanged, a control), int4 g128 (unchanged) on gate_up. FORMATS
+#      (default 4x64) adds others, e.g. 4x64,4x128,8x64 for kQmvParameterVectorsFactored.
 # Everything lands in OUT/param_vectors.tar.gz beside a summary on stdout.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_param_vectors.sh OUT
@@ -29,7 +30,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     bin=build/bench/qmv_affine_harness
     [ $which = base ] && bin=/tmp/base_harness
     HONE_TEST_PATHS=mma,ring timeout 120 "$bin" --no-check \
-      --shapes 28672x4096,4096x14336,6144x4096,4096x4096 --rows 1,4,8,16 --formats 4x64 \
+      --shapes 28672x4096,4096x14336,6144x4096,4096x4096 --rows 1,4,8,16 --formats "${FORMATS:-4x64}" \
       --csv "$W/table_${which}_$round.csv" >"$W/table_${which}_$round.log" 2>&1
     echo "$which round $round rc=$?"
     grep -E '^[48]x' "$W/table_${which}_$round.log" | cut -c1-70
