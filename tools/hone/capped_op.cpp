@@ -26,21 +26,19 @@ public:
   void run(const Tactic &tactic, int copy) override { workload_->run(tactic, copy); }
   CheckResult check(const Tactic &tactic, Numerics numerics) override {
     const bool is_default = tactic == default_;
+    const auto rejected = [](std::string reason) {
+      CheckResult r;
+      r.status = Status::rejected;
+      r.reason = "budget: " + std::move(reason);
+      return r;
+    };
     // The default always runs its gate (the tuner needs it); it holds one place of the cap.
-    if (!is_default && admitted_others_ + 1 >= cap_) {
-      CheckResult r;
-      r.status = Status::rejected;
-      r.reason = "budget: " + std::to_string(cap_) +
-                 " candidates of this bucket passed the gate already (the time budget's cap)";
-      return r;
-    }
-    if (!is_default && admitted_others_ >= 1 && CappedOp::Clock::now() >= deadline_) {
-      CheckResult r;
-      r.status = Status::rejected;
-      r.reason = "budget: the time budget ran out after " + std::to_string(admitted_others_ + 1) +
-                 " candidates of this bucket passed the gate";
-      return r;
-    }
+    if (!is_default && admitted_others_ + 1 >= cap_)
+      return rejected(std::to_string(cap_) +
+                      " candidates of this bucket passed the gate already (the time budget's cap)");
+    if (!is_default && admitted_others_ >= 1 && CappedOp::Clock::now() >= deadline_)
+      return rejected("the time budget ran out after " + std::to_string(admitted_others_ + 1) +
+                      " candidates of this bucket passed the gate");
     CheckResult r = workload_->check(tactic, numerics);
     if (r.pass() && !is_default)
       ++admitted_others_;

@@ -242,10 +242,6 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
 // grouped kernels keep their offsets.
 inline constexpr bool kQmvMmaOffsets32 = false;
 inline constexpr bool kQmvMmaPingPong = false;
-// The group parameters' loads ask L2 for the 256 bytes around each (load_parameter), every path.
-// Same values, so the same bits either way. Off: on an H100 it measured the same as the plain
-// loads (docs/benchmark_results/2026-12-06-h100, call2).
-inline constexpr bool kQmvParameterL2Lines = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -267,18 +263,9 @@ __device__ __forceinline__ void lane_row_offsets(uint32_t (&qo)[MT][2], uint32_t
 }
 
 // One group parameter (bf16 bits in the low half), through L1: the row's next groups are in the
-// same line, read again by the next chunks. With kQmvParameterL2Lines the load asks L2 for the
-// 256 bytes around it, as the weight loads do, so that those groups come from L2 rather than
-// as one 32-byte sector request each (bench/read_ceiling's qrows p7 against p1).
-__device__ __forceinline__ uint32_t load_parameter(const uint16_t *p) {
-  if constexpr (kQmvParameterL2Lines) {
-    uint16_t v;
-    asm("ld.global.nc.L2::256B.u16 %0, [%1];" : "=h"(v) : "l"(p));
-    return v;
-  } else {
-    return __ldg(p);
-  }
-}
+// same line, read again by the next chunks. (Asking L2 for the 256 bytes around each, as the
+// weight loads do, measured the same on an H100: docs/benchmark_results/2026-12-06-h100, call2.)
+__device__ __forceinline__ uint32_t load_parameter(const uint16_t *p) { return __ldg(p); }
 
 // The group parameters (scale or bias) of a two-run chunk's two groups, p[0] and p[1], as one
 // word: the first run's in the low half, the second's in the high half (little-endian). One
@@ -287,12 +274,7 @@ __device__ __forceinline__ uint32_t load_parameter(const uint16_t *p) {
 // (qmv_affine_parameter_pairs_aligned). Two 2-byte loads and a prmt before: at two m16 tiles the
 // parameters were 16 of a lane's 24 loads a chunk.
 __device__ __forceinline__ uint32_t load_parameter_pair(const uint16_t *p) {
-  uint32_t v;
-  if constexpr (kQmvParameterL2Lines)
-    asm("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  else
-    v = __ldg(reinterpret_cast<const uint32_t *>(p));
-  return v;
+  return __ldg(reinterpret_cast<const uint32_t *>(p));
 }
 
 // J consecutive parameter pairs (each the two groups of one int4 g64 chunk, load_parameter_pair)
