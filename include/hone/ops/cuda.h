@@ -21,8 +21,10 @@ namespace hone::ops::cuda {
 struct ChainLaunch {
   // A programmatic dependent launch: the kernel may start while the kernel before it on the
   // stream still runs (its launch, ramp and set-up overlap that kernel's tail); it waits for
-  // that kernel to complete (griddepcontrol.wait) before it reads or writes anything, and lets
-  // the next kernel start early. Ignored where the device has no programmatic dependent launch
+  // that kernel to complete (griddepcontrol.wait) before it reads an activation or writes
+  // anything, and lets the next kernel start early. The register-pipeline kernels of gemv.bf16
+  // and qmv.affine issue their first weights (and group parameters) before the wait, so the
+  // kernel before must not write those. Ignored where the device has no programmatic dependent launch
   // (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
   bool dependent = false;
   // With `dependent`: before its griddepcontrol.wait, a kernel asks L2 for up to this many KiB

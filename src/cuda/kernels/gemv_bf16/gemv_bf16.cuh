@@ -70,10 +70,14 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const uint4 (
 // SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
 template <int NT, int MT, int J, int MAX_THREADS, int S = 0, bool SILU = false>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params p) {
-  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
-  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
-  pdl_wait();
-  pdl_launch_dependents();
+  // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
+  // before its first activation load and lets the next one start; both are no-ops otherwise.
+  // The register pipeline (S = 0) issues its first J chunks of weights, which no kernel of the
+  // chain writes, before the wait; the cp.async kernels wait first of all.
+  if constexpr (S > 0) {
+    pdl_wait();
+    pdl_launch_dependents();
+  }
   extern __shared__ float4 shared_partials[];
   const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<MT, NT>(p);
 
@@ -165,21 +169,35 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
       uint4 w[MT][2];
       uint4 x[NT];
     };
-    auto load = [&](int chunk, Fragment &f) {
+    auto load_weights = [&](int chunk, Fragment &f) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           f.w[mt][h] = load_weight(w16 + (wo[mt][h] + static_cast<uint32_t>(chunk) * 4u));
+    };
+    auto load_activations = [&](int chunk, Fragment &f) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
         f.x[nt] = load_activation(xp[nt] + chunk * 32);
     };
+    auto load = [&](int chunk, Fragment &f) {
+      load_weights(chunk, f);
+      load_activations(chunk, f);
+    };
+    // The first J chunks' weights go out before the wait, their activations after it.
     Fragment fa[J];
-    if (c + J <= c_full)
+    const bool first_block = c + J <= c_full;
+    if (first_block)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        load(c + j, fa[j]);
+        load_weights(c + j, fa[j]);
+    pdl_wait();
+    pdl_launch_dependents();
+    if (first_block)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load_activations(c + j, fa[j]);
     c = register_pipeline<J, true>(c, c_full, fa, load,
                                    [&](int, const Fragment &f) { multiply(f.w, f.x); });
   }
@@ -207,10 +225,9 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_mma_kernel(const Params
 // in granule order, then a fixed butterfly across lanes.
 template <int R, int O, int U, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params p) {
-  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
-  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
-  pdl_wait();
-  pdl_launch_dependents();
+  // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
+  // after asking L2 for its first step's weights, which no kernel of the chain writes, before
+  // its first activation load, and lets the next one start; both are no-ops otherwise.
   extern __shared__ float4 shared_partials[];
   float *partials = reinterpret_cast<float *>(shared_partials);
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -256,22 +273,41 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   const int granules = p.k / 8;
   int gb = slice * p.slice_granules;
   const int ge = min(gb + p.slice_granules, granules);
-  for (; gb + 32 * U <= ge; gb += 32 * U) {
-    uint4 w[U][O];
-    uint4 x[U][R];
+  // One step of U granules: the weights, then the activations, then U multiplies.
+  auto load_weights = [&](int g0, uint4(&w)[U][O]) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int o = 0; o < O; ++o)
-        w[u][o] = load_weight(wp[o] + (gb + 32 * u) * 8);
+        w[u][o] = load_weight(wp[o] + (g0 + 32 * u) * 8);
+  };
+  auto finish_step = [&](int g0, const uint4(&w)[U][O]) {
+    uint4 x[U][R];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        x[u][r] = load_activation(xp[r] + (gb + 32 * u) * 8);
+        x[u][r] = load_activation(xp[r] + (g0 + 32 * u) * 8);
 #pragma unroll
     for (int u = 0; u < U; ++u)
       multiply(w[u], x[u]);
+  };
+  // Before the wait, the one-row kernels ask L2 for the first step's weight lines (a hint;
+  // holding the weights in registers across the wait took 62 registers where <1, 2, 4> has 40,
+  // and the hint alone cost the kernels of more rows 6-18 registers, a CTA an SM for two).
+  if constexpr (R == 1)
+    if (gb + 32 * U <= ge)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int o = 0; o < O; ++o)
+          prefetch_line_l2(wp[o] + (gb + 32 * u) * 8);
+  pdl_wait();
+  pdl_launch_dependents();
+  for (; gb + 32 * U <= ge; gb += 32 * U) {
+    uint4 w[U][O];
+    load_weights(gb, w);
+    finish_step(gb, w);
   }
   for (; gb < ge; gb += 32) {
     const bool in_slice = gb + lane < ge;

@@ -465,10 +465,15 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
 // SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
-  // A chain link (a dependent launch) waits for the kernel before it first of all, and lets the
-  // next one start; both are no-ops otherwise. At the entry, they leave the body's code as it is.
-  pdl_wait();
-  pdl_launch_dependents();
+  // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
+  // before its first activation load and lets the next one start; both are no-ops otherwise.
+  // The register pipeline (S = 0) issues its first block of weights and group parameters,
+  // which no kernel of the chain writes, before the wait (`start_activations`); the cp.async
+  // kernels wait first of all.
+  if constexpr (S > 0) {
+    pdl_wait();
+    pdl_launch_dependents();
+  }
   using L = Layout<BITS>;
   using R = LaneRuns<BITS, GROUPS>;
   extern __shared__ float4 shared_partials[];
@@ -592,8 +597,16 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
                            !(GROUPS == 2 && (NT * MT >= 8 || (S > 0 && MAX_THREADS >= 512)));
 
   uint4 x[NT][L::kXVectors];
-  if constexpr (kXAhead)
-    load_x(c, x);
+  // From here on the kernel reads activations: the register pipeline waits here, after its
+  // first block of weights is in flight.
+  auto start_activations = [&] {
+    if constexpr (S == 0) {
+      pdl_wait();
+      pdl_launch_dependents();
+    }
+    if constexpr (kXAhead)
+      load_x(c, x);
+  };
 
   // Multiplies one chunk: weights dequantised from `f`.
   auto multiply = [&](int chunk, const WeightFragment<MT> &f) {
@@ -612,6 +625,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   };
 
   if constexpr (S > 0) {
+    start_activations();
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
                   warp * S * 2 * MT * 32 + lane;
     uint32_t scale[S][MT][2], bias[S][MT][2];
@@ -782,6 +796,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     WeightFragment<MT> fa[J];
     if (c + J <= c_full)
       load_block(c, fa);
+    start_activations();
     // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =
         kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
