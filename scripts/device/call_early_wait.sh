@@ -15,10 +15,10 @@
 #   5. compute-sanitizer memcheck and racecheck of the qmv.affine kernel test, where time is left.
 # Everything lands in OUTDIR/early_wait.tar.gz, packed after each step.
 #
-#   tar xJf .carry/bin.tar.xz && scripts/device/call_early_wait.sh "$OUT" build
+#   tar xJf .carry/bin.tar.xz && [BUDGET=SECONDS] scripts/device/call_early_wait.sh "$OUT" build
 set -u
 source "$(dirname "$0")/env.sh"
-run_begin early_wait 585 "${1:?OUTDIR}" "${2:-build}"
+run_begin early_wait "${BUDGET:-585}" "${1:?OUTDIR}" "${2:-build}"
 H="$BUILD/tools/hone/hone"
 MODEL=models/llama-3.1-8b.json
 PREV=$R/prev_hone

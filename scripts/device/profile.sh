@@ -17,7 +17,8 @@
 # K: 4x hone's warps on 896 x 896) say where the small matrices lose.
 #
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]
-#     STEPS: ncu,racecheck (default both), peer, and pick (the H200 int4 gate_up pick)
+#     STEPS: ncu,racecheck (default both), peer, pick (the H200 int4 gate_up pick of 2026-12-05)
+#     and ahead (the `ahead=2` default and pick of 2026-12-06 on the same shape)
 #
 # BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
 # build with -DHONE_QMM_TACTICS=full). OUTDIR receives profile.tar.gz, which holds, per profile,
@@ -107,6 +108,20 @@ if want pick; then
     --tactic qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=32,split_k=1 \
     --numerics tolerance --samples 1 --batch 1
   unset NCU_EXTRA
+fi
+
+if want ahead; then
+  # The int4 gate_up picks with the parameter vectors (`ahead=2`, J = 2, 126 registers): the
+  # default at rows 1-8 (4 warps, 16 rows each, one K slice) and the H200 tolerance tune's pick
+  # (2 warps, 2 K slices; docs/benchmark_results/2026-12-06-h200, call2), each forced for every
+  # launch of hone bench through HONE_TACTIC_CUDA_QMV_AFFINE.
+  command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  for spec in "default 4 1" "pick 2 2"; do
+    read -r tag warps warps_k <<<"$spec"
+    HONE_TACTIC_CUDA_QMV_AFFINE="qmv.affine.mma:rows_per_cta=8,warps=$warps,warps_k=$warps_k,outputs_per_warp=16,split_k=1,ahead=2" \
+      profile "qmv_ahead2_${tag}_r1_28672" 'qmv_affine' 2 $hone bench --op qmv.affine \
+      --shape rows=1,n=28672,k=4096,bits=4,group=64 --numerics tolerance --samples 1 --batch 1
+  done
 fi
 
 if want peer; then
