@@ -7,9 +7,9 @@
 #   1. the device tests of both ops, the step's PDL tests and the step's reference test
 #      (reduced shapes; bitwise checks of PDL against PDL off);
 #   2. the PyTorch bf16 peer of the Llama-3.1-8B step (batch 1, 4k);
-#   3. the step at its default tactics (no cache), int4 g64 and bf16, by this build and by the
-#      build before the change (.carry/prev_hone.xz, 2a084ea), in turn, twice: the A/B of the
-#      change (default+pdl and default+pdl+silu are the variants it reaches);
+#   3. the step at its default tactics (no cache), int4 g64 (twice) and bf16 (once), by this
+#      build and by the build before the change (.carry/prev_hone.xz, 2a084ea), in turn: the A/B
+#      of the change (default+pdl and default+pdl+silu are the variants it reaches);
 #   4. the int4 g64 step with its four layer linears tuned at one row in tolerance mode, then
 #      the bf16 step likewise (issue 14's two bars);
 #   5. compute-sanitizer memcheck and racecheck of the qmv.affine kernel test, where time is left.
@@ -41,7 +41,9 @@ grep -E '^\| llama' "$R/peer.md"
 
 # The A/B at the default tactics: an empty cache for each run.
 for round in 1 2; do
-  for quant in int4:g64 bf16; do
+  quants="int4:g64 bf16"
+  [ $round = 2 ] && quants=int4:g64
+  for quant in $quants; do
     for which in new prev; do
       [ "$(left)" -lt 200 ] && break 3
       bin=$H
