@@ -55,7 +55,7 @@ for round in 1 2; do
         >"$R/$tag.log" 2>&1
       stamp "step $tag" $?
       rmdir "$R/empty_$tag" 2>/dev/null
-      grep -E '^\| default' "$R/$tag.log" | sed "s/^/$tag /" | cut -c1-110
+      grep -E '^\| (default|tuned)' "$R/$tag.log" | sed "s/^/$tag /" | cut -c1-110
     done
   done
 done
