@@ -3,7 +3,7 @@
 # ceiling's qrows patterns on the int4 gate_up and down words (words alone, with their group
 # parameters in either layout, CTAs per SM capped as the mma pick's registers cap them), then
 # issue 14's step with tolerance-mode linears (step_tolerance.sh: bf16 and int4 g64, the
-# tuned+pdl+silu variant beside tuned+pdl).
+# separate SiLU launch beside the step's fused default).
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_h200_step.sh OUT
 set -u

@@ -390,7 +390,8 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
 DecodeStep::~DecodeStep() = default;
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) {
-  run(nullptr, stream, d, StepLaunch{pdl, 0, s_->opt.fuse_rope_append});
+  run(nullptr, stream, d,
+      StepLaunch{pdl, 0, s_->opt.fuse_rope_append, false, s_->opt.fuse_silu_mul});
 }
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) {

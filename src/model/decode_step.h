@@ -68,6 +68,13 @@ struct StepOptions {
   // device tests; bit-identical over 1000 graph replays of the Llama-3.1-8B step, and 0.8-1.7 %
   // faster: docs/benchmark_results/2026-12-05-h100).
   bool fuse_rope_append = true;
+  // The gate/up linear with SiLU x up in its epilogue (StepLaunch::fuse_silu_mul) in every
+  // enqueue that does not say otherwise; the same bits either way (the ops' and the step's
+  // fused-against-separate device tests; bit-identical over 1000 graph replays of the
+  // Llama-3.1-8B step). Measured on an H100 with the linears' first weights before the wait:
+  // 2.1-2.5 % (int4 g64) and 0.8 % (bf16) off the default PDL step, level without PDL
+  // (docs/benchmark_results/2026-12-06-h100-2).
+  bool fuse_silu_mul = true;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
@@ -89,7 +96,8 @@ struct StepLaunch {
   // quantized_linear_silu_mul), one launch a layer fewer, the same bits. Decode steps whose
   // gate/up tactic has that epilogue (gemv.bf16's mma path; qmv.affine's at 4 bits and up to 8
   // rows); the others run silu_mul as before. A whole step only: a per-op enqueue (the
-  // breakdown) times the two ops apart.
+  // breakdown) times the two ops apart. StepOptions::fuse_silu_mul is what enqueue(stream, d,
+  // pdl) takes.
   bool fuse_silu_mul = false;
   bool operator==(const StepLaunch &) const = default;
 };

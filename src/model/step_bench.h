@@ -31,7 +31,8 @@ struct StepVariant {
   // StepLaunch::fuse_rope_append; unset: the step's StepOptions::fuse_rope_append.
   std::optional<bool> fuse_rope_append;
   bool weights_once = false; // with pdl: StepLaunch::weights_once
-  bool fuse_silu_mul = false; // StepLaunch::fuse_silu_mul
+  // StepLaunch::fuse_silu_mul; unset: the step's StepOptions::fuse_silu_mul.
+  std::optional<bool> fuse_silu_mul;
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of

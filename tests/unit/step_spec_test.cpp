@@ -52,26 +52,36 @@ TEST(StepArguments, BadValuesAreNamed) {
   }
 }
 
-// A step variant's JSON names the chain fusions it ran, and only those: what a reader of
-// `hone step --json` compares the fused SiLU epilogue or the KV prefetch by.
+// A step variant's JSON says which chain fusions it ran (the two fusions on or off, the KV
+// prefetch and the twins where on): what a reader of `hone step --json` compares the separate
+// SiLU launch or the KV prefetch by.
 TEST(StepArguments, VariantJsonNamesItsFusions) {
   model::StepVariantResult v;
-  v.name = "tuned+pdl+silu";
+  v.name = "tuned+pdl";
   v.launch.pdl = true;
   v.launch.fuse_silu_mul = true;
   v.seconds = 2e-3;
   nlohmann::json j = cli::step_variant_json(v);
-  EXPECT_EQ(j.at("name"), "tuned+pdl+silu");
+  EXPECT_EQ(j.at("name"), "tuned+pdl");
   EXPECT_EQ(j.at("pdl"), true);
   EXPECT_EQ(j.at("fuse_silu_mul"), true);
   EXPECT_EQ(j.at("fuse_rope_append"), true);
   EXPECT_FALSE(j.contains("kv_prefetch_kib"));
   EXPECT_FALSE(j.contains("weights_once"));
+  v.name = "tuned+pdl+separate-silu";
   v.launch.fuse_silu_mul = false;
   v.launch.kv_prefetch_kib = 256;
   j = cli::step_variant_json(v);
-  EXPECT_FALSE(j.contains("fuse_silu_mul"));
+  EXPECT_EQ(j.at("fuse_silu_mul"), false);
   EXPECT_EQ(j.at("kv_prefetch_kib"), 256);
+}
+
+// The step's options fuse SiLU x up into the gate/up linear by default, and rope with the K/V
+// append: the launches `hone step` times as its default and tuned variants.
+TEST(StepArguments, TheStepFusesSiluAndRopeAppendByDefault) {
+  const model::StepOptions o = cli::quant_step_options(4, 64, 16, 1);
+  EXPECT_TRUE(o.fuse_silu_mul);
+  EXPECT_TRUE(o.fuse_rope_append);
 }
 
 TEST(ModelSpec, LlamaAndQwenConfigsGiveTheStepShapes) {

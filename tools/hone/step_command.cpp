@@ -98,10 +98,9 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--weights-once", options_.weights_once,
                  "Also time the tuned PDL step with the decode linears of the mma path as their "
                  "weights-once ring twins, whose weights start before the wait (same bits)");
-  app_->add_flag("--fuse-silu-mul", options_.fuse_silu_mul,
-                 "Also time the tuned PDL step with SiLU x up in the epilogue of the gate/up "
-                 "linear where its tactic has one (gemv.bf16's mma path; qmv.affine's at 4 bits "
-                 "and up to 8 rows): one launch a layer fewer, same bits");
+  app_->add_flag("--separate-silu-mul", options_.separate_silu_mul,
+                 "Also time the tuned PDL step with SiLU x up as its own launch, as before the "
+                 "step took it into the epilogue of the gate/up linear (same bits)");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -241,16 +240,17 @@ int StepCommand::run() {
     variants.push_back(model::step_variant("tuned+pdl+ring", &tuned, true));
     variants.back().weights_once = true;
   }
-  if (options_.fuse_silu_mul) {
-    variants.push_back(model::step_variant("tuned+pdl+silu", &tuned, true));
-    variants.back().fuse_silu_mul = true;
+  if (options_.separate_silu_mul) {
+    variants.push_back(model::step_variant("tuned+pdl+separate-silu", &tuned, true));
+    variants.back().fuse_silu_mul = false;
   }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope
   // launches of tuned+pdl, no twins).
   const auto index_of = [&](const ChainChoice &c) {
     const model::StepLaunch want{c.pdl, c.pdl ? c.kv_prefetch_kib : 0,
-                                 r.variants[3].launch.fuse_rope_append, false};
+                                 r.variants[3].launch.fuse_rope_append, false,
+                                 r.variants[3].launch.fuse_silu_mul};
     for (size_t i = 2; i < r.variants.size(); ++i)
       if (r.variants[i].launch == want)
         return i;

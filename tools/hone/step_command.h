@@ -51,9 +51,10 @@ struct StepOptions {
   // One more variant: the tuned PDL step with the decode linears' weights-once ring twins
   // (model::StepLaunch::weights_once).
   bool weights_once = false;
-  // One more variant: the tuned PDL step with the gate/up linear's SiLU epilogue
-  // (model::StepLaunch::fuse_silu_mul).
-  bool fuse_silu_mul = false;
+  // One more variant: the tuned PDL step with SiLU x up as its own launch after the gate/up
+  // linear (model::StepLaunch::fuse_silu_mul off; the step's default has it in the linear's
+  // epilogue).
+  bool separate_silu_mul = false;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
@@ -72,8 +73,9 @@ bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_m
 // HONE_TACTIC_* override.
 DispatcherOptions default_path_options();
 // One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
-// spread, mismatches, check_replays; kv_prefetch_kib, fuse_rope_append, weights_once and
-// fuse_silu_mul where a step variant has them) as both commands write it in their JSON.
+// spread, mismatches, check_replays; where a step variant has them, fuse_rope_append and
+// fuse_silu_mul, and kv_prefetch_kib and weights_once where they are on) as both commands
+// write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   nlohmann::json j = {{"name", v.name},
                       {"seconds", v.seconds},
@@ -87,8 +89,7 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
     j["fuse_rope_append"] = v.launch.fuse_rope_append;
     if (v.launch.weights_once)
       j["weights_once"] = true;
-    if (v.launch.fuse_silu_mul)
-      j["fuse_silu_mul"] = true;
+    j["fuse_silu_mul"] = v.launch.fuse_silu_mul;
   } else {
     j["pdl"] = v.pdl;
   }
