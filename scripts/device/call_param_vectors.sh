@@ -9,7 +9,7 @@
 #      (.carry/base_qmv_affine_harness.xz) and by this build's, in turn, ROUNDS times (default
 #      2): int4 g64 on gate_up, down, qkv and o of Llama-3.1-8B at rows 1, 4, 8 and 16 (16 runs
 #      two activation tiles: unchanged, a control), int4 g128 (unchanged) on gate_up. FORMATS
-#      (default 4x64) adds others, e.g. 4x64,4x128,8x64 for kQmvParameterVectorsFactored.
+#      (default 4x64) adds others, e.g. 4x64,4x128,8x64.
 # Everything lands in OUT/param_vectors.tar.gz beside a summary on stdout.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_param_vectors.sh OUT

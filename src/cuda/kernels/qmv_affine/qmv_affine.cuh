@@ -297,21 +297,11 @@ __device__ __forceinline__ void load_parameter_pairs(const uint16_t *p, uint32_t
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
 // xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
 // `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
-// SELECT (HIGH false): `half` is the byte_perm selector that makes the fp32 of a bf16 half of
-// f's words, 0x1044 the low half (as bf16_lo), 0x3244 the high half (the factored parameter
-// pairs, kQmvParameterVectorsFactored, for the odd chunk of a pair).
-template <int MT, int NT, bool HIGH, bool SELECT = false>
+template <int MT, int NT, bool HIGH>
 __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float (&part)[MT][NT][4],
                                             const float (&xsum)[NT][4], const WeightFragment<MT> &f,
-                                            float offset, uint32_t half = 0x1044) {
-  const auto param = [&](uint32_t w) {
-    if constexpr (HIGH)
-      return bf16_hi(w);
-    else if constexpr (SELECT)
-      return __uint_as_float(__byte_perm(w, 0, half));
-    else
-      return bf16_lo(w);
-  };
+                                            float offset) {
+  const auto param = [](uint32_t w) { return HIGH ? bf16_hi(w) : bf16_lo(w); };
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -333,12 +323,11 @@ __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float
 // `half` is the byte_perm selector that takes the chunk's scale and bias out of f's parameter
 // words. Per weight at 4 bits: 0x1010, the low half (one parameter a word); 0x3232, the high half
 // (a pair of groups a word, kQmvParameterVectors, for the lanes of the chunk's second group).
-// Factored with one group a chunk (GROUPS 1), where PAIRS: apply_group's 0x1044 (low) or 0x3244
-// (high); without PAIRS the low half.
-template <int BITS, int NT, int MT, int GROUPS, bool PAIRS = false>
+// The factored forms take the low half (GROUPS 1) or both (GROUPS 2).
+template <int BITS, int NT, int MT, int GROUPS>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
                                           const uint4 (&x)[NT][Layout<BITS>::kXVectors],
-                                          uint32_t half = GROUPS == 1 ? 0x1044u : 0x1010u) {
+                                          uint32_t half = 0x1010u) {
   if constexpr (GROUPS == 2) {
     static_assert(BITS == 4, "two groups per chunk: 4 bits only");
     // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
@@ -381,7 +370,7 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
         }
       }
     }
-    apply_group<MT, NT, false, PAIRS>(acc, part, xsum, f, BITS == 4 ? 128.0f : 0.0f, half);
+    apply_group<MT, NT, false>(acc, part, xsum, f, BITS == 4 ? 128.0f : 0.0f);
   } else {
     if constexpr (BITS == 4) {
       uint32_t s2[MT][2], b2[MT][2];
@@ -517,29 +506,16 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // chosen at use (`half`). Blocks of J chunks then take one vector load a row (load_block),
   // where the rows, the slice's first chunk and the arrays allow it.
   // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
-  // The cp.async ring (S > 0) takes blocks of S chunks, where kQmvParameterVectorsAsync (per
-  // weight only: its factored kernels spilled 8-24 bytes with the pairs).
-  // Factored with one group a chunk exactly (GROUPS 1: int4 g128, int8 g64), where
-  // kQmvParameterVectorsFactored: a word holds the groups of an even chunk and the next, and the
-  // chunk's parity takes its half (`chunk_half`); not with the SiLU epilogue, whose <4, 1, 1, 2>
-  // kernel spilled 8 bytes with them.
-  constexpr bool kPairCapable =
-      kQmvParameterVectors && NT == 1 && !kOffsets &&
-      (GROUPS == 0 ? BITS == 4 : GROUPS == 1 && kQmvParameterVectorsFactored && !SILU) &&
-      (S == 0 ? (J == 2 || J == 4)
-              : kQmvParameterVectorsAsync && GROUPS == 0 && (S == 2 || S == 4));
+  // The register pipeline only (S = 0) at J 2 or 4.
+  constexpr bool kPairCapable = kQmvParameterVectors && NT == 1 && !kOffsets && GROUPS == 0 &&
+                                BITS == 4 && S == 0 && (J == 2 || J == 4);
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
-  const bool pairs = kPairCapable &&
-                     (GROUPS == 0 ? p.group_shift == 6 : (1 << p.group_shift) == L::kChunkK) &&
-                     p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
-  const uint32_t half = GROUPS == 1 ? 0x1044u : pairs && (t & 2) ? 0x3232u : 0x1010u;
-  // The selector of chunk `chunk` (mma_chunk's `half`).
-  auto chunk_half = [&](int chunk) { return GROUPS == 1 && pairs && (chunk & 1) ? 0x3244u : half; };
+  const bool pairs =
+      kPairCapable && p.group_shift == 6 && p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
+  const uint32_t half = pairs && (t & 2) ? 0x3232u : 0x1010u;
   // The group a chunk's parameter word starts at.
-  auto parameter_group = [&](int chunk) {
-    return !pairs ? first_group(chunk) : GROUPS == 0 ? 2 * chunk : chunk & ~1;
-  };
+  auto parameter_group = [&](int chunk) { return !pairs ? first_group(chunk) : 2 * chunk; };
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
     const int group = parameter_group(chunk);
 #pragma unroll
@@ -615,7 +591,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       load_x(chunk + 1, x_next);
     else
       load_x(chunk, x);
-    mma_chunk<BITS, NT, MT, GROUPS, kPairCapable>(acc, f, x, chunk_half(chunk));
+    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x, half);
     if constexpr (kXAhead)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -629,50 +605,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
                   warp * S * 2 * MT * 32 + lane;
     uint32_t scale[S][MT][2], bias[S][MT][2];
-    // The parameter vectors (kQmvParameterVectorsAsync): each block of S chunks' parameters in
-    // one S x 4-byte vector load a row, issued a block ahead into `next` and taken into the
-    // stages' registers once the block before is consumed; the chunks' words alone go through
-    // `issue` then. A block whose end lies past the full chunks takes its pairs one chunk at a
-    // time. Same fragments, so the same bits.
-    bool vector_blocks = false;
-    if constexpr (kPairCapable && GROUPS == 0)
-      vector_blocks =
-          pairs && c % S == 0 && (p.groups_per_row / 2) % S == 0 && param_bases % (4 * S) == 0;
-    uint32_t next_s[S][MT][2], next_b[S][MT][2];
-    auto block_parameters = [&](int b) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t ws[S], wb[S];
-          if (b + S <= c_full) {
-            load_parameter_pairs<S>(sp[mt][h] + 2 * b, ws);
-            load_parameter_pairs<S>(bp[mt][h] + 2 * b, wb);
-          } else {
-#pragma unroll
-            for (int j = 0; j < S; ++j) {
-              ws[j] = b + j < c_full ? load_parameter_pair(sp[mt][h] + 2 * (b + j)) : 0u;
-              wb[j] = b + j < c_full ? load_parameter_pair(bp[mt][h] + 2 * (b + j)) : 0u;
-            }
-          }
-#pragma unroll
-          for (int j = 0; j < S; ++j) {
-            next_s[j][mt][h] = ws[j];
-            next_b[j][mt][h] = wb[j];
-          }
-        }
-    };
-    auto take_block = [&] {
-#pragma unroll
-      for (int j = 0; j < S; ++j)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            scale[j][mt][h] = next_s[j][mt][h];
-            bias[j][mt][h] = next_b[j][mt][h];
-          }
-    };
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
       const int group = parameter_group(chunk);
@@ -683,15 +615,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
           if constexpr (R::kRuns == 1) {
             copy_weight_async(slot, qp[mt][h] + chunk * 16);
-            if (kPairCapable && pairs) { // with vector blocks, block_parameters reads them
-              if (!vector_blocks) {
-                scale[stage][mt][h] = load_parameter_pair(sp[mt][h] + group);
-                bias[stage][mt][h] = load_parameter_pair(bp[mt][h] + group);
-              }
-            } else {
-              scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
-              bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
-            }
+            scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
+            bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
           } else { // the two runs into the slot's halves: the words as load_lane_words orders them
             copy_weight_async_half(slot, qp[mt][h] + chunk * 16);
             copy_weight_async_half(reinterpret_cast<uint2 *>(slot) + 1,
@@ -720,14 +645,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         issue(c0 + s, s);
       copy_async_commit();
     }
-    if (vector_blocks) {
-      block_parameters(c0);
-      take_block();
-    }
     // Chunk c0 + i sits in stage i % S; one commit per chunk keeps wait_group<S - 1> exact.
     for (; c + S <= c_full; c += S) {
-      if (vector_blocks && c + S < c_full)
-        block_parameters(c + S);
 #pragma unroll
       for (int s = 0; s < S; ++s) {
         copy_async_wait<S - 1>();
@@ -736,8 +655,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           issue(c + s + S, s);
         copy_async_commit();
       }
-      if (vector_blocks)
-        take_block();
     }
     copy_async_wait<0>();
 #pragma unroll
@@ -750,11 +667,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // multiplied; activations come from L1 at use.
     // Blocks start at c + a multiple of J: vectors of J pairs are (J x 4)-byte aligned where the
     // first chunk and a row's pairs are multiples of J and the arrays are so aligned.
-    // Factored (one group a chunk): J groups, J / 2 words, from an even chunk.
     const bool vectors =
-        GROUPS == 0
-            ? pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0
-            : pairs && c % J == 0 && p.groups_per_row % J == 0 && param_bases % (2 * J) == 0;
+        pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0;
     auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
       bool vector_block = false;
       if constexpr (kPairCapable)
@@ -764,23 +678,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            uint32_t sw[J] = {}, bw[J] = {};
+            uint32_t sw[J], bw[J];
 #pragma unroll
             for (int j = 0; j < J; ++j)
               f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + (c0 + j) * 16);
-            if constexpr (GROUPS == 0) {
-              load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
-              load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
-            } else if constexpr (J % 2 == 0) { // chunks 2i and 2i + 1 share word i
-              uint32_t s2[J / 2], b2[J / 2];
-              load_parameter_pairs<J / 2>(sp[mt][h] + c0, s2);
-              load_parameter_pairs<J / 2>(bp[mt][h] + c0, b2);
-#pragma unroll
-              for (int j = 0; j < J; ++j) {
-                sw[j] = s2[j / 2];
-                bw[j] = b2[j / 2];
-              }
-            }
+            load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
+            load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
 #pragma unroll
             for (int j = 0; j < J; ++j) {
               f[j].scale[mt][h] = sw[j];

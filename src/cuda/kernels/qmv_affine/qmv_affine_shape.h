@@ -35,15 +35,10 @@ inline constexpr bool kQmvAffineTwoGroupChunks = false;
 // 28672 x 4096 at rows 1-8 (docs/benchmark_results/2026-12-06-h200, call1);
 // bench/read_ceiling's vector pattern read 0.81-0.85 of the bandwidth where the per-chunk loads
 // read 0.75 (H100).
+// The same vectors in the cp.async ring's blocks, and pairs for the factored chunks of one group
+// each (int4 g128, int8 g64), were built (6be5160, 8a8b49c, 18d5aad) and measured on an H100:
+// level to 3.6 % slower (docs/benchmark_results/2026-12-06-h100-2, call2). Taken out again.
 inline constexpr bool kQmvParameterVectors = true;
-// The same for the mma kernels' cp.async ring (S = 2 or 4 chunks in flight, one activation
-// tile): each block of S chunks' parameters in one vector load a row, a block ahead. Built and
-// checked for spills on the host (2026-12-06); off until a GPU run has tested and timed it.
-inline constexpr bool kQmvParameterVectorsAsync = false;
-// The same for the factored chunks of one group each (int4 g128, int8 g64): a word holds the
-// groups of two chunks. Built and checked for spills on the host (2026-12-06); off until a GPU
-// run has tested and timed it.
-inline constexpr bool kQmvParameterVectorsFactored = false;
 
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
 // 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
