@@ -1,7 +1,8 @@
 // step_ceiling: the loads-only ceiling of a decode step made of separate kernels. The step's
 // launches (src/model/decode_step.cpp: per layer rmsnorm, q/k/v, rope with the bias and the
 // KV append (one launch, as the step runs it), the attention's split and merge, o, rmsnorm,
-// gate/up, SiLU x up, down; then the final norm and the lm_head) are replayed as loads-only kernels
+// gate/up, SiLU x up (in gate/up's launch, as the step runs a decode batch), down; then the
+// final norm and the lm_head) are replayed as loads-only kernels
 // that read exactly the bytes each launch reads (a linear its weights, the attention the K and V of
 // context + 1 tokens per request, a small op its activations and norm weights), one buffer per
 // launch, in one CUDA graph. No arithmetic, so what is left between the step's bytes and the read
@@ -153,7 +154,12 @@ std::vector<Link> step_links(const model::ModelSpec &m, const model::StepOptions
     links.push_back({"o", linear(m.hidden, m.hq * m.head_dim), true});
     links.push_back({"rmsnorm", norm, false});
     links.push_back({"gate_up", linear(2 * m.inter, m.hidden), true});
-    links.push_back({"silu_mul", size_t(o.batch) * size_t(2 * m.inter) * 2, false});
+    // SiLU x up in gate/up's epilogue where the step's default tactics have it (a decode batch:
+    // bf16 up to 32 rows, int4 up to 8); its own launch otherwise.
+    const bool silu_fused = o.fuse_silu_mul && o.prefill == 0 &&
+                            (o.bits == 16 ? o.batch <= 32 : o.bits == 4 && o.batch <= 8);
+    if (!silu_fused)
+      links.push_back({"silu_mul", size_t(o.batch) * size_t(2 * m.inter) * 2, false});
     links.push_back({"down", linear(m.hidden, m.inter), true});
   }
   links.push_back({"rmsnorm", norm, false});
