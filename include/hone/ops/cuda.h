@@ -24,8 +24,8 @@ struct ChainLaunch {
   // that kernel to complete (griddepcontrol.wait) before it reads an activation or writes
   // anything, and lets the next kernel start early. The register-pipeline kernels of gemv.bf16
   // and qmv.affine issue their first weights (and group parameters) before the wait, so the
-  // kernel before must not write those. Ignored where the device has no programmatic dependent launch
-  // (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
+  // kernel before must not write those. Ignored where the device has no programmatic dependent
+  // launch (before sm_90) and by vendor (cuBLASLt) and qmm tactics.
   bool dependent = false;
   // With `dependent`: before its griddepcontrol.wait, a kernel asks L2 for up to this many KiB
   // per CTA of what it reads that the kernels before it do not write, in the order it reads it

@@ -273,25 +273,6 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   const int granules = p.k / 8;
   int gb = slice * p.slice_granules;
   const int ge = min(gb + p.slice_granules, granules);
-  // One step of U granules: the weights, then the activations, then U multiplies.
-  auto load_weights = [&](int g0, uint4(&w)[U][O]) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int o = 0; o < O; ++o)
-        w[u][o] = load_weight(wp[o] + (g0 + 32 * u) * 8);
-  };
-  auto finish_step = [&](int g0, const uint4(&w)[U][O]) {
-    uint4 x[U][R];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-        x[u][r] = load_activation(xp[r] + (g0 + 32 * u) * 8);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      multiply(w[u], x[u]);
-  };
   // Before the wait, the one-row kernels ask L2 for the first step's weight lines (a hint;
   // holding the weights in registers across the wait took 62 registers where <1, 2, 4> has 40,
   // and the hint alone cost the kernels of more rows 6-18 registers, a CTA an SM for two).
@@ -306,8 +287,20 @@ __global__ void __launch_bounds__(MAX_THREADS) gemv_bf16_fma_kernel(const Params
   pdl_launch_dependents();
   for (; gb + 32 * U <= ge; gb += 32 * U) {
     uint4 w[U][O];
-    load_weights(gb, w);
-    finish_step(gb, w);
+    uint4 x[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int o = 0; o < O; ++o)
+        w[u][o] = load_weight(wp[o] + (gb + 32 * u) * 8);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        x[u][r] = load_activation(xp[r] + (gb + 32 * u) * 8);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      multiply(w[u], x[u]);
   }
   for (; gb < ge; gb += 32) {
     const bool in_slice = gb + lane < ge;

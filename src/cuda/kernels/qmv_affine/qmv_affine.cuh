@@ -301,13 +301,12 @@ template <int MT, int NT, bool HIGH>
 __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float (&part)[MT][NT][4],
                                             const float (&xsum)[NT][4], const WeightFragment<MT> &f,
                                             float offset) {
-  const auto param = [](uint32_t w) { return HIGH ? bf16_hi(w) : bf16_lo(w); };
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float sc = param(f.scale[mt][h]);
-      const float bi = fmaf(-offset, sc, param(f.bias[mt][h]));
+      const float sc = HIGH ? bf16_hi(f.scale[mt][h]) : bf16_lo(f.scale[mt][h]);
+      const float bi = fmaf(-offset, sc, HIGH ? bf16_hi(f.bias[mt][h]) : bf16_lo(f.bias[mt][h]));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -327,7 +326,7 @@ __device__ __forceinline__ void apply_group(float (&acc)[MT][NT][4], const float
 template <int BITS, int NT, int MT, int GROUPS>
 __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightFragment<MT> &f,
                                           const uint4 (&x)[NT][Layout<BITS>::kXVectors],
-                                          uint32_t half = 0x1010u) {
+                                          uint32_t half = 0x1010) {
   if constexpr (GROUPS == 2) {
     static_assert(BITS == 4, "two groups per chunk: 4 bits only");
     // Group 0 (the lane's words 0 and 1), then group 1 (words 2 and 3), each as the one-group
@@ -506,18 +505,15 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // chosen at use (`half`). Blocks of J chunks then take one vector load a row (load_block),
   // where the rows, the slice's first chunk and the arrays allow it.
   // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
-  // The register pipeline only (S = 0) at J 2 or 4.
-  constexpr bool kPairCapable = kQmvParameterVectors && NT == 1 && !kOffsets && GROUPS == 0 &&
-                                BITS == 4 && S == 0 && (J == 2 || J == 4);
+  constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
+                                NT == 1 && !kOffsets && (J == 2 || J == 4);
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
   const bool pairs =
       kPairCapable && p.group_shift == 6 && p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
   const uint32_t half = pairs && (t & 2) ? 0x3232u : 0x1010u;
-  // The group a chunk's parameter word starts at.
-  auto parameter_group = [&](int chunk) { return !pairs ? first_group(chunk) : 2 * chunk; };
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
-    const int group = parameter_group(chunk);
+    const int group = !pairs ? first_group(chunk) : 2 * chunk;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -607,7 +603,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint32_t scale[S][MT][2], bias[S][MT][2];
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
-      const int group = parameter_group(chunk);
+      const int group = first_group(chunk);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
