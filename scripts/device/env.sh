@@ -4,7 +4,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 export PATH=$PATH:/usr/local/cuda/bin
 find_cublaslt() {
-  if [ -x "$BUILD/bench/op_matrix" ] && ldd "$BUILD/bench/op_matrix" | grep -q 'libcublasLt.*not found'; then
+  if [ -x "$BUILD/tools/hone/hone" ] && ldd "$BUILD/tools/hone/hone" | grep -q 'libcublasLt.*not found'; then
     local lib
     lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
     [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -595,6 +595,33 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         for (int v = 0; v < L::kXVectors; ++v)
           x[nt][v] = x_next[nt][v];
   };
+  // The parameter-vector kernels (int4 g64 per weight, one tile) multiply the register
+  // pipeline's full chunks [c, c_full) with the next chunk's activations read unguarded: the
+  // chunk after `chunk` is in [c, c_full) or, where it is c_full itself, `chunk` is read again
+  // instead (a hit in L1, never used: the chunks past the pipeline reload theirs, guarded).
+  // Without the guard, its zero fills and its reads of p.x and p.k are gone (with the block
+  // offsets below, 537 instructions of the `ahead=2` two-chunk loop became 471, and 126
+  // registers 106; SASS, cuobjdump). Elsewhere it cost registers: 10-20 at J 4 or two m16 tiles
+  // (a CTA an SM at 128 threads), up to 30 in the factored and multi-tile kernels, four of
+  // which spilled.
+  constexpr bool kXUnguarded = kPairCapable && MT == 1 && J == 2;
+  static_assert(!kXUnguarded || kXAhead, "the unguarded look-ahead is a look-ahead");
+  auto multiply_full = [&](int chunk, const WeightFragment<MT> &f) {
+    uint4 x_next[NT][L::kXVectors];
+    const uint32_t ahead = static_cast<uint32_t>(min(chunk + 1, c_full - 1));
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int v = 0; v < L::kXVectors; ++v)
+        x_next[nt][v] =
+            load_activation(xp[nt] + ahead * static_cast<uint32_t>(L::kChunkK) + R::x_offset(v));
+    mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x, half);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int v = 0; v < L::kXVectors; ++v)
+        x[nt][v] = x_next[nt][v];
+  };
 
   if constexpr (S > 0) {
     start_activations();
@@ -674,12 +701,16 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
+            // From the block's first chunk as an unsigned offset, each chunk of the block at an
+            // immediate offset from it (the signed chunk index took a sign extension and a
+            // 64-bit add a load).
+            const uint32_t *q = qp[mt][h] + static_cast<uint32_t>(c0) * 16u;
             uint32_t sw[J], bw[J];
 #pragma unroll
             for (int j = 0; j < J; ++j)
-              f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(qp[mt][h] + (c0 + j) * 16);
-            load_parameter_pairs<J>(sp[mt][h] + 2 * c0, sw);
-            load_parameter_pairs<J>(bp[mt][h] + 2 * c0, bw);
+              f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(q + j * 16);
+            load_parameter_pairs<J>(sp[mt][h] + static_cast<uint32_t>(c0) * 2u, sw);
+            load_parameter_pairs<J>(bp[mt][h] + static_cast<uint32_t>(c0) * 2u, bw);
 #pragma unroll
             for (int j = 0; j < J; ++j) {
               f[j].scale[mt][h] = sw[j];
@@ -699,7 +730,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =
         kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
-    c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply);
+    if constexpr (kXUnguarded) {
+      c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply_full);
+      if (c < c_end) // the last full chunk's look-ahead did not read chunk c_full
+        load_x(c, x);
+    } else {
+      c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply);
+    }
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
   // multiple of 32, so a lane's range is either wholly inside or wholly outside).
