@@ -64,7 +64,8 @@ pack
 
 # name, op, quant, tune budget [s], then the tune's weight-format options. gemv.bf16 has the
 # most candidates in tolerance mode (its own kernels and cuBLASLt's algorithms).
-for spec in "bf16 gemv.bf16 bf16 170" "int4_g64 qmv.affine int4:g64 160 --bits 4 --group 64"; do
+for spec in "bf16 gemv.bf16 bf16 170" \
+  "int4_g64 qmv.affine,qmv.affine.silu_mul int4:g64 160 --bits 4 --group 64"; do
   read -r name op quant budget format <<<"$spec"
   [ "$(left)" -lt 60 ] && break
   cache="$R/cache_$name"

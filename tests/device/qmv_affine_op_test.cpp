@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -475,6 +476,10 @@ TEST_F(QmvAffineOpTest, SiluEpilogueGivesTheLinearThenSiluMulBitForBit) {
         DispatcherOptions options;
         options.use_cache = false;
         options.settings.use_cache = false;
+        // The fused launch resolves its own op (qmv.affine.silu_mul); the separate linear below
+        // runs the same config through qmv.affine.
+        options.settings.tactics[tactic_env_name("cuda", "qmv.affine.silu_mul")] =
+            config.to_tactic().str();
         options.settings.tactics[tactic_env_name("cuda", "qmv.affine")] = config.to_tactic().str();
         Dispatcher d(backend(), options);
         DeviceBuffer y = testing::poisoned(out * 2);
@@ -502,6 +507,52 @@ TEST_F(QmvAffineOpTest, SiluEpilogueGivesTheLinearThenSiluMulBitForBit) {
     }
   EXPECT_GT(fused, 0);
   std::printf("%d fused config x shape cells checked\n", fused);
+}
+
+// qmv.affine.silu_mul's workload gates the fused launch: every candidate against the float64
+// SiLU x up of the linear in tolerance mode, and the default and its order bitwise per row in
+// batch-invariant mode; a config without the epilogue cannot run, and the gate fails on the
+// wrong weights (another copy's reference).
+TEST_F(QmvAffineOpTest, SiluMulOpGatesTheFusedLaunch) {
+  const QmvAffineSiluMulOp op;
+  int checked = 0;
+  for (const auto &[inter, k, group] :
+       std::vector<std::tuple<int, int, int>>{{264, 1024, 64}, {40, 1024, 128}, {264, 1152, 32}})
+    for (int rows : {1, 5, 8}) {
+      const Shape shape{{rows, inter, k, 4, group}, DType::bf16};
+      const std::string where = "inter=" + std::to_string(inter) + ",k=" + std::to_string(k) +
+                                ",group=" + std::to_string(group) + " rows=" + std::to_string(rows);
+      std::unique_ptr<Workload> w = op.prepare(shape);
+      const Tactic def = op.default_tactic(shape);
+      EXPECT_TRUE(w->check(def, Numerics::batch_invariant).pass()) << where;
+      for (const Tactic &t : op.candidates(shape)) {
+        const CheckResult r = w->check(t, Numerics::tolerance);
+        if (r.status == Status::rejected) // a spilling epilogue kernel is never launched
+          continue;
+        EXPECT_TRUE(r.pass()) << t.str() << " " << where << ": " << r.reason;
+        ++checked;
+      }
+      const Tactic async = Tactic::parse(
+          "qmv.affine.mma:rows_per_cta=8,warps=8,warps_k=8,outputs_per_warp=16,split_k=1,async=1");
+      if (std::string why; qmv_affine_can_implement(QmvAffineConfig::from_tactic(async), rows,
+                                                    2 * inter, k, 4, group, &why)) {
+        const CheckResult r = w->check(async, Numerics::tolerance);
+        EXPECT_EQ(r.status, Status::cannot_implement) << where;
+        EXPECT_NE(r.reason.find("no SiLU x up epilogue"), std::string::npos) << r.reason;
+      }
+    }
+  EXPECT_GT(checked, 0);
+  // The gate can fail: the default's output against another rotation copy's reference.
+  const Shape shape{{4, 264, 1024, 4, 64}, DType::bf16};
+  std::unique_ptr<Workload> w = op.prepare(shape);
+  auto &qw = dynamic_cast<QmvAffineWorkload &>(*w);
+  w->set_rotation(2);
+  ASSERT_TRUE(w->check(op.default_tactic(shape), Numerics::tolerance).pass());
+  const std::vector<uint16_t> y = qw.download_y();
+  const Bf16Comparison right = compare_bf16(y, qw.reference(0));
+  const Bf16Comparison wrong = compare_bf16(y, qw.reference(1));
+  EXPECT_LE(right.relative_l2, kQmvAffineRelativeL2Bound);
+  EXPECT_GT(wrong.relative_l2, 0.5);
 }
 
 // --- device: the public entry point -------------------------------------------------------------

@@ -35,7 +35,16 @@ bool is_linear(const TunableOp &op) {
   return dims.size() >= 3 && dims[0].name == "rows" && dims[1].name == "n" && dims[2].name == "k";
 }
 
-// The dimension values beyond rows, n, k that a model run can fill; nullopt names none.
+// True when the op's dimensions begin with rows, inter, k: the MLP's gate/up linear with its
+// SiLU x up epilogue (qmv.affine.silu_mul), whose problems come from the gate_up layer alone.
+bool is_gate_up(const TunableOp &op) {
+  const std::vector<DimSpec> &dims = op.buckets().dims;
+  return dims.size() >= 3 && dims[0].name == "rows" && dims[1].name == "inter" &&
+         dims[2].name == "k";
+}
+
+// The dimension values beyond rows, n, k (or rows, inter, k) that a model run can fill; nullopt
+// names none.
 std::optional<std::vector<int64_t>> model_extras(const TunableOp &op, int bits, int group) {
   std::vector<int64_t> extras;
   const std::vector<DimSpec> &dims = op.buckets().dims;
@@ -167,6 +176,8 @@ ModelOps select_model_ops(const Backend &backend, const std::string &ops_list, i
   const auto classify = [&](const TunableOp &op) {
     if (is_linear(op) && model_extras(op, bits, group))
       ops.linear.push_back(&op);
+    else if (is_gate_up(op) && model_extras(op, bits, group))
+      ops.gate_up.push_back(&op);
     else if (has_dims(op, decode_attention_dim_names()))
       ops.attention.push_back(&op);
     else if (is_step_op(op))
@@ -190,7 +201,8 @@ ModelOps select_model_ops(const Backend &backend, const std::string &ops_list, i
     const TunableOp &op = find_op(name, backend);
     if (!classify(op))
       HONE_INVALID_ARGUMENT("--ops: op '" + name + "' has dimensions " + dim_names(op) +
-                            "; a model fills rows, n, k, bits and group, the dimensions of "
+                            "; a model fills rows, n, k, bits and group (rows, inter, k for "
+                            "the gate/up linear with its SiLU epilogue), the dimensions of "
                             "decode attention (batch, max_len, total_len, hq, hkv, head_dim, "
                             "page_size) and those of the step's rmsnorm, rope, kv_append and "
                             "silu_mul");
@@ -216,9 +228,27 @@ std::vector<Problem> model_problems(const model::ModelSpec &config, const ModelO
                     backend);
       }
   }
+  for (const TunableOp *op : ops.gate_up) {
+    const std::vector<int64_t> extras = *model_extras(*op, o.bits, o.group);
+    const DimSpec &rows_dim = op->buckets().dims[0];
+    std::vector<int64_t> first = {rows_dim.lo, config.inter, config.hidden};
+    first.insert(first.end(), extras.begin(), extras.end());
+    // An op that cannot take this model (8-bit weights have no fused epilogue) is a note unless
+    // named.
+    if (!model_fits(*op, first, ops.named))
+      continue;
+    for (int64_t r : o.rows) {
+      if (r < rows_dim.lo || r > rows_dim.hi)
+        continue;
+      std::vector<int64_t> dims = {r, config.inter, config.hidden};
+      dims.insert(dims.end(), extras.begin(), extras.end());
+      add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op->dtype()), "gate_up",
+                  backend);
+    }
+  }
   for (const TunableOp *op : ops.step)
     add_step_op_problems(problems, *op, config, o, ops.named, backend);
-  if (problems.empty() && !(ops.linear.empty() && ops.step.empty()))
+  if (problems.empty() && !(ops.linear.empty() && ops.gate_up.empty() && ops.step.empty()))
     HONE_INVALID_ARGUMENT("--rows: no op to tune takes these row counts");
   for (const TunableOp *op : ops.attention)
     add_attention_problems(problems, *op, config, o, ops.named, backend);

@@ -41,6 +41,7 @@ void add_problem(std::vector<Problem> &problems, const TunableOp &op, const Shap
 // The ops a model run tunes, by kind.
 struct ModelOps {
   std::vector<const TunableOp *> linear;    // dimensions rows, n, k[, bits, group]
+  std::vector<const TunableOp *> gate_up;   // rows, inter, k[, ...]: the fused gate/up linear
   std::vector<const TunableOp *> step;      // rmsnorm, rope, kv_append, silu_mul
   std::vector<const TunableOp *> attention; // decode.paged's dimensions
   const TunableOp *chain = nullptr;         // chain.decode_step, when the backend has it

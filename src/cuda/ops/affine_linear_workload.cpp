@@ -15,15 +15,19 @@ size_t group_params(const QmvAffineProblem &p) { return elements(p.n, p.k / p.gr
 
 } // namespace
 
-AffineLinearWorkload::AffineLinearWorkload(CudaBackend &backend, const QmvAffineProblem &problem)
-    : CudaWorkloadOf(backend, problem.rows, problem.n, kAffineLinearRelativeL2Bound), p_(problem) {}
+AffineLinearWorkload::AffineLinearWorkload(CudaBackend &backend, const QmvAffineProblem &problem,
+                                           int64_t out_cols)
+    : CudaWorkloadOf(backend, problem.rows, out_cols > 0 ? out_cols : problem.n,
+                     kAffineLinearRelativeL2Bound),
+      p_(problem) {}
 
 size_t AffineLinearWorkload::weight_bytes() const {
   return q_words(p_) * sizeof(uint32_t) + 2 * group_params(p_) * sizeof(uint16_t);
 }
 
 size_t AffineLinearWorkload::bytes_per_launch() const {
-  return weight_bytes() + (elements(p_.rows, p_.k) + elements(p_.rows, p_.n)) * sizeof(uint16_t);
+  return weight_bytes() +
+         (elements(p_.rows, p_.k) + elements(p_.rows, output_cols())) * sizeof(uint16_t);
 }
 
 AffineLinearInputs AffineLinearWorkload::make_copy() const {

@@ -86,8 +86,9 @@ public:
 
 protected:
   // REQUIRES: the op's validate() accepted the problem. The derived constructor calls
-  // set_rotation(1) once its own members exist.
-  AffineLinearWorkload(CudaBackend &backend, const QmvAffineProblem &problem);
+  // set_rotation(1) once its own members exist. `out_cols`: Y's width where it is not n (an
+  // epilogue that combines outputs, such as qmv.affine.silu_mul's n / 2).
+  AffineLinearWorkload(CudaBackend &backend, const QmvAffineProblem &problem, int64_t out_cols = 0);
 
 private:
   AffineLinearInputs make_copy() const override;

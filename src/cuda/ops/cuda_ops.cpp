@@ -164,8 +164,18 @@ bool qmv_affine_silu_mul(const void *x, const uint32_t *q, const void *scales, c
                          void *y, int64_t rows, int64_t inter, int64_t k, int bits, int group,
                          void *stream, Dispatcher &d, const ChainLaunch &chain) {
   const int64_t n = 2 * inter;
-  const Resolution &r =
-      d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  // The fused launch's own op (qmv.affine.silu_mul), where it takes the shape: its picks were
+  // timed as this launch. Elsewhere (more than 8 rows, 8 bits) the caller runs the two launches.
+  const Shape shape{{rows, inter, k, bits, group}, DType::bf16};
+  const auto &op = entry_op<hone::cuda::QmvAffineSiluMulOp>();
+  try {
+    op.validate(shape);
+  } catch (const Error &e) {
+    if (e.kind() != ErrorKind::invalid_argument)
+      throw;
+    return false;
+  }
+  const Resolution &r = d.resolve(op, shape);
   const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
   if (!hone::cuda::qmv_affine_silu_epilogue_fits(config, bits, group, static_cast<int>(k),
                                                  static_cast<int>(inter)))

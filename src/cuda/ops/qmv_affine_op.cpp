@@ -1,6 +1,7 @@
 #include "cuda/ops/qmv_affine_op.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "cuda/backend/bf16.h"
@@ -34,6 +35,12 @@ std::string describe(const QmvAffineProblem &p) {
 
 } // namespace
 
+QmvAffineProblem qmv_affine_silu_mul_problem(const Shape &shape) {
+  QmvAffineProblem p = qmv_affine_problem(shape);
+  p.n = 2 * static_cast<int>(shape[1]);
+  return p;
+}
+
 QmvAffineProblem qmv_affine_problem(const Shape &shape) {
   QmvAffineProblem p;
   p.rows = static_cast<int>(shape[0]);
@@ -46,8 +53,9 @@ QmvAffineProblem qmv_affine_problem(const Shape &shape) {
 
 // --- workload ---------------------------------------------------------------------------
 
-QmvAffineWorkload::QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem)
-    : AffineLinearWorkload(backend, problem) {
+QmvAffineWorkload::QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem,
+                                     bool silu)
+    : AffineLinearWorkload(backend, problem, silu ? problem.n / 2 : 0), silu_(silu) {
   set_rotation(1);
   poison_output();
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -63,6 +71,9 @@ std::optional<std::string> QmvAffineWorkload::cannot_implement(const Tactic &tac
   if (std::string why; !qmv_affine_can_implement(config, problem().rows, problem().n, problem().k,
                                                  problem().bits, problem().group, &why))
     return why;
+  if (silu_ && !qmv_affine_silu_epilogue_fits(config, problem().bits, problem().group, problem().k,
+                                              problem().n / 2))
+    return "no SiLU x up epilogue for " + tactic.str() + " at this shape (or its kernel spills)";
   return std::nullopt;
 }
 
@@ -84,6 +95,7 @@ LaunchStatus QmvAffineWorkload::launch(const QmvAffineConfig &config, int copy, 
   args.k = problem().k;
   args.bits = problem().bits;
   args.group = problem().group;
+  args.silu_inter = silu_ ? problem().n / 2 : 0;
   return qmv_affine_launch(config, args, stream());
 }
 
@@ -110,8 +122,19 @@ LaunchStatus QmvAffineWorkload::launch_single_row(int row, void *y_row) {
 }
 
 std::vector<double> QmvAffineWorkload::reference(int copy) const {
-  return qmv_affine_reference(download_x(copy), download_q(copy), download_scales(copy),
-                              download_biases(copy), problem());
+  std::vector<double> y = qmv_affine_reference(
+      download_x(copy), download_q(copy), download_scales(copy), download_biases(copy), problem());
+  if (!silu_)
+    return y;
+  // Row r of the linear holds gate[r, 0..inter) then up[r, 0..inter).
+  const size_t n = static_cast<size_t>(problem().n), inter = n / 2;
+  std::vector<double> act(static_cast<size_t>(problem().rows) * inter);
+  for (size_t r = 0; r < static_cast<size_t>(problem().rows); ++r)
+    for (size_t i = 0; i < inter; ++i) {
+      const double g = y[r * n + i], u = y[r * n + inter + i];
+      act[r * inter + i] = g / (1.0 + std::exp(-g)) * u;
+    }
+  return act;
 }
 
 // --- op -----------------------------------------------------------------------------------
@@ -184,6 +207,90 @@ std::optional<WorkloadBytes> QmvAffineOp::workload_bytes(const Shape &shape) con
 std::unique_ptr<Workload> QmvAffineOp::prepare(const Shape &shape) const {
   validate(shape);
   return std::make_unique<QmvAffineWorkload>(cuda_backend(), qmv_affine_problem(shape));
+}
+
+// --- qmv.affine.silu_mul ------------------------------------------------------------------
+
+namespace {
+constexpr int64_t kMaxSiluRows = 8; // one n8 activation tile: the epilogue's configs
+} // namespace
+
+QmvAffineSiluMulOp::QmvAffineSiluMulOp()
+    : CudaOp("qmv.affine.silu_mul",
+             BucketSpec{{DimSpec::exact("rows", 1, kMaxSiluRows),
+                         DimSpec::exact("inter", 8, kMaxDim / 2), DimSpec::exact("k", 1, kMaxDim),
+                         DimSpec::one_of("bits", {4, 8}), DimSpec::one_of("group", {32, 64, 128})}},
+             Numerics::batch_invariant) {}
+
+std::vector<Tactic> QmvAffineSiluMulOp::candidates(const Shape &bucket) const {
+  const QmvAffineProblem p = qmv_affine_silu_mul_problem(bucket);
+  return default_first(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group),
+                       qmv_affine_configs(p.bits), [&](const QmvAffineConfig &c) {
+                         std::string why;
+                         return qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group,
+                                                         &why) &&
+                                qmv_affine_silu_epilogue_compiled(c, p.bits, p.group, p.k, p.n / 2);
+                       });
+}
+
+Tactic QmvAffineSiluMulOp::default_tactic(const Shape &bucket) const {
+  const QmvAffineProblem p = qmv_affine_silu_mul_problem(bucket);
+  return qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+}
+
+void QmvAffineSiluMulOp::validate(const Shape &shape) const {
+  if (shape.rank != 5)
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul takes 5 dimensions (rows, inter, k, bits, group), "
+                          "got " +
+                          std::to_string(shape.rank));
+  if (shape.dtype != DType::bf16)
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul takes dtype bf16, got " +
+                          std::string(to_string(shape.dtype)));
+  const int64_t rows = shape[0], inter = shape[1], k = shape[2], bits = shape[3], group = shape[4];
+  if (rows < 1 || rows > kMaxSiluRows)
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul: rows=" + std::to_string(rows) +
+                          " outside 1..8 (the epilogue's configs take one 8-row tile)");
+  if (inter < 8 || inter % 8 != 0 || inter > kMaxDim / 2)
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul: inter=" + std::to_string(inter) +
+                          " is not a multiple of 8 in 8..2^23");
+  if (bits != 4)
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul: bits=" + std::to_string(bits) +
+                          " has no SiLU epilogue (4 bits only)");
+  // The rest as qmv.affine's gate/up linear (k, group, the default's shape).
+  const int64_t gate_up[] = {rows, 2 * inter, k, bits, group};
+  static const QmvAffineOp linear;
+  linear.validate(Shape(std::span<const int64_t>(gate_up), shape.dtype));
+  const QmvAffineProblem p = qmv_affine_silu_mul_problem(shape);
+  const QmvAffineConfig def = qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group);
+  if (!qmv_affine_silu_epilogue_compiled(def, p.bits, p.group, p.k, p.n / 2))
+    HONE_INVALID_ARGUMENT("qmv.affine.silu_mul: rows=" + std::to_string(rows) +
+                          ",inter=" + std::to_string(inter) + ",k=" + std::to_string(k) +
+                          ",group=" + std::to_string(group) + ": the default " +
+                          def.to_tactic().str() + " has no SiLU epilogue");
+}
+
+bool QmvAffineSiluMulOp::owns_kernel(std::string_view kernel) const {
+  static const QmvAffineOp linear;
+  return linear.owns_kernel(kernel);
+}
+
+CompiledTactic QmvAffineSiluMulOp::compile(const Tactic &tactic) const {
+  return compile_config<QmvAffineConfig>(name(), tactic,
+                                         {&qmv_affine_configs(4), &qmv_affine_configs(8)});
+}
+
+std::optional<WorkloadBytes> QmvAffineSiluMulOp::workload_bytes(const Shape &shape) const {
+  const QmvAffineProblem p = qmv_affine_silu_mul_problem(shape);
+  WorkloadBytes b;
+  b.per_copy = quantized_weight_bytes(p) + elements(p.rows, p.k) * sizeof(uint16_t);
+  b.fixed = CudaWorkload::output_bytes(p.rows, p.n / 2);
+  return b;
+}
+
+std::unique_ptr<Workload> QmvAffineSiluMulOp::prepare(const Shape &shape) const {
+  validate(shape);
+  return std::make_unique<QmvAffineWorkload>(cuda_backend(), qmv_affine_silu_mul_problem(shape),
+                                             true);
 }
 
 } // namespace hone::cuda

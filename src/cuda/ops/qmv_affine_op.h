@@ -34,15 +34,20 @@ inline constexpr double kQmvAffineRelativeL2Bound = 8e-3;
 // The workload of qmv.affine: the affine linear layer's inputs, downloads and reference
 // (AffineLinearWorkload, shared with qmm.affine), checked on every row, with the qmv kernels'
 // launch and the batch-invariance hooks.
+// With `silu` (qmv.affine.silu_mul) the problem is the gate/up linear, W = [gate; up] of n = 2
+// inter rows, and Y [rows, inter] = SiLU(X . gate^T) x (X . up^T) from the kernels' SiLU epilogue
+// (QmvAffineArgs::silu_inter); its reference applies the same to the float64 linear.
 class QmvAffineWorkload final : public AffineLinearWorkload {
 public:
-  // REQUIRES: QmvAffineOp::validate() accepted the problem.
-  QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem);
+  // REQUIRES: QmvAffineOp::validate() (QmvAffineSiluMulOp::validate() with `silu`) accepted the
+  // problem.
+  QmvAffineWorkload(CudaBackend &backend, const QmvAffineProblem &problem, bool silu = false);
 
   // Every row: qmv runs at most 32 rows, and batch invariance holds each of them.
   std::vector<int64_t> reference_rows() const override { return {}; }
-  using AffineLinearWorkload::reference;
-  // Float64 reference of copy `copy`'s current inputs, [rows, n] row-major.
+  // Float64 reference of copy 0's current inputs, [rows, n] (with `silu`: [rows, n / 2]).
+  std::vector<double> reference() const override { return reference(0); }
+  // Float64 reference of copy `copy`'s current inputs, as reference().
   std::vector<double> reference(int copy) const;
   // Enqueues `config` on copy `copy`'s weights with explicit X and Y of `rows` rows.
   LaunchStatus launch(const QmvAffineConfig &config, int copy, const void *x, void *y, int rows);
@@ -53,6 +58,7 @@ private:
   LaunchStatus launch(const Tactic &tactic, int copy) override;
   HONE_CUDA_BATCH_INVARIANCE_HOOKS;
 
+  bool silu_ = false;
   LastConfig<QmvAffineConfig> last_config_;
 };
 
@@ -76,7 +82,35 @@ public:
   int version() const override { return 3; }
 };
 
+// qmv.affine.silu_mul: the gate/up linear of an MLP with SiLU x up in its epilogue, as the
+// decode step runs it (ops::cuda::quantized_linear_silu_mul): Y[rows, inter] = SiLU(X . gate^T)
+// x (X . up^T), W = [gate; up] affine-quantized as for qmv.affine, n = 2 inter. Its own op, so
+// that the step's fused launch runs a config timed as that launch: the epilogue's kernels are
+// not qmv.affine's (they pair gate and up rows and apply the SiLU), and a qmv.affine pick can be
+// slower than the default once fused (docs/benchmark_results/2026-12-06-h100-3, call5).
+// Buckets: rows exact 1..8 (the epilogue's configs take one 8-row activation tile), inter, k
+// exact, bits {4, 8} (8 is refused: its epilogue is compiled for 4 bits only), group {32, 64,
+// 128}. The candidates are qmv.affine's configs with the epilogue; the default is qmv.affine's
+// default of the gate/up shape, as the step ran it before.
+class QmvAffineSiluMulOp final : public CudaOp {
+public:
+  QmvAffineSiluMulOp();
+
+  // candidates(): qmv_affine_configs(bits) that can implement the gate/up shape and have the
+  // epilogue compiled, default first. validate(): Shape {rows, inter, k, bits, group}, dtype bf16.
+  // Throws Error(invalid_argument) naming the bad value: rank, dtype, rows outside 1..8, inter
+  // not a positive multiple of 8 or too large, bits other than 4, group, k, or a shape whose
+  // default has no epilogue. workload_bytes(): one copy: q, scales, biases (2 inter rows) and
+  // X; fixed: the output [rows, inter] and its reference.
+  HONE_CUDA_OP_INTERFACE;
+  // Its tactics are qmv.affine's ("qmv.affine.<path>:..."): the same configs, launched with the
+  // epilogue. HONE_TACTIC_CUDA_QMV_AFFINE_SILU_MUL names one for this op alone.
+  bool owns_kernel(std::string_view kernel) const override;
+};
+
 // {rows, n, k, bits, group} of a validated shape.
 QmvAffineProblem qmv_affine_problem(const Shape &shape);
+// {rows, 2 inter, k, bits, group}: the gate/up linear of a validated qmv.affine.silu_mul shape.
+QmvAffineProblem qmv_affine_silu_mul_problem(const Shape &shape);
 
 } // namespace hone::cuda

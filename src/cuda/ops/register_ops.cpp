@@ -31,6 +31,8 @@ void register_ops(Registry &registry) {
   // A representation change (bf16 weights), named as such: never reported as a speedup.
   registry.add_peer(qmv_op, "cublas.dequant",
                     [](Workload &w) { return make_cublas_dequant_affine_linear_peer(w); });
+  // The decode step's gate/up linear with SiLU x up fused, tuned as the step launches it.
+  registry.add(std::make_unique<QmvAffineSiluMulOp>());
 
   // No C++ peer: PyTorch SDPA on contiguous KV is timed by bench/peers/decode_paged_torch.py.
   registry.add(std::make_unique<DecodePagedOp>());

@@ -279,16 +279,27 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
   return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
-bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int group, int k,
-                                   int inter) {
+namespace {
+// The SiLU epilogue's kernel of `config` at this format and k, or null where none is compiled.
+KernelFn silu_kernel(const QmvAffineConfig &config, int bits, int group, int k, int inter) {
   if (config.path != KernelPath::mma || config.async || inter <= 0 || inter % 8 != 0)
-    return false;
+    return nullptr;
   const KernelEntry *e = find_kernel(config, bits);
   const int groups = qmv_affine_launch_chunk_groups(-1, bits, group, k);
-  if (!e || groups < 0 || !e->silu_fn[groups])
-    return false;
+  return e && groups >= 0 ? e->silu_fn[groups] : nullptr;
+}
+} // namespace
+
+bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, int group, int k,
+                                       int inter) {
+  return silu_kernel(config, bits, group, k, inter) != nullptr;
+}
+
+bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int group, int k,
+                                   int inter) {
+  const KernelFn fn = silu_kernel(config, bits, group, k, inter);
   // The spill rule holds for the epilogue's kernels too: one that spills is never launched.
-  return kernel_spill_free(reinterpret_cast<const void *>(e->silu_fn[groups]));
+  return fn && kernel_spill_free(reinterpret_cast<const void *>(fn));
 }
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,

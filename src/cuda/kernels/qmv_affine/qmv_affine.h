@@ -101,6 +101,10 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits);
 // and rows_per_cta 8, inter a multiple of 8, its kernel free of spills.
 bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int group, int k,
                                    int inter);
+// The same without the spill check, which asks the device: whether the build has the epilogue's
+// kernel for `config` at all (host only, for candidate lists).
+bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, int group, int k,
+                                       int inter);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
 // (split-K reduces through cluster shared memory).
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
