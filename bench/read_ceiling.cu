@@ -16,7 +16,8 @@
 //
 // Shapes are rows x bytes per row; the default set is the weight matrices of the gemv.bf16
 // matrix (bf16: n x 2k) and of the qmv.affine matrix (int4: n x k/2, packed words only).
-// Cold L2: every batch cycles through copies spanning >= 4x the L2; CUDA-graph batches of 40
+// Cold L2: every batch cycles through copies spanning >= 8x the L2 (cold_copies, as the
+// tuner; at 2x part of a copy was still in L2 when it came round again); CUDA-graph batches of 40
 // launches, 7 samples round-robin, median. Built by CMake (bench/cuda.cmake) or standalone:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Isrc -Itests/device
 //     bench/read_ceiling.cu -o read_ceiling
@@ -381,7 +382,7 @@ int main(int argc, char **argv) {
   const double bw = measure_read_bandwidth(s, e0, e1);
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, l2 >> 20);
   std::printf("read bandwidth (2 GiB stream): %.0f GB/s\n", bw / 1e9);
-  std::printf("method: loads only, cold L2 (copies >= 4x L2), graph batches of 40, median of 7 "
+  std::printf("method: loads only, cold L2 (copies >= 8x L2), graph batches of 40, median of 7 "
               "round-robin samples\n");
   DeviceMem sink(4);
   nlohmann::json results = nlohmann::json::array();
@@ -395,7 +396,7 @@ int main(int argc, char **argv) {
   for (size_t si = 0; si + 1 < shapes.size(); si += 2) {
     const int n = shapes[si], row_bytes = shapes[si + 1];
     const size_t bytes = static_cast<size_t>(n) * row_bytes;
-    const int copies = static_cast<int>(std::max<size_t>(2, (size_t{4} * l2) / bytes + 1));
+    const int copies = cold_copies(static_cast<size_t>(l2), bytes);
     DeviceMem mem(bytes * copies);
     fill_kernel<<<1024, 256, 0, s>>>(static_cast<uint32_t *>(mem.p), bytes * copies / 4);
     KT_CHECK(cudaGetLastError());

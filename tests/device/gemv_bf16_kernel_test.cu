@@ -400,7 +400,7 @@ int run_main(int argc, char **argv) {
   std::vector<Cell> cells;
   for (NK s : shapes) {
     const size_t w_bytes = elements(s.n, s.k) * 2;
-    const int copies = static_cast<int>((2 * static_cast<size_t>(prop.l2CacheSize)) / w_bytes) + 2;
+    const int copies = cold_copies(static_cast<size_t>(prop.l2CacheSize), w_bytes);
     std::vector<std::unique_ptr<DeviceMem>> ws, xs;
     for (int c = 0; c < copies; ++c) {
       ws.push_back(std::make_unique<DeviceMem>(w_bytes));

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/bf16.h"
+#include "hone/measurement.h"
 
 namespace hone::cuda::harness {
 namespace { // each harness is its own program; nothing here is shared across TUs
@@ -28,6 +29,17 @@ namespace { // each harness is its own program; nothing here is shared across TU
   } while (0)
 
 size_t elements(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+// Copies of `bytes` a cold batch cycles through: as the tuner's rotation_count, spanning
+// kRotationLlcMultiple (8) x the L2 (`l2` bytes) between two uses of one copy. At 2 x part of a
+// copy was still in L2 when it came round again (docs/benchmark_results/2026-12-06-h100-3,
+// call9: gate_up's default read 15 % faster than at 8 or 32 x). Header-only, for the harnesses
+// built on their own.
+int cold_copies(size_t l2, size_t bytes) {
+  return static_cast<int>(std::ceil(kRotationLlcMultiple * static_cast<double>(l2) /
+                                    static_cast<double>(std::max<size_t>(bytes, 1)))) +
+         1;
+}
 
 // Uniform in [-1, 1) with a non-zero, hash-derived bf16 per element.
 __global__ void fill_random_kernel(uint16_t *p, size_t count, uint64_t seed) {
