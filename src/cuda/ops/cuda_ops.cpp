@@ -166,16 +166,20 @@ bool qmv_affine_silu_mul(const void *x, const uint32_t *q, const void *scales, c
   const int64_t n = 2 * inter;
   // The fused launch's own op (qmv.affine.silu_mul), where it takes the shape: its picks were
   // timed as this launch. Elsewhere (more than 8 rows, 8 bits) the caller runs the two launches.
-  const Shape shape{{rows, inter, k, bits, group}, DType::bf16};
+  // The cheap refusals come first; the rest is validated once per shape, when the dispatcher
+  // first resolves it (a shape it refuses is refused again at every call, by that exception).
   const auto &op = entry_op<hone::cuda::QmvAffineSiluMulOp>();
+  if (rows < 1 || rows > op.buckets().dims[0].hi || bits != 4 || inter < 8 || inter % 8 != 0)
+    return false;
+  const Resolution *resolved = nullptr;
   try {
-    op.validate(shape);
+    resolved = &d.resolve(op, Shape{{rows, inter, k, bits, group}, DType::bf16});
   } catch (const Error &e) {
     if (e.kind() != ErrorKind::invalid_argument)
       throw;
     return false;
   }
-  const Resolution &r = d.resolve(op, shape);
+  const Resolution &r = *resolved;
   const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
   if (!hone::cuda::qmv_affine_silu_epilogue_fits(config, bits, group, static_cast<int>(k),
                                                  static_cast<int>(inter)))
