@@ -213,38 +213,31 @@ ModelOps select_model_ops(const Backend &backend, const std::string &ops_list, i
 std::vector<Problem> model_problems(const model::ModelSpec &config, const ModelOps &ops,
                                     const ModelMatrixOptions &o, const Backend &backend) {
   std::vector<Problem> problems;
-  for (const TunableOp *op : ops.linear) {
-    const std::vector<int64_t> extras = *model_extras(*op, o.bits, o.group);
-    const DimSpec &rows_dim = op->buckets().dims[0];
-    for (const LinearLayer &layer : linear_layers(config, o.include_lm_head))
-      for (int64_t r : o.rows) {
-        // Each op takes the row counts its buckets cover: gemv.bf16 and qmv.affine stop at 32,
-        // qmm.affine and quantized_linear run prefill up to 16384.
-        if (r < rows_dim.lo || r > rows_dim.hi)
-          continue;
-        std::vector<int64_t> dims = {r, layer.n, layer.k};
-        dims.insert(dims.end(), extras.begin(), extras.end());
-        add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op->dtype()), layer.name,
-                    backend);
-      }
-  }
-  for (const TunableOp *op : ops.gate_up) {
-    const std::vector<int64_t> extras = *model_extras(*op, o.bits, o.group);
-    const DimSpec &rows_dim = op->buckets().dims[0];
-    std::vector<int64_t> first = {rows_dim.lo, config.inter, config.hidden};
-    first.insert(first.end(), extras.begin(), extras.end());
-    // An op that cannot take this model (8-bit weights have no fused epilogue) is a note unless
-    // named.
-    if (!model_fits(*op, first, ops.named))
-      continue;
+  // `op`'s buckets of one layer, {rows, n, k, extras...} at each row count its buckets cover:
+  // gemv.bf16 and qmv.affine stop at 32, qmm.affine and quantized_linear run prefill up to
+  // 16384, the fused gate/up takes 1-8.
+  const auto add_layer = [&](const TunableOp &op, const std::string &layer, int64_t n, int64_t k) {
+    const std::vector<int64_t> extras = *model_extras(op, o.bits, o.group);
+    const DimSpec &rows_dim = op.buckets().dims[0];
     for (int64_t r : o.rows) {
       if (r < rows_dim.lo || r > rows_dim.hi)
         continue;
-      std::vector<int64_t> dims = {r, config.inter, config.hidden};
+      std::vector<int64_t> dims = {r, n, k};
       dims.insert(dims.end(), extras.begin(), extras.end());
-      add_problem(problems, *op, Shape(std::span<const int64_t>(dims), op->dtype()), "gate_up",
-                  backend);
+      add_problem(problems, op, Shape(std::span<const int64_t>(dims), op.dtype()), layer, backend);
     }
+  };
+  for (const TunableOp *op : ops.linear)
+    for (const LinearLayer &layer : linear_layers(config, o.include_lm_head))
+      add_layer(*op, layer.name, layer.n, layer.k);
+  for (const TunableOp *op : ops.gate_up) {
+    std::vector<int64_t> first = {op->buckets().dims[0].lo, config.inter, config.hidden};
+    const std::vector<int64_t> extras = *model_extras(*op, o.bits, o.group);
+    first.insert(first.end(), extras.begin(), extras.end());
+    // An op that cannot take this model (8-bit weights have no fused epilogue) is a note unless
+    // named.
+    if (model_fits(*op, first, ops.named))
+      add_layer(*op, "gate_up", config.inter, config.hidden);
   }
   for (const TunableOp *op : ops.step)
     add_step_op_problems(problems, *op, config, o, ops.named, backend);

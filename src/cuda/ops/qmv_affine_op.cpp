@@ -9,6 +9,7 @@
 #include "cuda/backend/cuda_check.h"
 #include "cuda/backend/random_fill.h"
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/ops/entry_point.h"
 #include "hone/error.h"
 
 namespace hone::cuda {
@@ -258,8 +259,7 @@ void QmvAffineSiluMulOp::validate(const Shape &shape) const {
                           " has no SiLU epilogue (4 bits only)");
   // The rest as qmv.affine's gate/up linear (k, group, the default's shape).
   const int64_t gate_up[] = {rows, 2 * inter, k, bits, group};
-  static const QmvAffineOp linear;
-  linear.validate(Shape(std::span<const int64_t>(gate_up), shape.dtype));
+  entry_op<QmvAffineOp>().validate(Shape(std::span<const int64_t>(gate_up), shape.dtype));
   const QmvAffineProblem p = qmv_affine_silu_mul_problem(shape);
   const QmvAffineConfig def = qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group);
   if (!qmv_affine_silu_epilogue_compiled(def, p.bits, p.group, p.k, p.n / 2))
@@ -270,8 +270,7 @@ void QmvAffineSiluMulOp::validate(const Shape &shape) const {
 }
 
 bool QmvAffineSiluMulOp::owns_kernel(std::string_view kernel) const {
-  static const QmvAffineOp linear;
-  return linear.owns_kernel(kernel);
+  return entry_op<QmvAffineOp>().owns_kernel(kernel);
 }
 
 CompiledTactic QmvAffineSiluMulOp::compile(const Tactic &tactic) const {
