@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
+#include "cuda/kernels/common/ptx.cuh"
 #include "cuda/kernels/common/tensor_map.h"
 #include "cuda/kernels/common/weight_stream.cuh"
 #include "kernel_harness.cuh"
@@ -142,6 +143,11 @@ __global__ void tile_kernel(const uint8_t *p, int n, int row_bytes, int slice_by
 // but by p5) caps the CTAs an SM holds, as a kernel's registers would. 6 and 7: today's two
 // arrays and loads (p1), each load asking L2 to fetch the 128 (p6) or 256 (p7) bytes around it
 // (the words' loads ask for 256), so that a row's later groups are in L2 when their chunk comes.
+// 8: today's two arrays, each warp's rows' scales and biases for all of K copied into shared
+// memory by cp.async (16 bytes a copy, L2 only) issued before the first words, waited for only
+// after the first J chunks' word loads are out, then read as p4's vectors (one per row and J
+// chunks) from shared memory: the staging of p5 without its bubble, and p4's instruction count
+// without its L1 wavefronts (group 64 only, k1).
 template <int BYTES> __device__ __forceinline__ uint32_t ld_param_l2(const uint16_t *p) {
   uint16_t v;
   if constexpr (BYTES == 128)
@@ -184,6 +190,21 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
       mine[rr * stride + i + 1] = (s2 >> 16) | (b2 & 0xffff0000u);
     }
     __syncwarp();
+  }
+  // PARAMS 8: the warp's 16 MT rows' scale row and bias row (groups x 2 bytes each, 16-byte
+  // pieces), `pstride` bytes a row (one 16-byte pad, so rows g and g + 1 start 4 banks apart).
+  const int pstride = 4 * groups + 16;
+  uint8_t *pmine = reinterpret_cast<uint8_t *>(staged) + warp * 16 * MT * pstride;
+  if constexpr (PARAMS == 8) {
+    const int pieces = groups / 8, total = 16 * MT * 2 * pieces; // 16-byte pieces
+    for (int e = lane; e < total; e += 32) {
+      const int rr = e / (2 * pieces), rest = e - rr * 2 * pieces;
+      const int arr = rest / pieces, piece = rest - arr * pieces;
+      const uint16_t *src =
+          (arr ? biases : scales) + static_cast<size_t>(min(m + rr, n - 1)) * groups + 8 * piece;
+      copy_weight_async(pmine + rr * pstride + arr * 2 * groups + 16 * piece, src);
+    }
+    copy_async_commit();
   }
   uint32_t acc = 0;
   for (int k = 0; k + 64 * J <= row_bytes; k += 64 * J) {
@@ -235,6 +256,28 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
                                        : 0u;
         }
     }
+    if constexpr (PARAMS == 8) {
+      if (k == 0) { // the staged parameters, once, after the first words are asked for
+        copy_async_wait<0>();
+        __syncwarp();
+      }
+      const int first = (2 * k) >> group_shift;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t *rowp = pmine + (16 * mt + 8 * h + g) * pstride + 2 * first;
+          if constexpr (J == 4) {
+            vs[mt][h] = *reinterpret_cast<const uint4 *>(rowp);
+            vb[mt][h] = *reinterpret_cast<const uint4 *>(rowp + 2 * groups);
+          } else {
+            const uint2 s2 = *reinterpret_cast<const uint2 *>(rowp);
+            const uint2 b2 = *reinterpret_cast<const uint2 *>(rowp + 2 * groups);
+            vs[mt][h] = make_uint4(s2.x, s2.y, 0, 0);
+            vb[mt][h] = make_uint4(b2.x, b2.y, 0, 0);
+          }
+        }
+    }
 #pragma unroll
     for (int j = 0; j < J; ++j)
 #pragma unroll
@@ -243,7 +286,7 @@ __global__ void qtile_kernel(const uint8_t *p, const uint16_t *scales, const uin
         for (int h = 0; h < 2; ++h)
           acc ^= a[j][mt][h].x ^ a[j][mt][h].y ^ a[j][mt][h].z ^ a[j][mt][h].w ^ qs[j][mt][h] ^
                  (qb[j][mt][h] << 16);
-    if constexpr (PARAMS == 4)
+    if constexpr (PARAMS == 4 || PARAMS == 8)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -449,8 +492,9 @@ int main(int argc, char **argv) {
         // Shared memory that lets `occ` CTAs fit an SM and not one more (8 KB under the even
         // share leaves room for the 1 KB the runtime reserves a CTA).
         int cap = occ ? smem_sm / occ - 8192 : 0;
-        if (pm == 5) { // the staged parameters: 4 warps x 16 MT rows x (groups + 2) words
-          const int staged = 4 * 16 * mt * static_cast<int>(groups + 2) * 4;
+        if (pm == 5 || pm == 8) { // the staged parameters: 4 warps x 16 MT rows of each
+          const int staged = pm == 5 ? 4 * 16 * mt * static_cast<int>(groups + 2) * 4
+                                     : 4 * 16 * mt * static_cast<int>(4 * groups + 16);
           if (staged > (occ ? cap : smem_sm - 8192))
             return;
           cap = std::max(cap, staged);
@@ -496,6 +540,9 @@ int main(int argc, char **argv) {
         addq(qtile_kernel<2, 1, 4>, 1, 2, 4, 0);
         addq(qtile_kernel<4, 1, 4>, 1, 4, 4, 0);
         addq(qtile_kernel<2, 2, 4>, 2, 2, 4, 2);
+        addq(qtile_kernel<2, 1, 8>, 1, 2, 8, 0);
+        addq(qtile_kernel<4, 1, 8>, 1, 4, 8, 0);
+        addq(qtile_kernel<2, 2, 8>, 2, 2, 8, 2);
       }
     }
     // TMA boxes of 64-256 bytes a row, 8-32 KB a box, 4 stages, one or two CTAs per SM.

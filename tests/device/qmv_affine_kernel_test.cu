@@ -433,6 +433,30 @@ TEST_F(QmvAffineKernel, TwoGroupChunksMatchTheReferenceAndAreBatchInvariant) {
   KT_CHECK(cudaDeviceSynchronize());
 }
 
+// Staged group parameters (qmv_affine_stages_parameters: J 2 kernels, grids of two CTAs an SM or
+// more, long slices): every config against the reference and its order's bits on a shape whose
+// default stages them, N not a multiple of a CTA's rows (clamped rows stage the last row's
+// parameters), K of 34 chunks (not a power of two). The staged configs must be among those
+// checked.
+TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
+  int sms = 0;
+  KT_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int n = 2 * sms * 64 + 40, k = 4352;
+  for (int r : {1, 8}) {
+    Problem p(r, n, k, 4, 64);
+    int staged = 0;
+    for (const QmvAffineConfig &c : qmv_affine_configs(4)) {
+      QmvAffineArgs a;
+      a.rows = r, a.n = n, a.k = k, a.bits = 4, a.group = 64;
+      a.scales = p.s->p, a.biases = p.b->p;
+      staged += qmv_affine_can_implement(c, r, n, k, 4, 64, nullptr) &&
+                qmv_affine_stages_parameters(c, a);
+    }
+    EXPECT_GT(staged, 0) << where(p);
+    expect_clean(check_problem(p), p);
+  }
+}
+
 // The kernels' 32-bit element offsets: a shape of 2^31 packed words or more is refused by name.
 TEST(QmvAffineConfig, ShapesOfTwoToTheThirtyOneWordsAreRefused) {
   const QmvAffineConfig def = qmv_affine_default(1, 1 << 16, 1 << 14, 4, 64);

@@ -137,15 +137,15 @@ KernelResources split_k_resources(std::span<const void *const> fns, size_t dynam
 
 LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
                                    int rows, void *params, void *stream, const void *fn,
-                                   bool dependent) {
+                                   bool dependent, size_t extra_shared_bytes) {
   if ((cta.async != 0 && cta.async != 1) || (cta.async && !kernel.async_fn) || cta.warps_k < 1 ||
       cta.split_k < 1 || cta.warps < 1 || cta.warps % cta.warps_k != 0 ||
       cta.warps * 32 > kernel.max_threads || rows < 1 || n < 1)
     return LaunchStatus::invalid_value();
   if (!fn)
     fn = cta.async ? kernel.async_fn : kernel.fn;
-  const size_t smem = split_k_shared_bytes(kernel, cta.warps, cta.async != 0);
-  if (cta.async && smem > opt_in_shared_limit(fn))
+  const size_t smem = split_k_shared_bytes(kernel, cta.warps, cta.async != 0) + extra_shared_bytes;
+  if ((cta.async || smem > kSplitKMaxSharedBytes) && smem > opt_in_shared_limit(fn))
     return LaunchStatus::invalid_configuration();
   const SplitKGrid grid{.n = n,
                         .rows = rows,

@@ -162,9 +162,10 @@ bool weights_once_rows_fit(const SplitKCta &cta, int rows, const char *path, std
 // opt-in limit (cudaErrorInvalidConfiguration otherwise). `fn` overrides kernel.fn /
 // kernel.async_fn when a family has several entry points per slot (nullptr: the slot's).
 // Refuses (invalid value) a cta the kernel cannot take. Never synchronises. `dependent`: a
-// programmatic dependent launch (launch_split_k).
+// programmatic dependent launch (launch_split_k). `extra_shared_bytes`: dynamic shared memory
+// the kernel takes after its partials (and ring) for this launch alone.
 LaunchStatus launch_split_k_kernel(const SplitKKernel &kernel, const SplitKCta &cta, int n,
                                    int rows, void *params, void *stream, const void *fn = nullptr,
-                                   bool dependent = false);
+                                   bool dependent = false, size_t extra_shared_bytes = 0);
 
 } // namespace hone::cuda

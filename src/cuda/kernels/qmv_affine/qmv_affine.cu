@@ -27,6 +27,7 @@
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -55,12 +56,18 @@ struct KernelEntry {
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   int ahead;            // J where the slot has a kernel of its own beside it (`ahead=J`), else 0
+  int j;                // the register pipeline's J (chunks of weights in flight a warp)
   SplitKKernel kernel;  // ring: S x 2 MT x 512 bytes per warp
   KernelFn fn[3];       // [chunk groups] the register-pipelined kernel
   KernelFn async_fn[3]; // [chunk groups] the same kernel with the cp.async ring
   // [chunk groups] fn with the SiLU epilogue (split_k_reduce.cuh): the 4-bit slots of rows
   // 1-8 (a decode batch), register pipeline only; null elsewhere.
   KernelFn silu_fn[3];
+  // The per-weight fn and silu_fn that stage the group parameters in shared memory (the
+  // parameter-vector kernels of J 2: 4 bits, one activation tile; staged_words); null elsewhere.
+  // The J 4 kernels' twins measured slower everywhere (staged_words), so none is compiled.
+  KernelFn staged_fn;
+  KernelFn staged_silu_fn;
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -72,6 +79,11 @@ constexpr KernelEntry entry() {
   constexpr KernelFn fn1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>;
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
+  KernelFn staged = nullptr, staged_silu = nullptr;
+  if constexpr (BITS == 4 && NT == 1 && J == 2) {
+    staged = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, true>;
+    staged_silu = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, true>;
+  }
   if constexpr (BITS == 4 && NT == 1) {
     silu0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true>;
     silu1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1, true>;
@@ -95,11 +107,14 @@ constexpr KernelEntry entry() {
           NT * 8,
           MT * 16,
           ALT ? J : 0,
+          J,
           {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
            MT * NT * 128, ALT ? 0 : S * 2 * MT * 512},
           {fn0, fn1, fn2},
           {async0, async1, async2},
-          {silu0, silu1, silu2}};
+          {silu0, silu1, silu2},
+          staged,
+          staged_silu};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -208,6 +223,65 @@ Params mma_params(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   return p;
 }
 
+// SMs of the current device, asked once per device (0 where the runtime cannot say).
+int current_device_sms() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  int sms = known[device].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    known[device].store(sms, std::memory_order_relaxed);
+  }
+  return sms;
+}
+
+// The 32-bit words a weight row takes in a warp's staged group parameters (Params::staged_words;
+// qmv_affine.cuh, the parameter-vector kernels' twins), or 0 where the launch does not stage
+// them. Staged: the J 2 kernels of one activation tile at 4 bits in the per-weight form, group
+// 64, slices starting on a block of J chunks, the arrays (J x 4)-byte aligned, the CTA's
+// partials and staged parameters within the default 48 KB of dynamic shared memory (no opt-in:
+// the CTAs an SM holds are still set by the registers), on grids of two CTAs an SM or more, and
+// only where the staging's one wait is paid back: slices of 32 chunks or more, or of 16 or more
+// at 4 rows or more. Measured against the kernels without it on an H100, int4 g64, rows 1-8
+// (docs/benchmark_results/2026-12-06-h100-4 call6, the mean of two rounds): at J 2, 0.91-0.97 of
+// the time at 32 chunks (28672 x 4096's default), 0.91-1.00 at 16-28 chunks and 4-8 rows but
+// 1.01-1.04 at one row there for one m16 tile, 1.05-1.16 (geomean) at 2-8 chunks; every J 4
+// kernel 1.04-1.17. Under this rule (call7): 0.910-1.008 over 816 cells, geomean 0.999.
+// A row holds D = slice chunks pair words of scales, then D of biases, then J words of padding.
+int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvAffineArgs &args,
+                 const Params &p) {
+  const int j = e.j;
+  const auto bases =
+      reinterpret_cast<uintptr_t>(args.scales) | reinterpret_cast<uintptr_t>(args.biases);
+  if (!e.staged_fn || e.bits != 4 || e.rows_per_cta != 8 || (j != 2 && j != 4) || config.async ||
+      p.factored != 0 || args.group != 64 || p.groups_per_row % 2 != 0 ||
+      (p.groups_per_row / 2) % j != 0 || bases % (4 * static_cast<uintptr_t>(j)) != 0 ||
+      p.slice_chunks % j != 0)
+    return 0;
+  const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
+  const long long ctas = static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
+                         config.split_k *
+                         ((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
+  const int sms = current_device_sms();
+  if (j != 2 || sms <= 0 || ctas < 2LL * sms ||
+      !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4)))
+    return 0;
+  const int words = 2 * p.slice_chunks + j;
+  const size_t staged = static_cast<size_t>(config.warps) *
+                        static_cast<size_t>(e.outputs_per_warp) * static_cast<size_t>(words) * 4;
+  return split_k_shared_bytes(e.kernel, config.warps, false) + staged <= kSplitKMaxSharedBytes
+             ? words
+             : 0;
+}
+
 std::vector<QmvAffineConfig> build_configs(int bits) {
   std::vector<QmvAffineConfig> out;
   for (const KernelEntry &e : kKernels)
@@ -302,6 +376,18 @@ bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int 
   return fn && kernel_spill_free(reinterpret_cast<const void *>(fn));
 }
 
+bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args) {
+  const KernelEntry *e = find_kernel(config, args.bits);
+  if (!e || args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||
+      config.warps_k < 1 || config.split_k < 1)
+    return false;
+  Params p = mma_params(config, args);
+  p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
+  const KernelFn twin = args.silu_inter > 0 ? e->staged_silu_fn : e->staged_fn;
+  return p.factored >= 0 && staged_words(*e, config, args, p) > 0 &&
+         kernel_spill_free(reinterpret_cast<const void *>(twin));
+}
+
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                void *stream) {
   if (args.silu_inter != 0 &&
@@ -356,11 +442,24 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
   p.silu_inter = args.silu_inter;
   const KernelFn *fns = args.silu_inter > 0 ? e->silu_fn : config.async ? e->async_fn : e->fn;
-  const KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
+  KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
   if (!fn || (p.factored == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
+  p.staged_words = staged_words(*e, config, args, p);
+  if (p.staged_words > 0) {
+    // The staged twin is held to the spill rule as its slot's kernels are; one that spills is
+    // never launched, and the slot's own kernel runs unstaged.
+    const KernelFn twin = args.silu_inter > 0 ? e->staged_silu_fn : e->staged_fn;
+    if (kernel_spill_free(reinterpret_cast<const void *>(twin)))
+      fn = twin;
+    else
+      p.staged_words = 0;
+  }
+  const size_t staged = static_cast<size_t>(config.warps) *
+                        static_cast<size_t>(e->outputs_per_warp) *
+                        static_cast<size_t>(p.staged_words) * 4;
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                               reinterpret_cast<const void *>(fn), args.chain.dependent);
+                               reinterpret_cast<const void *>(fn), args.chain.dependent, staged);
 }
 
 } // namespace hone::cuda

@@ -59,6 +59,8 @@ struct Params {
   int rows_per_cta; // grouped path: activation rows per CTA (grid.z row groups)
   int silu_inter;   // the SILU mma kernels' y is [rows, silu_inter], n = 2 silu_inter
                     // (split_k_reduce.cuh); the others ignore it
+  int staged_words; // parameter-vector kernels: 32-bit words a weight row takes in each warp's
+                    // staged parameters (qmv_affine_staged_words), after the partials; 0: none
 };
 
 template <int BITS> struct Layout {
@@ -294,6 +296,23 @@ __device__ __forceinline__ void load_parameter_pairs(const uint16_t *p, uint32_t
   }
 }
 
+// load_parameter_pairs from the staged copy in shared memory: J words from a (J x 4)-byte
+// aligned p.
+template <int J>
+__device__ __forceinline__ void load_shared_pairs(const uint32_t *p, uint32_t (&w)[J]) {
+  if constexpr (J == 4) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(p);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else if constexpr (J == 2) {
+    const uint2 v = *reinterpret_cast<const uint2 *>(p);
+    w[0] = v.x, w[1] = v.y;
+  } else {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      w[j] = p[j];
+  }
+}
+
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
 // xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
 // `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
@@ -451,7 +470,10 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
 // GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
 // kernel carries only its own dequantisation, which keeps its register count down.
 // SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
-template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false>
+// STAGE: the parameter-vector kernels' twin that stages the group parameters in shared memory
+// (p.staged_words; compiled apart, so the kernels without it keep their code and registers).
+template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
+          bool STAGE = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
   // before its first activation load and lets the next one start; both are no-ops otherwise.
@@ -692,11 +714,85 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // first chunk and a row's pairs are multiples of J and the arrays are so aligned.
     const bool vectors =
         pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0;
+    // Staged parameters (p.staged_words > 0, vector kernels): the warp's rows' scale and bias
+    // vectors of every full block of its slice are copied into shared memory (cp.async, one
+    // (J x 4)-byte vector a copy) before its first words are asked for, waited for once after
+    // them, and read from there a block at a time: one shared load a row and block where there
+    // was a global one, each of which touched eight rows' lines (bench/read_ceiling's qrows p8
+    // against p4: the words and parameters of 28672 x 4096 read at 0.90 against 0.73 of the
+    // bandwidth; docs/notes/qmv_affine.md, v17). A row's W = staged_words words: the scale
+    // pairs, then at D = (W - J) / 2 the bias pairs; W / J is odd, so the eight rows of one
+    // load fall in distinct banks. Same values, so the same bits.
+    const int c_first = c;
+    bool staged = false;
+    const uint32_t *stage_row[MT][2] = {};
+    int stage_d = 0;
+    static_assert(!STAGE || kPairCapable, "staging is the parameter-vector kernels' twin");
+    if constexpr (STAGE) {
+      staged = vectors && p.staged_words > 0 && c + J <= c_full;
+      if (staged) {
+        const int w = p.staged_words;
+        stage_d = (w - J) / 2;
+        uint32_t *stage =
+            reinterpret_cast<uint32_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
+            warp * 16 * MT * w;
+        const int vectors_per_row = (c_full - c) / J; // per array
+        const int total = 16 * MT * 2 * vectors_per_row;
+        for (int e = lane; e < total; e += 32) {
+          const int rr = e / (2 * vectors_per_row), rest = e - rr * 2 * vectors_per_row;
+          const int arr = rest >= vectors_per_row, v = rest - arr * vectors_per_row;
+          const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
+          const uint16_t *src = (arr ? p.biases : p.scales) + row * p.groups_per_row +
+                                2 * static_cast<size_t>(c + v * J);
+          uint32_t *dst = stage + rr * w + arr * stage_d + v * J;
+          if constexpr (J == 4)
+            copy_weight_async(dst, src);
+          else
+            copy_weight_async_half(dst, src);
+        }
+        copy_async_commit();
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            stage_row[mt][h] = stage + (mt * 16 + h * 8 + g) * w;
+      }
+    }
+    auto block_words = [&](int c0, WeightFragment<MT>(&f)[J]) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t *q = qp[mt][h] + static_cast<uint32_t>(c0) * 16u;
+#pragma unroll
+          for (int j = 0; j < J; ++j)
+            f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(q + j * 16);
+        }
+    };
+    auto block_staged_params = [&](int c0, WeightFragment<MT>(&f)[J]) {
+      const uint32_t v = static_cast<uint32_t>(c0 - c_first);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t sw[J], bw[J];
+          load_shared_pairs<J>(stage_row[mt][h] + v, sw);
+          load_shared_pairs<J>(stage_row[mt][h] + stage_d + v, bw);
+#pragma unroll
+          for (int j = 0; j < J; ++j) {
+            f[j].scale[mt][h] = sw[j];
+            f[j].bias[mt][h] = bw[j];
+          }
+        }
+    };
     auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
       bool vector_block = false;
-      if constexpr (kPairCapable)
+      if constexpr (kPairCapable && !STAGE) // the staged twin stages or loads a chunk at a time
         vector_block = vectors;
-      if (vector_block) {
+      if (STAGE && staged) {
+        block_words(c0, f);
+        block_staged_params(c0, f);
+      } else if (vector_block) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -724,8 +820,14 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       }
     };
     WeightFragment<MT> fa[J];
-    if (c + J <= c_full)
+    if (STAGE && staged) { // the first words out, then the staged parameters waited for once
+      block_words(c, fa);
+      copy_async_wait<0>();
+      __syncwarp();
+      block_staged_params(c, fa);
+    } else if (c + J <= c_full) {
       load_block(c, fa);
+    }
     start_activations();
     // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =

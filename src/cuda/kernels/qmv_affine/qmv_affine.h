@@ -105,6 +105,10 @@ bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int 
 // kernel for `config` at all (host only, for candidate lists).
 bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, int group, int k,
                                        int inter);
+// Whether a launch of `config` with `args` on the current device stages its group parameters in
+// shared memory (the parameter-vector kernels on grids of two CTAs an SM or more; same bits
+// either way). For tests and reports.
+bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
 // (split-K reduces through cluster shared memory).
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
