@@ -17,7 +17,7 @@
 //     src/cuda/kernels/common/weight_stream.cpp src/core/tactic.cpp src/core/error.cpp
 //     -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
-//     [--formats 4x64,4x128,8x64] [--csv FILE] [--shared-params]
+//     [--formats 4x64,4x128,8x64] [--csv FILE] [--shared-params] [--staging auto|off|on]
 //   Cold L2 as the tuner's: the copies a batch cycles through span 8 x the L2
 //   (cold_copies, kernel_harness.cuh). At 2 x (this harness before 2026-12-06) part of a copy was
 //   still in L2 when it came round again: gate_up's default read 15 % faster there than at 8 or 32
@@ -27,6 +27,9 @@
 //   model step where every layer's are cold, and the loads-only ceiling reads all three.
 //   --shared-params: one set of scales and biases for every copy (they stay in L2), and the
 //     ceiling reads the words alone, as before 2026-12-06.
+//   --staging: the group parameters staged in shared memory where the launch's rule says (auto,
+//     the default), never (off: the A/B against auto in one build), or wherever a kernel can (on)
+//     (QmvAffineArgs::stage_parameters).
 //   ./qmv_affine_kernel_test --pattern [--shapes ...]: loads-only reads of the 4-bit words in the
 //     kernels' access patterns (run_patterns)
 #include <algorithm>
@@ -79,7 +82,8 @@ __global__ void fill_words_kernel(uint32_t *p, size_t count, uint64_t seed) {
 // One quantized problem in device memory.
 struct Problem {
   int rows, n, k, bits, group;
-  int chunk_groups = -1; // QmvAffineArgs::chunk_groups of every launch
+  int chunk_groups = -1;     // QmvAffineArgs::chunk_groups of every launch
+  int stage_parameters = -1; // QmvAffineArgs::stage_parameters of every launch
   std::unique_ptr<DeviceMem> x, q, s, b;
   size_t words() const { return elements(n, k) / static_cast<size_t>(32 / bits); }
   size_t groups() const { return elements(n, k / group); }
@@ -125,6 +129,7 @@ struct Problem {
     a.bits = bits;
     a.group = group;
     a.chunk_groups = chunk_groups;
+    a.stage_parameters = stage_parameters;
     return qmv_affine_launch(c, a, st).code();
   }
 
@@ -436,23 +441,58 @@ TEST_F(QmvAffineKernel, TwoGroupChunksMatchTheReferenceAndAreBatchInvariant) {
 // Staged group parameters (qmv_affine_stages_parameters: J 2 kernels, grids of two CTAs an SM or
 // more, long slices): every config against the reference and its order's bits on a shape whose
 // default stages them, N not a multiple of a CTA's rows (clamped rows stage the last row's
-// parameters), K of 34 chunks (not a power of two). The staged configs must be among those
-// checked.
+// parameters), K of 34 chunks (not a power of two); and each config the rule stages bit for bit
+// against the same config with staging off. The staged configs must be among those checked.
 TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
   int sms = 0;
   KT_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int n = 2 * sms * 64 + 40, k = 4352;
   for (int r : {1, 8}) {
     Problem p(r, n, k, 4, 64);
+    expect_clean(check_problem(p), p);
+    DeviceMem y_on(elements(r, n) * 2), y_off(elements(r, n) * 2);
     int staged = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(4)) {
       QmvAffineArgs a;
       a.rows = r, a.n = n, a.k = k, a.bits = 4, a.group = 64;
       a.scales = p.s->p, a.biases = p.b->p;
-      staged += qmv_affine_can_implement(c, r, n, k, 4, 64, nullptr) &&
-                qmv_affine_stages_parameters(c, a);
+      if (!qmv_affine_can_implement(c, r, n, k, 4, 64, nullptr) ||
+          !qmv_affine_stages_parameters(c, a))
+        continue;
+      ++staged;
+      a.stage_parameters = 0;
+      EXPECT_FALSE(qmv_affine_stages_parameters(c, a));
+      p.stage_parameters = -1;
+      KT_CHECK(static_cast<cudaError_t>(p.launch(c, p.x->p, y_on.p, r)));
+      p.stage_parameters = 0;
+      KT_CHECK(static_cast<cudaError_t>(p.launch(c, p.x->p, y_off.p, r)));
+      KT_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(download(y_on.p, elements(r, n)), download(y_off.p, elements(r, n)))
+          << c.to_tactic().str() << " " << where(p);
     }
     EXPECT_GT(staged, 0) << where(p);
+  }
+}
+
+// Staging forced wherever a kernel can (QmvAffineArgs::stage_parameters 1), on the small shapes
+// with leftovers at int4 g64: short slices, K split over warps and cluster CTAs, clamped rows.
+// Every config against the reference and its order's bits, staged ones among them.
+TEST_F(QmvAffineKernel, ForcedStagingMatchesTheReferenceAndItsOrder) {
+  for (const Case &c : check_cases(true, testing::minimal_shapes())) {
+    if (c.bits != 4 || c.group != 64)
+      continue;
+    Problem p(c.rows, c.n, c.k, 4, 64);
+    p.stage_parameters = 1;
+    int staged = 0;
+    for (const QmvAffineConfig &config : qmv_affine_configs(4)) {
+      QmvAffineArgs a;
+      a.rows = c.rows, a.n = c.n, a.k = c.k, a.bits = 4, a.group = 64;
+      a.scales = p.s->p, a.biases = p.b->p, a.stage_parameters = 1;
+      staged += qmv_affine_can_implement(config, c.rows, c.n, c.k, 4, 64, nullptr) &&
+                qmv_affine_stages_parameters(config, a);
+    }
+    if (c.rows <= 8 && c.k % 256 == 0)
+      EXPECT_GT(staged, 0) << where(p);
     expect_clean(check_problem(p), p);
   }
 }
@@ -1081,6 +1121,7 @@ int run_main(int argc, char **argv) {
   std::vector<int> format_list{4, 64, 4, 128, 8, 64};
   const char *csv_path = nullptr;
   bool pattern = false, cold_params = true;
+  int stage_parameters = -1; // --staging auto|off|on: QmvAffineArgs::stage_parameters
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
@@ -1100,6 +1141,14 @@ int run_main(int argc, char **argv) {
       cold_params = false;
     else if (!std::strcmp(argv[i], "--cold-params")) // the default; kept for older scripts
       cold_params = true;
+    else if (!std::strcmp(argv[i], "--staging") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "auto" && v != "off" && v != "on") {
+        std::fprintf(stderr, "--staging %s: expected auto, off or on\n", v.c_str());
+        return 2;
+      }
+      stage_parameters = v == "auto" ? -1 : v == "off" ? 0 : 1;
+    }
   }
   if (pattern)
     return run_patterns(shape_list);
@@ -1112,6 +1161,7 @@ int run_main(int argc, char **argv) {
     CheckSummary total;
     for (const Case &c : check_cases(quick)) {
       Problem p(c.rows, c.n, c.k, c.bits, c.group);
+      p.stage_parameters = stage_parameters;
       const CheckSummary s = check_problem(p);
       total.configs += s.configs;
       total.failed += s.failed;
@@ -1160,6 +1210,7 @@ int run_main(int argc, char **argv) {
       const int n = shape_list[si], k = shape_list[si + 1];
       const int max_rows = *std::max_element(rows_list.begin(), rows_list.end());
       Problem base(max_rows, n, k, bits, group);
+      base.stage_parameters = stage_parameters;
       // Cold L2: rotate among copies of the packed weights, each with its own scales and
       // biases (the base's, 16-byte aligned after the words), and the ceiling reads the whole
       // copy. With --shared-params the copies share the base's (1/16 of the bytes or less,

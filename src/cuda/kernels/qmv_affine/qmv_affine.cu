@@ -266,13 +266,16 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
       (p.groups_per_row / 2) % j != 0 || bases % (4 * static_cast<uintptr_t>(j)) != 0 ||
       p.slice_chunks % j != 0)
     return 0;
+  if (args.stage_parameters == 0)
+    return 0;
   const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
   const long long ctas = static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
                          config.split_k *
                          ((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
   const int sms = current_device_sms();
-  if (j != 2 || sms <= 0 || ctas < 2LL * sms ||
-      !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4)))
+  if (args.stage_parameters < 0 &&
+      (sms <= 0 || ctas < 2LL * sms ||
+       !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4))))
     return 0;
   const int words = 2 * p.slice_chunks + j;
   const size_t staged = static_cast<size_t>(config.warps) *

@@ -60,7 +60,7 @@ struct Params {
   int silu_inter;   // the SILU mma kernels' y is [rows, silu_inter], n = 2 silu_inter
                     // (split_k_reduce.cuh); the others ignore it
   int staged_words; // parameter-vector kernels: 32-bit words a weight row takes in each warp's
-                    // staged parameters (qmv_affine_staged_words), after the partials; 0: none
+                    // staged parameters (staged_words, qmv_affine.cu), after the partials; 0: none
 };
 
 template <int BITS> struct Layout {
