@@ -462,6 +462,9 @@ TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
       ++staged;
       a.stage_parameters = 0;
       EXPECT_FALSE(qmv_affine_stages_parameters(c, a));
+      // Poisoned differently, so that outputs left unwritten cannot agree.
+      KT_CHECK(cudaMemset(y_on.p, 0xff, elements(r, n) * 2));
+      KT_CHECK(cudaMemset(y_off.p, 0x7f, elements(r, n) * 2));
       p.stage_parameters = -1;
       KT_CHECK(static_cast<cudaError_t>(p.launch(c, p.x->p, y_on.p, r)));
       p.stage_parameters = 0;
