@@ -91,6 +91,22 @@ cutlass_headers() {
   rm -rf "$tmp"
 }
 
+# matplotlib, for `hone sweep`'s charts and their test (SweepOutput.ChartsOfOneUnitEach), in the
+# python3 on PATH, which is the one `hone sweep` runs: with pip where it is missing and this runs
+# as root. Failing that is a warning: the sweep then writes its table without charts and says
+# why, and the test is skipped.
+matplotlib_module() {
+  python3 -c 'import matplotlib' >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" -eq 0 ] && python3 -m pip --version >/dev/null 2>&1 &&
+     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+       matplotlib && python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "bootstrap: matplotlib installed with pip for $(command -v python3)"
+  else
+    echo "bootstrap: WARNING: $(command -v python3) has no matplotlib; hone sweep will write" \
+      "no charts (pip install matplotlib)" >&2
+  fi
+}
+
 cmake_too_old=""
 check
 if [ ${#missing[@]} -eq 0 ]; then
@@ -98,6 +114,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   have nvcc && echo "bootstrap: nvcc found: the CUDA backend will be built" ||
     echo "bootstrap: no nvcc: building the CPU backend only"
   cutlass_headers
+  matplotlib_module
   exit 0
 fi
 
@@ -130,3 +147,4 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 echo "bootstrap: all build dependencies are present"
 cutlass_headers
+matplotlib_module
