@@ -111,10 +111,11 @@ if want pick; then
 fi
 
 if want ahead; then
-  # The int4 gate_up picks with the parameter vectors (`ahead=2`, J = 2, 126 registers): the
-  # default at rows 1-8 (4 warps, 16 rows each, one K slice) and the H200 tolerance tune's pick
-  # (2 warps, 2 K slices; docs/benchmark_results/2026-12-06-h200, call2), each forced for every
-  # launch of hone bench through HONE_TACTIC_CUDA_QMV_AFFINE.
+  # The int4 gate_up picks with the parameter vectors (`ahead=2`, J = 2): the default at rows 1-8
+  # (4 warps, 16 rows each, one K slice: since 9132551 its staged twin, 122 registers) and the
+  # H200 tolerance tune's pick (2 warps, 2 K slices of 16 chunks: not staged at one row, 106
+  # registers; docs/benchmark_results/2026-12-06-h200, call2), each forced for every launch of
+  # hone bench through HONE_TACTIC_CUDA_QMV_AFFINE.
   command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
   for spec in "default 4 1" "pick 2 2"; do
     read -r tag warps warps_k <<<"$spec"
