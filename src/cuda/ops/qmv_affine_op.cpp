@@ -34,6 +34,34 @@ std::string describe(const QmvAffineProblem &p) {
          ",group=" + std::to_string(p.group);
 }
 
+// What qmv.affine and qmv.affine.silu_mul share for the linear `p` (with `silu`, the gate/up
+// linear of n = 2 inter rows, whose configs must have the SiLU x up epilogue and whose output is
+// [rows, inter]): the candidates (default first), the default, the compiled configs and the bytes.
+std::vector<Tactic> linear_candidates(const QmvAffineProblem &p, bool silu) {
+  return default_first(
+      qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group), qmv_affine_configs(p.bits),
+      [&](const QmvAffineConfig &c) {
+        return qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, nullptr) &&
+               (!silu || qmv_affine_silu_epilogue_compiled(c, p.bits, p.group, p.k, p.n / 2));
+      });
+}
+
+Tactic linear_default_tactic(const QmvAffineProblem &p) {
+  return qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+}
+
+CompiledTactic compile_linear(std::string_view op, const Tactic &tactic) {
+  return compile_config<QmvAffineConfig>(op, tactic,
+                                         {&qmv_affine_configs(4), &qmv_affine_configs(8)});
+}
+
+WorkloadBytes linear_workload_bytes(const QmvAffineProblem &p, int64_t out_cols) {
+  WorkloadBytes b;
+  b.per_copy = quantized_weight_bytes(p) + elements(p.rows, p.k) * sizeof(uint16_t);
+  b.fixed = CudaWorkload::output_bytes(p.rows, out_cols);
+  return b;
+}
+
 } // namespace
 
 QmvAffineProblem qmv_affine_silu_mul_problem(const Shape &shape) {
@@ -148,18 +176,11 @@ QmvAffineOp::QmvAffineOp()
              Numerics::batch_invariant) {}
 
 std::vector<Tactic> QmvAffineOp::candidates(const Shape &bucket) const {
-  const QmvAffineProblem p = qmv_affine_problem(bucket);
-  return default_first(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group),
-                       qmv_affine_configs(p.bits), [&](const QmvAffineConfig &c) {
-                         std::string why;
-                         return qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group,
-                                                         &why);
-                       });
+  return linear_candidates(qmv_affine_problem(bucket), false);
 }
 
 Tactic QmvAffineOp::default_tactic(const Shape &bucket) const {
-  const QmvAffineProblem p = qmv_affine_problem(bucket);
-  return qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+  return linear_default_tactic(qmv_affine_problem(bucket));
 }
 
 void QmvAffineOp::validate(const Shape &shape) const {
@@ -193,16 +214,12 @@ void QmvAffineOp::validate(const Shape &shape) const {
 }
 
 CompiledTactic QmvAffineOp::compile(const Tactic &tactic) const {
-  return compile_config<QmvAffineConfig>(name(), tactic,
-                                         {&qmv_affine_configs(4), &qmv_affine_configs(8)});
+  return compile_linear(name(), tactic);
 }
 
 std::optional<WorkloadBytes> QmvAffineOp::workload_bytes(const Shape &shape) const {
   const QmvAffineProblem p = qmv_affine_problem(shape);
-  WorkloadBytes b;
-  b.per_copy = quantized_weight_bytes(p) + elements(p.rows, p.k) * sizeof(uint16_t);
-  b.fixed = CudaWorkload::output_bytes(p.rows, p.n);
-  return b;
+  return linear_workload_bytes(p, p.n);
 }
 
 std::unique_ptr<Workload> QmvAffineOp::prepare(const Shape &shape) const {
@@ -224,19 +241,11 @@ QmvAffineSiluMulOp::QmvAffineSiluMulOp()
              Numerics::batch_invariant) {}
 
 std::vector<Tactic> QmvAffineSiluMulOp::candidates(const Shape &bucket) const {
-  const QmvAffineProblem p = qmv_affine_silu_mul_problem(bucket);
-  return default_first(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group),
-                       qmv_affine_configs(p.bits), [&](const QmvAffineConfig &c) {
-                         std::string why;
-                         return qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group,
-                                                         &why) &&
-                                qmv_affine_silu_epilogue_compiled(c, p.bits, p.group, p.k, p.n / 2);
-                       });
+  return linear_candidates(qmv_affine_silu_mul_problem(bucket), true);
 }
 
 Tactic QmvAffineSiluMulOp::default_tactic(const Shape &bucket) const {
-  const QmvAffineProblem p = qmv_affine_silu_mul_problem(bucket);
-  return qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group).to_tactic();
+  return linear_default_tactic(qmv_affine_silu_mul_problem(bucket));
 }
 
 void QmvAffineSiluMulOp::validate(const Shape &shape) const {
@@ -274,16 +283,12 @@ bool QmvAffineSiluMulOp::owns_kernel(std::string_view kernel) const {
 }
 
 CompiledTactic QmvAffineSiluMulOp::compile(const Tactic &tactic) const {
-  return compile_config<QmvAffineConfig>(name(), tactic,
-                                         {&qmv_affine_configs(4), &qmv_affine_configs(8)});
+  return compile_linear(name(), tactic);
 }
 
 std::optional<WorkloadBytes> QmvAffineSiluMulOp::workload_bytes(const Shape &shape) const {
   const QmvAffineProblem p = qmv_affine_silu_mul_problem(shape);
-  WorkloadBytes b;
-  b.per_copy = quantized_weight_bytes(p) + elements(p.rows, p.k) * sizeof(uint16_t);
-  b.fixed = CudaWorkload::output_bytes(p.rows, p.n / 2);
-  return b;
+  return linear_workload_bytes(p, p.n / 2);
 }
 
 std::unique_ptr<Workload> QmvAffineSiluMulOp::prepare(const Shape &shape) const {

@@ -82,6 +82,29 @@ bool pdl_supported() {
   return answer == 2;
 }
 
+int current_device_sms() {
+  // Per device ordinal: 0 not asked yet. As pdl_supported: after the first call, cudaGetDevice
+  // and one load.
+  constexpr int kDevices = 64;
+  static std::array<std::atomic<int>, kDevices> known{};
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (device >= 0 && device < kDevices)
+    sms = known[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    if (device >= 0 && device < kDevices)
+      known[static_cast<size_t>(device)].store(sms, std::memory_order_relaxed);
+  }
+  return sms;
+}
+
 LaunchStatus LaunchStatus::invalid_value() {
   return from_cuda(static_cast<int>(cudaErrorInvalidValue));
 }

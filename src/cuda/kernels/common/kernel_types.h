@@ -42,6 +42,10 @@ private:
 // remembered per device. Launchers ask it before they set the launch attribute.
 bool pdl_supported();
 
+// The current device's streaming multiprocessors, remembered per device; 0 when it cannot be
+// read.
+int current_device_sms();
+
 // The current device's opt-in limit of dynamic shared memory per block, set on `kernel` (a
 // __global__ function) at its first call on that device and remembered per device and kernel;
 // 0 when it cannot be set.

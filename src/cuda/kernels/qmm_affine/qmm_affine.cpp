@@ -166,18 +166,8 @@ size_t scratch_bytes(const QmmAffineConfig &c, int n, int k, int group) {
   return 2 * params_bytes(n, k, group);
 }
 
-// The SM count of the current device, which bounds the persistent grid; 0 (CUTLASS then asks
-// the device itself) when it cannot be read.
-int current_sm_count() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return sms;
-}
-
+// `sm_count`: the current device's (current_device_sms), which bounds the persistent grid; 0
+// (CUTLASS then asks the device itself) when it cannot be read.
 QmmAffineKernelArgs kernel_args(const QmmAffineConfig &c, const QmmAffineArgs &a, int sm_count) {
   QmmAffineKernelArgs ka;
   ka.x = a.x;
@@ -299,7 +289,7 @@ size_t qmm_affine_workspace_bytes(const QmmAffineConfig &config, int m, int n, i
   // size holds for launches on this device (and for every dequant chunk, the first the
   // largest).
   return scratch_bytes(config, n, k, group) +
-         round_up(kernel->workspace_bytes(kernel_args(config, a, current_sm_count())));
+         round_up(kernel->workspace_bytes(kernel_args(config, a, current_device_sms())));
 }
 
 LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArgs &args,
@@ -329,7 +319,7 @@ LaunchStatus qmm_affine_launch(const QmmAffineConfig &config, const QmmAffineArg
       args.workspace_bytes <
           qmm_affine_workspace_bytes(config, args.m, args.n, args.k, args.bits, args.group))
     return LaunchStatus::invalid_value();
-  const QmmAffineKernelArgs ka = kernel_args(config, args, current_sm_count());
+  const QmmAffineKernelArgs ka = kernel_args(config, args, current_device_sms());
   if (config.path == 1)
     return launch_dequant(*kernel, args, ka, stream);
   if (kernel->can_implement(ka) != 0)

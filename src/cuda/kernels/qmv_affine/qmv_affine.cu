@@ -27,7 +27,6 @@
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -56,7 +55,6 @@ struct KernelEntry {
   int rows_per_cta;     // NT * 8
   int outputs_per_warp; // MT * 16
   int ahead;            // J where the slot has a kernel of its own beside it (`ahead=J`), else 0
-  int j;                // the register pipeline's J (chunks of weights in flight a warp)
   SplitKKernel kernel;  // ring: S x 2 MT x 512 bytes per warp
   KernelFn fn[3];       // [chunk groups] the register-pipelined kernel
   KernelFn async_fn[3]; // [chunk groups] the same kernel with the cp.async ring
@@ -107,7 +105,6 @@ constexpr KernelEntry entry() {
           NT * 8,
           MT * 16,
           ALT ? J : 0,
-          J,
           {reinterpret_cast<const void *>(fn0), reinterpret_cast<const void *>(async0), MAX_THREADS,
            MT * NT * 128, ALT ? 0 : S * 2 * MT * 512},
           {fn0, fn1, fn2},
@@ -223,26 +220,6 @@ Params mma_params(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   return p;
 }
 
-// SMs of the current device, asked once per device (0 where the runtime cannot say).
-int current_device_sms() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> known[kDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  int sms = known[device].load(std::memory_order_relaxed);
-  if (sms == 0) {
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    known[device].store(sms, std::memory_order_relaxed);
-  }
-  return sms;
-}
-
 // The 32-bit words a weight row takes in a warp's staged group parameters (Params::staged_words;
 // qmv_affine.cuh, the parameter-vector kernels' twins), or 0 where the launch does not stage
 // them. Staged: the J 2 kernels of one activation tile at 4 bits in the per-weight form, group
@@ -258,15 +235,11 @@ int current_device_sms() {
 // A row holds D = slice chunks pair words of scales, then D of biases, then J words of padding.
 int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvAffineArgs &args,
                  const Params &p) {
-  const int j = e.j;
+  // A staged twin exists for the J 2 one-tile 4-bit kernels alone (entry()).
   const auto bases =
       reinterpret_cast<uintptr_t>(args.scales) | reinterpret_cast<uintptr_t>(args.biases);
-  if (!e.staged_fn || e.bits != 4 || e.rows_per_cta != 8 || (j != 2 && j != 4) || config.async ||
-      p.factored != 0 || args.group != 64 || p.groups_per_row % 2 != 0 ||
-      (p.groups_per_row / 2) % j != 0 || bases % (4 * static_cast<uintptr_t>(j)) != 0 ||
-      p.slice_chunks % j != 0)
-    return 0;
-  if (args.stage_parameters == 0)
+  if (!e.staged_fn || args.stage_parameters == 0 || config.async || p.factored != 0 ||
+      args.group != 64 || p.groups_per_row % 4 != 0 || bases % 8 != 0 || p.slice_chunks % 2 != 0)
     return 0;
   const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
   const long long ctas = static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
@@ -277,7 +250,7 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
       (sms <= 0 || ctas < 2LL * sms ||
        !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4))))
     return 0;
-  const int words = 2 * p.slice_chunks + j;
+  const int words = 2 * p.slice_chunks + 2;
   const size_t staged = static_cast<size_t>(config.warps) *
                         static_cast<size_t>(e.outputs_per_warp) * static_cast<size_t>(words) * 4;
   return split_k_shared_bytes(e.kernel, config.warps, false) + staged <= kSplitKMaxSharedBytes

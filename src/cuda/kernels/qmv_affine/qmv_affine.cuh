@@ -296,23 +296,6 @@ __device__ __forceinline__ void load_parameter_pairs(const uint16_t *p, uint32_t
   }
 }
 
-// load_parameter_pairs from the staged copy in shared memory: J words from a (J x 4)-byte
-// aligned p.
-template <int J>
-__device__ __forceinline__ void load_shared_pairs(const uint32_t *p, uint32_t (&w)[J]) {
-  if constexpr (J == 4) {
-    const uint4 v = *reinterpret_cast<const uint4 *>(p);
-    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-  } else if constexpr (J == 2) {
-    const uint2 v = *reinterpret_cast<const uint2 *>(p);
-    w[0] = v.x, w[1] = v.y;
-  } else {
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-      w[j] = p[j];
-  }
-}
-
 // A factored chunk's group applied to the accumulators, in fp32: acc += s part + (b - offset s)
 // xsum, with the group's scale s and bias b the bf16 in the low (HIGH false) or high half of
 // `f`'s parameter words and `offset` what the exact integers carry (128 + q at 4 bits).
@@ -714,20 +697,20 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // first chunk and a row's pairs are multiples of J and the arrays are so aligned.
     const bool vectors =
         pairs && c % J == 0 && (p.groups_per_row / 2) % J == 0 && param_bases % (4 * J) == 0;
-    // Staged parameters (p.staged_words > 0, vector kernels): the warp's rows' scale and bias
-    // vectors of every full block of its slice are copied into shared memory (cp.async, one
-    // (J x 4)-byte vector a copy) before its first words are asked for, waited for once after
-    // them, and read from there a block at a time: one shared load a row and block where there
-    // was a global one, each of which touched eight rows' lines (bench/read_ceiling's qrows p8
-    // against p4: the words and parameters of 28672 x 4096 read at 0.90 against 0.73 of the
-    // bandwidth; docs/notes/qmv_affine.md, v17). A row's W = staged_words words: the scale
-    // pairs, then at D = (W - J) / 2 the bias pairs; W / J is odd, so the eight rows of one
-    // load fall in distinct banks. Same values, so the same bits.
+    // Staged parameters (p.staged_words > 0, the J 2 vector kernels' twins): the warp's rows'
+    // scale and bias pairs of every full block of its slice are copied into shared memory
+    // (cp.async, one block's 8 bytes a copy) before its first words are asked for, waited for
+    // once after them, and read from there a block at a time: one shared load a row and block
+    // where there was a global one, each of which touched eight rows' lines
+    // (bench/read_ceiling's qrows p8 against p4: the words and parameters of 28672 x 4096 read
+    // at 0.90 against 0.73 of the bandwidth; docs/notes/qmv_affine.md, v17). A row's
+    // W = staged_words words: the scale pairs, then at D = (W - J) / 2 the bias pairs; W / J is
+    // odd, so the eight rows of one load fall in distinct banks. Same values, so the same bits.
     const int c_first = c;
     bool staged = false;
     const uint32_t *stage_row[MT][2] = {};
     int stage_d = 0;
-    static_assert(!STAGE || kPairCapable, "staging is the parameter-vector kernels' twin");
+    static_assert(!STAGE || (kPairCapable && J == 2), "staging is the J 2 vector kernels' twin");
     if constexpr (STAGE) {
       staged = vectors && p.staged_words > 0 && c + J <= c_full;
       if (staged) {
@@ -744,11 +727,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
           const uint16_t *src = (arr ? p.biases : p.scales) + row * p.groups_per_row +
                                 2 * static_cast<size_t>(c + v * J);
-          uint32_t *dst = stage + rr * w + arr * stage_d + v * J;
-          if constexpr (J == 4)
-            copy_weight_async(dst, src);
-          else
-            copy_weight_async_half(dst, src);
+          copy_weight_async_half(stage + rr * w + arr * stage_d + v * J, src);
         }
         copy_async_commit();
 #pragma unroll
@@ -775,14 +754,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          uint32_t sw[J], bw[J];
-          load_shared_pairs<J>(stage_row[mt][h] + v, sw);
-          load_shared_pairs<J>(stage_row[mt][h] + stage_d + v, bw);
-#pragma unroll
-          for (int j = 0; j < J; ++j) {
-            f[j].scale[mt][h] = sw[j];
-            f[j].bias[mt][h] = bw[j];
-          }
+          const uint2 sw = *reinterpret_cast<const uint2 *>(stage_row[mt][h] + v);
+          const uint2 bw = *reinterpret_cast<const uint2 *>(stage_row[mt][h] + stage_d + v);
+          f[0].scale[mt][h] = sw.x, f[1].scale[mt][h] = sw.y;
+          f[0].bias[mt][h] = bw.x, f[1].bias[mt][h] = bw.y;
         }
     };
     auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
