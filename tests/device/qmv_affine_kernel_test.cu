@@ -451,7 +451,7 @@ TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
     Problem p(r, n, k, 4, 64);
     expect_clean(check_problem(p), p);
     DeviceMem y_on(elements(r, n) * 2), y_off(elements(r, n) * 2);
-    int staged = 0;
+    int staged = 0, staged_async = 0;
     for (const QmvAffineConfig &c : qmv_affine_configs(4)) {
       QmvAffineArgs a;
       a.rows = r, a.n = n, a.k = k, a.bits = 4, a.group = 64;
@@ -460,6 +460,7 @@ TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
           !qmv_affine_stages_parameters(c, a))
         continue;
       ++staged;
+      staged_async += c.async;
       a.stage_parameters = 0;
       EXPECT_FALSE(qmv_affine_stages_parameters(c, a));
       // Poisoned differently, so that outputs left unwritten cannot agree.
@@ -474,6 +475,7 @@ TEST_F(QmvAffineKernel, StagedParametersMatchTheReferenceAndTheirOrder) {
           << c.to_tactic().str() << " " << where(p);
     }
     EXPECT_GT(staged, 0) << where(p);
+    EXPECT_GT(staged_async, 0) << where(p); // the cp.async ring's twins among them
   }
 }
 
@@ -486,16 +488,20 @@ TEST_F(QmvAffineKernel, ForcedStagingMatchesTheReferenceAndItsOrder) {
       continue;
     Problem p(c.rows, c.n, c.k, 4, 64);
     p.stage_parameters = 1;
-    int staged = 0;
+    int staged = 0, staged_async = 0;
     for (const QmvAffineConfig &config : qmv_affine_configs(4)) {
       QmvAffineArgs a;
       a.rows = c.rows, a.n = c.n, a.k = c.k, a.bits = 4, a.group = 64;
       a.scales = p.s->p, a.biases = p.b->p, a.stage_parameters = 1;
-      staged += qmv_affine_can_implement(config, c.rows, c.n, c.k, 4, 64, nullptr) &&
-                qmv_affine_stages_parameters(config, a);
+      const bool s = qmv_affine_can_implement(config, c.rows, c.n, c.k, 4, 64, nullptr) &&
+                     qmv_affine_stages_parameters(config, a);
+      staged += s;
+      staged_async += s && config.async;
     }
-    if (c.rows <= 8 && c.k % 256 == 0)
+    if (c.rows <= 8 && c.k % 256 == 0) {
       EXPECT_GT(staged, 0) << where(p);
+      EXPECT_GT(staged_async, 0) << where(p);
+    }
     expect_clean(check_problem(p), p);
   }
 }
@@ -582,17 +588,19 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
     }
     EXPECT_EQ(depths, bits == 4 ? (std::set<int>{2, 4}) : (std::set<int>{4})) << "bits=" << bits;
   }
-  // The default spells `ahead=2` only for int4 g64 at rows 1-8 with fewer than 8 K slices (the
-  // parameter vectors of its J = 2 kernel): 28672 x 4096 (one slice) and 6144 x 4096 (four) at
-  // rows 1 and 8, not past 8 rows, nor at 8 slices (4096 x 4096), nor at g128 or 8 bits.
+  // The default spells `ahead=2` only for int4 g64 at rows 1-8 with at most 8 K slices (the
+  // parameter vectors of its J = 2 kernel): 28672 x 4096 (one slice), 6144 x 4096 (four),
+  // 4096 x 4096 and 4096 x 14336 (eight) at rows 1 and 8, not past 8 rows, nor at g128 or 8 bits.
   if constexpr (kQmvParameterVectors) {
     for (int rows : {1, 8}) {
       EXPECT_EQ(qmv_affine_default(rows, 28672, 4096, 4, 64).ahead, 2) << rows;
       EXPECT_EQ(qmv_affine_default(rows, 6144, 4096, 4, 64).ahead, 2) << rows;
+      EXPECT_EQ(qmv_affine_default(rows, 4096, 4096, 4, 64).ahead, 2) << rows;
+      EXPECT_EQ(qmv_affine_default(rows, 4096, 14336, 4, 64).ahead, 2) << rows;
     }
   }
   EXPECT_EQ(qmv_affine_default(9, 28672, 4096, 4, 64).ahead, 0);
-  EXPECT_EQ(qmv_affine_default(1, 4096, 4096, 4, 64).ahead, 0);
+  EXPECT_EQ(qmv_affine_default(9, 4096, 14336, 4, 64).ahead, 0);
   EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 4, 128).ahead, 0);
   EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 8, 64).ahead, 0);
   const std::string base = "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=16,"

@@ -66,6 +66,8 @@ struct KernelEntry {
   // The J 4 kernels' twins measured slower everywhere (staged_words), so none is compiled.
   KernelFn staged_fn;
   KernelFn staged_silu_fn;
+  // The per-weight async_fn that stages them (4 bits); null elsewhere.
+  KernelFn staged_async_fn;
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -77,7 +79,9 @@ constexpr KernelEntry entry() {
   constexpr KernelFn fn1 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 1>;
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
-  KernelFn staged = nullptr, staged_silu = nullptr;
+  KernelFn staged = nullptr, staged_silu = nullptr, staged_async = nullptr;
+  if constexpr (BITS == 4 && !ALT)
+    staged_async = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0, false, true>;
   if constexpr (BITS == 4 && NT == 1 && J == 2) {
     staged = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, true>;
     staged_silu = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, true>;
@@ -111,7 +115,8 @@ constexpr KernelEntry entry() {
           {async0, async1, async2},
           {silu0, silu1, silu2},
           staged,
-          staged_silu};
+          staged_silu,
+          staged_async};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -220,42 +225,61 @@ Params mma_params(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   return p;
 }
 
+// The staged twin of `config`'s kernel for a launch with `args`, or null where none is compiled.
+KernelFn staged_twin(const KernelEntry &e, const QmvAffineConfig &config,
+                     const QmvAffineArgs &args) {
+  return args.silu_inter > 0 ? e.staged_silu_fn : config.async ? e.staged_async_fn : e.staged_fn;
+}
+
 // The 32-bit words a weight row takes in a warp's staged group parameters (Params::staged_words;
-// qmv_affine.cuh, the parameter-vector kernels' twins), or 0 where the launch does not stage
-// them. Staged: the J 2 kernels of one activation tile at 4 bits in the per-weight form, group
-// 64, slices starting on a block of J chunks, the arrays (J x 4)-byte aligned, the CTA's
-// partials and staged parameters within the default 48 KB of dynamic shared memory (no opt-in:
-// the CTAs an SM holds are still set by the registers), on grids of two CTAs an SM or more, and
+// qmv_affine.cuh, the STAGE twins), or 0 where the launch does not stage them. Staged: 4 bits in
+// the per-weight form, group 64, where the slot compiles a twin (the register pipeline's J 2
+// kernels of one activation tile; every cp.async ring kernel), slices starting on a pair
+// of chunks, K a multiple of two chunks, the arrays 8-byte aligned, and the shared memory within
+// the slot's limit (the register pipeline: the default 48 KB, no opt-in, so the CTAs an SM
+// holds are still set by the registers).
+// The rule (stage_parameters -1), register pipeline: on grids of two CTAs an SM or more, and
 // only where the staging's one wait is paid back: slices of 32 chunks or more, or of 16 or more
 // at 4 rows or more. Measured against the kernels without it on an H100, int4 g64, rows 1-8
 // (docs/benchmark_results/2026-12-06-h100-4 call6, the mean of two rounds): at J 2, 0.91-0.97 of
 // the time at 32 chunks (28672 x 4096's default), 0.91-1.00 at 16-28 chunks and 4-8 rows but
 // 1.01-1.04 at one row there for one m16 tile, 1.05-1.16 (geomean) at 2-8 chunks; every J 4
 // kernel 1.04-1.17. Under this rule (call7): 0.910-1.008 over 816 cells, geomean 0.999.
-// A row holds D = slice chunks pair words of scales, then D of biases, then J words of padding.
+// The cp.async ring: slices of 4 chunks or more (its first stage waits for the staged group
+// anyway, so the staging adds no wait of its own). Forced on against off on an H100, int4 g64,
+// the four Llama-3.1-8B linears at rows 1-16, every cp.async config (the mean of two rounds,
+// docs/benchmark_results/2026-12-06-h100-5 call2): geomean 0.91-0.97 by slice length at 4-112
+// chunks (0.95-0.96 at 4), 0.98-1.01 at 2; the fastest config of a cell 0.95 at 16 rows on
+// 6144 x 4096 and 0.91 on 4096 x 4096.
+// A row holds D = slice chunks pair words of scales, then D of biases, then 2 words of padding.
 int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvAffineArgs &args,
                  const Params &p) {
-  // A staged twin exists for the J 2 one-tile 4-bit kernels alone (entry()).
   const auto bases =
       reinterpret_cast<uintptr_t>(args.scales) | reinterpret_cast<uintptr_t>(args.biases);
-  if (!e.staged_fn || args.stage_parameters == 0 || config.async || p.factored != 0 ||
+  if (!staged_twin(e, config, args) || args.stage_parameters == 0 || p.factored != 0 ||
       args.group != 64 || p.groups_per_row % 4 != 0 || bases % 8 != 0 || p.slice_chunks % 2 != 0)
     return 0;
-  const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
-  const long long ctas = static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
-                         config.split_k *
-                         ((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
-  const int sms = current_device_sms();
-  if (args.stage_parameters < 0 &&
-      (sms <= 0 || ctas < 2LL * sms ||
-       !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4))))
-    return 0;
+  if (args.stage_parameters < 0) {
+    if (config.async) {
+      if (p.slice_chunks < 4)
+        return 0;
+    } else {
+      const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
+      const long long ctas =
+          static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
+          config.split_k * ((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
+      const int sms = current_device_sms();
+      if (sms <= 0 || ctas < 2LL * sms ||
+          !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4)))
+        return 0;
+    }
+  }
   const int words = 2 * p.slice_chunks + 2;
   const size_t staged = static_cast<size_t>(config.warps) *
                         static_cast<size_t>(e.outputs_per_warp) * static_cast<size_t>(words) * 4;
-  return split_k_shared_bytes(e.kernel, config.warps, false) + staged <= kSplitKMaxSharedBytes
-             ? words
-             : 0;
+  const size_t limit = config.async ? kSplitKMaxAsyncSharedBytes : kSplitKMaxSharedBytes;
+  return split_k_shared_bytes(e.kernel, config.warps, config.async != 0) + staged <= limit ? words
+                                                                                           : 0;
 }
 
 std::vector<QmvAffineConfig> build_configs(int bits) {
@@ -359,7 +383,7 @@ bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffine
     return false;
   Params p = mma_params(config, args);
   p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
-  const KernelFn twin = args.silu_inter > 0 ? e->staged_silu_fn : e->staged_fn;
+  const KernelFn twin = staged_twin(*e, config, args);
   return p.factored >= 0 && staged_words(*e, config, args, p) > 0 &&
          kernel_spill_free(reinterpret_cast<const void *>(twin));
 }
@@ -425,7 +449,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   if (p.staged_words > 0) {
     // The staged twin is held to the spill rule as its slot's kernels are; one that spills is
     // never launched, and the slot's own kernel runs unstaged.
-    const KernelFn twin = args.silu_inter > 0 ? e->staged_silu_fn : e->staged_fn;
+    const KernelFn twin = staged_twin(*e, config, args);
     if (kernel_spill_free(reinterpret_cast<const void *>(twin)))
       fn = twin;
     else

@@ -453,8 +453,9 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
 // GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
 // kernel carries only its own dequantisation, which keeps its register count down.
 // SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
-// STAGE: the parameter-vector kernels' twin that stages the group parameters in shared memory
-// (p.staged_words; compiled apart, so the kernels without it keep their code and registers).
+// STAGE: the twin that stages the group parameters in shared memory (p.staged_words; compiled
+// apart, so the kernels without it keep their code and registers): of the register pipeline's
+// J 2 parameter-vector kernels, and of the cp.async ring's int4 kernels (S > 0).
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
           bool STAGE = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
@@ -514,8 +515,13 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
                                 NT == 1 && !kOffsets && (J == 2 || J == 4);
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
-  const bool pairs =
-      kPairCapable && p.group_shift == 6 && p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
+  // The cp.async kernels' STAGE twin (int4 g64 per weight) reads the same pairs, from
+  // its staged copy of them (below).
+  constexpr bool kStagedRing = STAGE && S > 0;
+  static_assert(!kStagedRing || (BITS == 4 && GROUPS == 0),
+                "the cp.async ring stages the parameters of int4 per-weight kernels");
+  const bool pairs = (kPairCapable || kStagedRing) && p.group_shift == 6 &&
+                     p.groups_per_row % 2 == 0 && param_bases % 4 == 0;
   const uint32_t half = pairs && (t & 2) ? 0x3232u : 0x1010u;
   auto load = [&](int chunk, bool in_k, WeightFragment<MT> &f) {
     const int group = !pairs ? first_group(chunk) : 2 * chunk;
@@ -531,7 +537,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           const uint16_t *bi =
               kOffsets ? p.biases + (po[mt][h] + static_cast<uint32_t>(group)) : bp[mt][h] + group;
           f.q[mt][h] = load_lane_words<BITS, GROUPS>(q);
-          if (kPairCapable && pairs) {
+          if ((kPairCapable || kStagedRing) && pairs) {
             f.scale[mt][h] = load_parameter_pair(sc);
             f.bias[mt][h] = load_parameter_pair(bi);
           } else if constexpr (R::kRuns == 1) {
@@ -633,6 +639,47 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     uint4 *ring = reinterpret_cast<uint4 *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
                   warp * S * 2 * MT * 32 + lane;
     uint32_t scale[S][MT][2], bias[S][MT][2];
+    // Staged parameters (the STAGE twin, p.staged_words > 0): the warp's rows' scale and bias
+    // pairs of its chunks [c, c_full) are copied into shared memory after the ring's stages
+    // (cp.async, two chunks' 8 bytes a copy) in a commit group of their own before the first
+    // words, waited for once, and each chunk's pair read from there at use, one shared load a
+    // row where there was a global one that touched eight rows' lines (the register pipeline's
+    // twin below does the same; docs/notes/qmv_affine.md, v17-v18). The ring then holds S
+    // chunks of words in flight with no parameter registers. A row's W = staged_words words: the
+    // scale pairs, then at D = (W - 2) / 2 the bias pairs; W / 2 is odd, so the eight rows of one
+    // load fall in distinct banks. Same values, so the same bits.
+    // The twin has no unstaged path (its parameter registers took 24 more registers at two m16
+    // tiles), so it REQUIRES what staged_words checks: p.staged_words > 0, `pairs`, and K / 128
+    // and the slice's chunks even, so that [c, c_full) is whole pairs.
+    const int c_first = c;
+    const uint32_t *stage_row[MT][2] = {};
+    int stage_d = 0;
+    if constexpr (kStagedRing) {
+      if (c < c_full) {
+        const int w = p.staged_words;
+        stage_d = (w - 2) / 2;
+        uint32_t *stage =
+            reinterpret_cast<uint32_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32 +
+                                         (blockDim.x >> 5) * S * 2 * MT * 32) +
+            warp * 16 * MT * w;
+        const int vectors_per_row = (c_full - c) / 2; // per array
+        const int total = 16 * MT * 2 * vectors_per_row;
+        for (int e = lane; e < total; e += 32) {
+          const int rr = e / (2 * vectors_per_row), rest = e - rr * 2 * vectors_per_row;
+          const int arr = rest >= vectors_per_row, v = rest - arr * vectors_per_row;
+          const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
+          const uint16_t *src = (arr ? p.biases : p.scales) + row * p.groups_per_row +
+                                2 * static_cast<size_t>(c + v * 2);
+          copy_weight_async_half(stage + rr * w + arr * stage_d + v * 2, src);
+        }
+        copy_async_commit();
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            stage_row[mt][h] = stage + (mt * 16 + h * 8 + g) * w;
+      }
+    }
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
     auto issue = [&](int chunk, int stage) {
       const int group = first_group(chunk);
@@ -643,8 +690,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           uint4 *slot = ring + (stage * 2 * MT + mt * 2 + h) * 32;
           if constexpr (R::kRuns == 1) {
             copy_weight_async(slot, qp[mt][h] + chunk * 16);
-            scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
-            bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
+            if constexpr (!kStagedRing) {
+              scale[stage][mt][h] = load_parameter(sp[mt][h] + group);
+              bias[stage][mt][h] = load_parameter(bp[mt][h] + group);
+            }
           } else { // the two runs into the slot's halves: the words as load_lane_words orders them
             copy_weight_async_half(slot, qp[mt][h] + chunk * 16);
             copy_weight_async_half(reinterpret_cast<uint2 *>(slot) + 1,
@@ -661,8 +710,14 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           f.q[mt][h] = ring[(stage * 2 * MT + mt * 2 + h) * 32];
-          f.scale[mt][h] = scale[stage][mt][h];
-          f.bias[mt][h] = bias[stage][mt][h];
+          if constexpr (kStagedRing) {
+            const uint32_t v = static_cast<uint32_t>(chunk - c_first);
+            f.scale[mt][h] = stage_row[mt][h][v];
+            f.bias[mt][h] = stage_row[mt][h][stage_d + v];
+          } else {
+            f.scale[mt][h] = scale[stage][mt][h];
+            f.bias[mt][h] = bias[stage][mt][h];
+          }
         }
       multiply(chunk, f);
     };
@@ -672,6 +727,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       if (c0 + s < c_full)
         issue(c0 + s, s);
       copy_async_commit();
+    }
+    if constexpr (kStagedRing) { // the oldest group: the staged parameters, for the whole warp
+      copy_async_wait<S>();
+      __syncwarp();
     }
     // Chunk c0 + i sits in stage i % S; one commit per chunk keeps wait_group<S - 1> exact.
     for (; c + S <= c_full; c += S) {
@@ -710,7 +769,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     bool staged = false;
     const uint32_t *stage_row[MT][2] = {};
     int stage_d = 0;
-    static_assert(!STAGE || (kPairCapable && J == 2), "staging is the J 2 vector kernels' twin");
+    static_assert(!STAGE || (kPairCapable && J == 2),
+                  "the register pipeline stages the J 2 vector kernels' parameters");
     if constexpr (STAGE) {
       staged = vectors && p.staged_words > 0 && c + J <= c_full;
       if (staged) {

@@ -63,10 +63,10 @@ struct QmvAffineArgs {
   // W is [gate; up], n = 2 silu_inter, y bf16 [rows, silu_inter]); qmv_affine_silu_epilogue_fits
   // says which configs have it.
   int silu_inter = 0;
-  // The group parameters staged in shared memory (the J 2 parameter-vector kernels' twins; same
-  // bits either way): -1, where the launch's rule says it pays (qmv_affine_stages_parameters);
-  // 0, never; 1, wherever the kernel can. Tests and A/B timings set it; every other caller
-  // leaves it.
+  // The group parameters staged in shared memory (the twins of the J 2 parameter-vector kernels
+  // and of the cp.async ring's int4 kernels; same bits either way): -1, where the launch's rule
+  // says it pays (qmv_affine_stages_parameters); 0, never; 1, wherever the kernel can. Tests and
+  // A/B timings set it; every other caller leaves it.
   int stage_parameters = -1;
 };
 
@@ -112,8 +112,8 @@ bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, 
                                        int inter);
 // Whether a launch of `config` with `args` on the current device stages its group parameters in
 // shared memory (QmvAffineArgs::stage_parameters; by default the J 2 parameter-vector kernels on
-// grids of two CTAs an SM or more and long K slices; same bits either way). For tests and
-// reports.
+// grids of two CTAs an SM or more and long K slices, and the cp.async ring's int4 kernels on
+// slices of 4 chunks or more; same bits either way). For tests and reports.
 bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args);
 // Enqueues one launch on `stream` (a cudaStream_t); never synchronises. Needs no workspace
 // (split-K reduces through cluster shared memory).

@@ -182,13 +182,16 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     c.rows_per_cta = 8;
     c.outputs_per_warp = 16;
     set_default_cta(c, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
-    // int4 g64 with fewer than 8 K slices: the slot's J = 2 kernel (`ahead=2`, the same K order
+    // int4 g64 with at most 8 K slices: the slot's J = 2 kernel (`ahead=2`, the same K order
     // and bits), whose register pipeline reads a row's parameters for both chunks in one vector
     // load where each slice's chunks come in pairs (kQmvParameterVectors). On the H200 it took
     // 0.90-0.94 of the J = 1 kernel's time on 28672 x 4096 and 0.96-0.99 on 6144 x 4096 at rows
-    // 1-8; at 8 slices (4096 x 4096, 4096 x 14336) it was 1.01-1.02 at some row counts, so
-    // those keep J = 1 (docs/benchmark_results/2026-12-06-h200, call1).
-    if (kQmvParameterVectors && bits == 4 && group == 64 && slices < 8 &&
+    // 1-8, and at 8 slices (4096 x 4096, 4096 x 14336) 1.01-1.02 at some row counts
+    // (docs/benchmark_results/2026-12-06-h200, call1, the harness then partly warm). Timed cold
+    // as the tuner times (8 x the L2, parameters cold) on an H100, the 8-slice shapes took
+    // 0.83-0.88 (4096 x 14336) and 0.93-0.96 (4096 x 4096) of the J = 1 kernel's time at rows
+    // 1 / 4 / 8 in all five tables of one call (docs/benchmark_results/2026-12-06-h100-5, call1).
+    if (kQmvParameterVectors && bits == 4 && group == 64 && slices <= 8 &&
         (k / qmv_affine_chunk_k(bits)) % (2 * slices) == 0) {
       QmvAffineConfig a = c;
       a.ahead = 2;
