@@ -453,6 +453,37 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
 // GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
 // kernel carries only its own dequantisation, which keeps its register count down.
 // SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
+// The STAGE twins' copy of the group parameters: the scale and bias pairs (one word a chunk,
+// both groups of an int4 g64 chunk) of the warp's 16 x MT weight rows for its chunks [c, c_end),
+// into the warp's rows of p.staged_words = W words each from `base` (the CTA's staging area):
+// the scale pairs first, then at D = (W - 2) / 2 the bias pairs. cp.async, two chunks' 8 bytes a
+// copy, in one commit group. Points stage_row at the lane's rows (g and g + 8 of each m16 tile)
+// and returns D. REQUIRES c_end - c even and the arrays 8-byte aligned (staged_words).
+template <int MT, bool SILU>
+__device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Params &p, int warp,
+                                                     int m_warp, int g, int lane, int c, int c_end,
+                                                     const uint32_t *(&stage_row)[MT][2]) {
+  const int w = p.staged_words, d = (w - 2) / 2;
+  uint32_t *stage = base + warp * 16 * MT * w;
+  const int vectors_per_row = (c_end - c) / 2; // per array
+  const int total = 16 * MT * 2 * vectors_per_row;
+  for (int e = lane; e < total; e += 32) {
+    const int rr = e / (2 * vectors_per_row), rest = e - rr * 2 * vectors_per_row;
+    const int arr = rest >= vectors_per_row, v = rest - arr * vectors_per_row;
+    const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
+    const uint16_t *src =
+        (arr ? p.biases : p.scales) + row * p.groups_per_row + 2 * static_cast<size_t>(c + v * 2);
+    copy_weight_async_half(stage + rr * w + arr * d + v * 2, src);
+  }
+  copy_async_commit();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      stage_row[mt][h] = stage + (mt * 16 + h * 8 + g) * w;
+  return d;
+}
+
 // STAGE: the twin that stages the group parameters in shared memory (p.staged_words; compiled
 // apart, so the kernels without it keep their code and registers): of the register pipeline's
 // J 2 parameter-vector kernels, and of the cp.async ring's int4 kernels (S > 0).
@@ -656,28 +687,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     int stage_d = 0;
     if constexpr (kStagedRing) {
       if (c < c_full) {
-        const int w = p.staged_words;
-        stage_d = (w - 2) / 2;
-        uint32_t *stage =
+        stage_d = stage_parameter_pairs<MT, SILU>(
             reinterpret_cast<uint32_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32 +
-                                         (blockDim.x >> 5) * S * 2 * MT * 32) +
-            warp * 16 * MT * w;
-        const int vectors_per_row = (c_full - c) / 2; // per array
-        const int total = 16 * MT * 2 * vectors_per_row;
-        for (int e = lane; e < total; e += 32) {
-          const int rr = e / (2 * vectors_per_row), rest = e - rr * 2 * vectors_per_row;
-          const int arr = rest >= vectors_per_row, v = rest - arr * vectors_per_row;
-          const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
-          const uint16_t *src = (arr ? p.biases : p.scales) + row * p.groups_per_row +
-                                2 * static_cast<size_t>(c + v * 2);
-          copy_weight_async_half(stage + rr * w + arr * stage_d + v * 2, src);
-        }
-        copy_async_commit();
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            stage_row[mt][h] = stage + (mt * 16 + h * 8 + g) * w;
+                                         (blockDim.x >> 5) * S * 2 * MT * 32),
+            p, warp, m_warp, g, lane, c, c_full, stage_row);
       }
     }
     // Stage `stage` (a compile-time index after unrolling) receives chunk `chunk`.
@@ -774,27 +787,9 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     if constexpr (STAGE) {
       staged = vectors && p.staged_words > 0 && c + J <= c_full;
       if (staged) {
-        const int w = p.staged_words;
-        stage_d = (w - J) / 2;
-        uint32_t *stage =
-            reinterpret_cast<uint32_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32) +
-            warp * 16 * MT * w;
-        const int vectors_per_row = (c_full - c) / J; // per array
-        const int total = 16 * MT * 2 * vectors_per_row;
-        for (int e = lane; e < total; e += 32) {
-          const int rr = e / (2 * vectors_per_row), rest = e - rr * 2 * vectors_per_row;
-          const int arr = rest >= vectors_per_row, v = rest - arr * vectors_per_row;
-          const size_t row = static_cast<size_t>(weight_row<SILU>(p, m_warp + rr));
-          const uint16_t *src = (arr ? p.biases : p.scales) + row * p.groups_per_row +
-                                2 * static_cast<size_t>(c + v * J);
-          copy_weight_async_half(stage + rr * w + arr * stage_d + v * J, src);
-        }
-        copy_async_commit();
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            stage_row[mt][h] = stage + (mt * 16 + h * 8 + g) * w;
+        stage_d = stage_parameter_pairs<MT, SILU>(
+            reinterpret_cast<uint32_t *>(shared_partials + (blockDim.x >> 5) * MT * NT * 32), p,
+            warp, m_warp, g, lane, c, c_full, stage_row);
       }
     }
     auto block_words = [&](int c0, WeightFragment<MT>(&f)[J]) {
