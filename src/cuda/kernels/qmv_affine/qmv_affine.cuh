@@ -444,15 +444,6 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[MT][NT][4], const WeightF
   }
 }
 
-// S > 0 (asynchronous pipeline): instead of the register double buffer of J chunks, each lane
-// copies its own packed words of the next S chunks (cp.async, L2 only) into a lane-private
-// ring in shared memory after the partials (S x 2 MT x 512 bytes per warp) and reads back only
-// what it copied (no barrier); the chunks' scales and biases wait in a register ring. More
-// bytes in flight per warp at fewer registers; same fragments and mma order, so bit-identical
-// to S = 0.
-// GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
-// kernel carries only its own dequantisation, which keeps its register count down.
-// SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
 // The STAGE twins' copy of the group parameters: the scale and bias pairs (one word a chunk,
 // both groups of an int4 g64 chunk) of the warp's 16 x MT weight rows for its chunks [c, c_end),
 // into the warp's rows of p.staged_words = W words each from `base` (the CTA's staging area):
@@ -484,6 +475,16 @@ __device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Param
   return d;
 }
 
+// S > 0 (asynchronous pipeline): instead of the register double buffer of J chunks, each lane
+// copies its own packed words of the next S chunks (cp.async, L2 only) into a lane-private
+// ring in shared memory after the partials (S x 2 MT x 512 bytes per warp) and reads back only
+// what it copied (no barrier); the chunks' scales and biases wait in a register ring (or, in
+// the STAGE twin, in shared memory for the whole slice). More
+// bytes in flight per warp at fewer registers; same fragments and mma order, so bit-identical
+// to S = 0.
+// GROUPS: compiled for p.factored == GROUPS (0 per weight, 1 one group per chunk, 2 two); each
+// kernel carries only its own dequantisation, which keeps its register count down.
+// SILU: the gate/up linear with SiLU x up in its epilogue (split_k_reduce.cuh, weight_row).
 // STAGE: the twin that stages the group parameters in shared memory (p.staged_words; compiled
 // apart, so the kernels without it keep their code and registers): of the register pipeline's
 // J 2 parameter-vector kernels, and of the cp.async ring's int4 kernels (S > 0).
