@@ -72,9 +72,10 @@ def add(shapes, default, shape, rows, timings, default_tactic):
 
 
 def read_csv(path, shapes, default, drop_last_cell=False):
-    """A harness CSV. Its candidate column is a tactic whose fields are comma-separated and not
-    quoted, so a line is split by the header: the columns before `candidate` from the left, the
-    ones after it from the right, and the candidate is what lies between. drop_last_cell: the
+    """A harness CSV. Its candidate column is a tactic whose fields are comma-separated, quoted
+    since 2026-12-06 and bare before, so a line is split by the header: the columns before
+    `candidate` from the left, the ones after it from the right, and the candidate is what lies
+    between, without its quotes. drop_last_cell: the
     run was cut (a timeout), so its last cell may be partial or its last line torn: the lines of
     the last cell are left out."""
     with open_text(path) as f:
@@ -97,7 +98,10 @@ def read_csv(path, shapes, default, drop_last_cell=False):
             raise BadInput(f"{path}:{number}: {len(fields)} fields, the header has {len(header)}")
         row = dict(zip(header[:lead], fields[:lead]))
         row.update(zip(header[lead + 1:], fields[len(fields) - tail:]))
-        row["candidate"] = ",".join(fields[lead:len(fields) - tail])
+        candidate = ",".join(fields[lead:len(fields) - tail])
+        if len(candidate) >= 2 and candidate[0] == candidate[-1] == '"':
+            candidate = candidate[1:-1]
+        row["candidate"] = candidate
         shape = ",".join(f"{key}={row[key]}" for key in ("n", "k", "bits", "group") if key in row)
         cells[(shape, int(row["rows"]))].append(row)
     for (shape, rows), rows_lines in cells.items():

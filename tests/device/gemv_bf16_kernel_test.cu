@@ -16,6 +16,7 @@
 //     -lcublasLt -o gemv_bf16_kernel_test
 //   ./gemv_bf16_kernel_test [--quick] [--no-check] [--csv FILE] [--rows 1,8,16]
 //     [--shapes 14336x4096,...]
+//     --csv: a line per (cell, config) timed, the config's tactic quoted (its fields hold commas).
 //     --quick: fewer row counts checked; --no-check: timing only; --rows / --shapes: restrict
 //     the timing table. Per cell it prints cuBLASLt, the default, the best old-path (mma/fma)
 //     config, the best stream config and the loads-only read of the same weight copies, each
@@ -455,7 +456,7 @@ int run_main(int argc, char **argv) {
       for (size_t g = 0; g < field.size(); ++g) {
         const double m = median(t[g]);
         if (csv)
-          std::fprintf(csv, "%d,%d,%d,%s,%.3f,%d\n", s.n, s.k, rows,
+          std::fprintf(csv, "%d,%d,%d,\"%s\",%.3f,%d\n", s.n, s.k, rows,
                        field[g].to_tactic().str().c_str(), m * 1e6, g == 0 ? 1 : 0);
         if (m < cell.best_s)
           cell.best_s = m, cell.best = short_name(field[g]);

@@ -18,6 +18,8 @@
 //     -o qmv_affine_kernel_test
 //   ./qmv_affine_kernel_test [--quick] [--rows 1,8,16] [--shapes 14336x4096,...]
 //     [--formats 4x64,4x128,8x64] [--csv FILE] [--shared-params] [--staging auto|off|on]
+//   --csv: a line per (cell, config) timed, the config's tactic quoted (its fields hold commas;
+//     bare before 2026-12-06, which scripts/fit_k_slices.py reads too)
 //   Cold L2 as the tuner's: the copies a batch cycles through span 8 x the L2
 //   (cold_copies, kernel_harness.cuh). At 2 x (this harness before 2026-12-06) part of a copy was
 //   still in L2 when it came round again: gate_up's default read 15 % faster there than at 8 or 32
@@ -1316,7 +1318,7 @@ int run_main(int argc, char **argv) {
           if (field[g].path == KernelPath::mma && m < old)
             old = m, old_name = short_name(field[g]);
           if (csv)
-            std::fprintf(csv, "%d,%d,%d,%d,%d,%s,%.3f,%d\n", bits, group, n, k, rows,
+            std::fprintf(csv, "%d,%d,%d,%d,%d,\"%s\",%.3f,%d\n", bits, group, n, k, rows,
                          field[g].to_tactic().str().c_str(), m * 1e6, field[g] == def ? 1 : 0);
           if (m < best)
             best = m, best_name = short_name(field[g]);
@@ -1346,7 +1348,7 @@ int run_main(int argc, char **argv) {
           for (size_t i = 0; i < twins.size(); ++i) {
             const double m = median(t[field.size() + i]);
             if (csv)
-              std::fprintf(csv, "%d,%d,%d,%d,%d,%s chunk_groups=2,%.3f,0\n", bits, group, n, k,
+              std::fprintf(csv, "%d,%d,%d,%d,%d,\"%s chunk_groups=2\",%.3f,0\n", bits, group, n, k,
                            rows, twins[i].to_tactic().str().c_str(), m * 1e6);
             if (m < two_best)
               two_best = m, two_name = short_name(twins[i]);

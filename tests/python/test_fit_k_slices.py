@@ -1,4 +1,5 @@
 """scripts/fit_k_slices.py on made-up tunes of a decode matrix in tolerance numerics."""
+import collections
 import json
 import lzma
 
@@ -94,6 +95,23 @@ def test_a_harness_csv_counts_only_the_default_path_order(fit, tmp_path, capsys)
     assert cells[3] == "**2.000** (2.00, 2.00)"
     assert cells[4] == "1.000 (1.00, 1.00)"
     assert len(cells) == 5  # no k_slices 8: only the fma path had it
+
+
+def test_a_quoted_candidate_reads_as_the_bare_one(fit, tmp_path, monkeypatch):
+    lines = ["896,896,1,gemv.bf16.mma:warps=8,warps_k=2,split_k=1,4.0,1",
+             "896,896,1,gemv.bf16.mma:warps=8,warps_k=4,split_k=1,2.0,0"]
+    bare = harness_csv(tmp_path, lines)
+    quoted = harness_csv(tmp_path, [line.replace("gemv", '"gemv').replace("split_k=1,",
+                                                                       'split_k=1",')
+                                    for line in lines], name="quoted.csv")
+    assert '"gemv.bf16.mma:warps=8,warps_k=2,split_k=1",4.0' in quoted.read_text()
+    seen = []
+    add = fit.add
+    monkeypatch.setattr(fit, "add", lambda *a: (seen.append(a[4:]), add(*a)))
+    for path in (bare, quoted):
+        fit.read_csv(str(path), collections.defaultdict(dict), {})
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[1][1] == "gemv.bf16.mma:warps=8,warps_k=2,split_k=1"  # the default, unquoted
 
 
 def test_an_xz_compressed_csv_reads_as_the_csv(fit, tmp_path, capsys):
