@@ -60,49 +60,48 @@ bool device_runs_pdl(int device) {
   return major >= 9;
 }
 
-} // namespace
-
-bool pdl_supported() {
-  // Per device ordinal: 0 not asked yet, 1 no, 2 yes. Two threads asking at once store the same
-  // answer, so relaxed atomics suffice; after the first call it is cudaGetDevice and one load.
-  constexpr int kDevices = 64;
-  static std::array<std::atomic<int8_t>, kDevices> answers{};
+// The current device's answer to `query(device)`, remembered per device ordinal in `known`
+// (0: not asked yet). `query` returns the answer, never 0, or 0 when it could not be read, which
+// is returned and not remembered. Two threads asking at once store the same answer, so relaxed
+// atomics suffice; after the first call it is cudaGetDevice and one load. 0 when there is no
+// current device.
+template <class T, size_t N, class Query>
+T per_device(std::array<std::atomic<T>, N> &known, Query query) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  if (device < 0 || device >= kDevices)
-    return device_runs_pdl(device);
-  int8_t answer = answers[static_cast<size_t>(device)].load(std::memory_order_relaxed);
-  if (answer == 0) {
-    answer = device_runs_pdl(device) ? 2 : 1;
-    answers[static_cast<size_t>(device)].store(answer, std::memory_order_relaxed);
-  }
-  return answer == 2;
-}
-
-int current_device_sms() {
-  // Per device ordinal: 0 not asked yet. As pdl_supported: after the first call, cudaGetDevice
-  // and one load.
-  constexpr int kDevices = 64;
-  static std::array<std::atomic<int>, kDevices> known{};
-  int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
-  if (device >= 0 && device < kDevices)
-    sms = known[static_cast<size_t>(device)].load(std::memory_order_relaxed);
-  if (sms == 0) {
+  if (device < 0 || static_cast<size_t>(device) >= N)
+    return query(device);
+  T answer = known[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    answer = query(device);
+    if (answer != 0)
+      known[static_cast<size_t>(device)].store(answer, std::memory_order_relaxed);
+  }
+  return answer;
+}
+
+} // namespace
+
+bool pdl_supported() {
+  // 1 no, 2 yes.
+  static std::array<std::atomic<int8_t>, 64> answers{};
+  return per_device(answers,
+                    [](int device) -> int8_t { return device_runs_pdl(device) ? 2 : 1; }) == 2;
+}
+
+int current_device_sms() {
+  static std::array<std::atomic<int>, 64> known{};
+  return per_device(known, [](int device) {
+    int sms = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
-    if (device >= 0 && device < kDevices)
-      known[static_cast<size_t>(device)].store(sms, std::memory_order_relaxed);
-  }
-  return sms;
+    return sms;
+  });
 }
 
 LaunchStatus LaunchStatus::invalid_value() {

@@ -6,13 +6,26 @@
 
 namespace hone::cuda {
 
+namespace {
+// The grid's extent along x (output tiles) and z (row groups); y is split_k.
+int grid_tiles(const SplitKGrid &grid) {
+  return (grid.n + grid.outputs_per_cta - 1) / grid.outputs_per_cta;
+}
+int grid_row_groups(const SplitKGrid &grid) {
+  return (grid.rows + grid.rows_per_cta - 1) / grid.rows_per_cta;
+}
+} // namespace
+
+long long split_k_grid_ctas(const SplitKGrid &grid) {
+  return static_cast<long long>(grid_tiles(grid)) * grid.split_k * grid_row_groups(grid);
+}
+
 int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kernel, void *params,
                    void *stream, bool dependent) {
   cudaLaunchConfig_t launch{};
   launch.gridDim =
-      dim3(static_cast<unsigned>((grid.n + grid.outputs_per_cta - 1) / grid.outputs_per_cta),
-           static_cast<unsigned>(grid.split_k),
-           static_cast<unsigned>((grid.rows + grid.rows_per_cta - 1) / grid.rows_per_cta));
+      dim3(static_cast<unsigned>(grid_tiles(grid)), static_cast<unsigned>(grid.split_k),
+           static_cast<unsigned>(grid_row_groups(grid)));
   launch.blockDim = dim3(static_cast<unsigned>(grid.threads));
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);

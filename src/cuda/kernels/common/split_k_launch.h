@@ -20,6 +20,9 @@ struct SplitKGrid {
   int threads = 0;         // per CTA
 };
 
+// The CTAs a launch of `grid` makes (tiles x row groups x split_k).
+long long split_k_grid_ctas(const SplitKGrid &grid);
+
 // Enqueues `kernel` (a __global__ function whose one parameter is the struct at `params`) on
 // `stream` (a cudaStream_t) with `shared_bytes` of dynamic shared memory. Returns the
 // cudaError_t of the launch, else of cudaGetLastError() after it, as int (0 = ok); never

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cuda/kernels/common/split_k_family.h"
+#include "cuda/kernels/common/split_k_launch.h"
 #include "cuda/kernels/common/weight_stream.h"
 
 #include "cuda/kernels/qmv_affine/qmv_affine.cuh"
@@ -231,13 +232,19 @@ KernelFn staged_twin(const KernelEntry &e, const QmvAffineConfig &config,
   return args.silu_inter > 0 ? e.staged_silu_fn : config.async ? e.staged_async_fn : e.staged_fn;
 }
 
+// The dynamic shared memory a CTA's staged group parameters take at `words` words a row.
+size_t staged_bytes(const KernelEntry &e, const QmvAffineConfig &config, int words) {
+  return static_cast<size_t>(config.warps) * static_cast<size_t>(e.outputs_per_warp) *
+         static_cast<size_t>(words) * 4;
+}
+
 // The 32-bit words a weight row takes in a warp's staged group parameters (Params::staged_words;
 // qmv_affine.cuh, the STAGE twins), or 0 where the launch does not stage them. Staged: 4 bits in
 // the per-weight form, group 64, where the slot compiles a twin (the register pipeline's J 2
 // kernels of one activation tile; every cp.async ring kernel), slices starting on a pair
 // of chunks, K a multiple of two chunks, the arrays 8-byte aligned, and the shared memory within
 // the slot's limit (the register pipeline: the default 48 KB, no opt-in, so the CTAs an SM
-// holds are still set by the registers).
+// holds are still set by the registers), and the twin without spills.
 // The rule (stage_parameters -1), register pipeline: on grids of two CTAs an SM or more, and
 // only where the staging's one wait is paid back: slices of 32 chunks or more, or of 16 or more
 // at 4 rows or more. Measured against the kernels without it on an H100, int4 g64, rows 1-8
@@ -264,10 +271,12 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
       if (p.slice_chunks < 4)
         return 0;
     } else {
-      const int outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp;
-      const long long ctas =
-          static_cast<long long>((args.n + outputs_per_cta - 1) / outputs_per_cta) *
-          config.split_k * ((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
+      const long long ctas = split_k_grid_ctas(
+          {.n = args.n,
+           .rows = args.rows,
+           .outputs_per_cta = config.warps / config.warps_k * config.outputs_per_warp,
+           .rows_per_cta = config.rows_per_cta,
+           .split_k = config.split_k});
       const int sms = current_device_sms();
       if (sms <= 0 || ctas < 2LL * sms ||
           !(p.slice_chunks >= 32 || (p.slice_chunks >= 16 && args.rows >= 4)))
@@ -275,11 +284,15 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
     }
   }
   const int words = 2 * p.slice_chunks + 2;
-  const size_t staged = static_cast<size_t>(config.warps) *
-                        static_cast<size_t>(e.outputs_per_warp) * static_cast<size_t>(words) * 4;
   const size_t limit = config.async ? kSplitKMaxAsyncSharedBytes : kSplitKMaxSharedBytes;
-  return split_k_shared_bytes(e.kernel, config.warps, config.async != 0) + staged <= limit ? words
-                                                                                           : 0;
+  if (split_k_shared_bytes(e.kernel, config.warps, config.async != 0) +
+          staged_bytes(e, config, words) >
+      limit)
+    return 0;
+  // The twin is held to the spill rule as its slot's kernels are: one that spills is never
+  // launched, and the slot's own kernel runs unstaged.
+  return kernel_spill_free(reinterpret_cast<const void *>(staged_twin(e, config, args))) ? words
+                                                                                         : 0;
 }
 
 std::vector<QmvAffineConfig> build_configs(int bits) {
@@ -383,9 +396,7 @@ bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffine
     return false;
   Params p = mma_params(config, args);
   p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
-  const KernelFn twin = staged_twin(*e, config, args);
-  return p.factored >= 0 && staged_words(*e, config, args, p) > 0 &&
-         kernel_spill_free(reinterpret_cast<const void *>(twin));
+  return p.factored >= 0 && staged_words(*e, config, args, p) > 0;
 }
 
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
@@ -446,20 +457,11 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   if (!fn || (p.factored == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
   p.staged_words = staged_words(*e, config, args, p);
-  if (p.staged_words > 0) {
-    // The staged twin is held to the spill rule as its slot's kernels are; one that spills is
-    // never launched, and the slot's own kernel runs unstaged.
-    const KernelFn twin = staged_twin(*e, config, args);
-    if (kernel_spill_free(reinterpret_cast<const void *>(twin)))
-      fn = twin;
-    else
-      p.staged_words = 0;
-  }
-  const size_t staged = static_cast<size_t>(config.warps) *
-                        static_cast<size_t>(e->outputs_per_warp) *
-                        static_cast<size_t>(p.staged_words) * 4;
+  if (p.staged_words > 0)
+    fn = staged_twin(*e, config, args);
   return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                               reinterpret_cast<const void *>(fn), args.chain.dependent, staged);
+                               reinterpret_cast<const void *>(fn), args.chain.dependent,
+                               staged_bytes(*e, config, p.staged_words));
 }
 
 } // namespace hone::cuda
