@@ -18,7 +18,8 @@
 #
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]
 #     STEPS: ncu,racecheck (default both), peer, pick (the H200 int4 gate_up pick of 2026-12-05)
-#     and ahead (the `ahead=2` default and pick of 2026-12-06 on the same shape)
+#     ahead (the `ahead=2` default and pick of 2026-12-06 on the same shape) and rows (the
+#     int4 g64 defaults at 8 and 16 rows on 28672 x 4096)
 #
 # BUILD must hold tools/hone/hone and bench/qmm_probe (targets hone_tool and qmm_probe of a CUDA
 # build with -DHONE_QMM_TACTICS=full). OUTDIR receives profile.tar.gz, which holds, per profile,
@@ -94,6 +95,18 @@ if want ncu; then
   profile qmm_mma_64x32_4096 'qmm_affine_mma' 0 $probe 64 4096 4096 64 0,64,32,256,8,3,1
   profile qmm_tma_ahead_128x64_4096 'qmm_affine_tma' 0 $probe 128 4096 4096 64 3,128,64,256,5,3,1,1
   unset QMM_PROBE_ONCE
+fi
+
+if want rows; then
+  # The int4 g64 defaults at 8 and 16 rows on 28672 x 4096: the same weight bytes and
+  # dequantisation, one activation tile against two (`<4, 2, 2, 1>`), 34 against 48 us on an
+  # H100 (docs/notes/qmv_affine.md, v18). Their stall reasons and issue rates side by side say
+  # what the second tile waits on.
+  command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  for r in 8 16; do
+    profile "qmv_default_r${r}_28672" 'qmv_affine' 2 $hone bench --op qmv.affine \
+      --shape rows=$r,n=28672,k=4096,bits=4,group=64 --samples 1 --batch 1
+  done
 fi
 
 if want pick; then
