@@ -103,10 +103,14 @@ if want rows; then
   # H100 (docs/notes/qmv_affine.md, v18). Their stall reasons and issue rates side by side say
   # what the second tile waits on.
   command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
+  # The pipes' utilisation and the instruction mix too: is the second tile's tensor work, or
+  # its activation loads, what the 16-row kernel issues more of?
+  export NCU_EXTRA="--section ComputeWorkloadAnalysis --section InstructionStats"
   for r in 8 16; do
     profile "qmv_default_r${r}_28672" 'qmv_affine' 2 $hone bench --op qmv.affine \
       --shape rows=$r,n=28672,k=4096,bits=4,group=64 --samples 1 --batch 1
   done
+  unset NCU_EXTRA
 fi
 
 if want pick; then
