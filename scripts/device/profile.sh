@@ -79,8 +79,10 @@ if want ncu; then
   q='--samples 1 --batch 1'
   profile qmv_r1_28672 'qmv_affine' 2 $hone bench --op qmv.affine \
     --shape rows=1,n=28672,k=4096,bits=4,group=64 $q
+  # Under the tolerance gate: the batch-invariant one launches the rows-1 default too, which
+  # this profile caught in 2026-12-05-h100-3 (84 registers, the grid of rows 1).
   profile qmv_r16_28672 'qmv_affine' 2 $hone bench --op qmv.affine \
-    --shape rows=16,n=28672,k=4096,bits=4,group=64 $q
+    --shape rows=16,n=28672,k=4096,bits=4,group=64 --numerics tolerance $q
   profile gemv_r32_14336 'gemv_bf16' 2 $hone bench --op gemv.bf16 --shape rows=32,n=14336,k=4096 $q
   export QMM_PROBE_ONCE=1
   profile qmm_tma_64x256 'qmm_affine_tma' 0 $probe 64 28672 4096 64 2,64,256,256,17,3,1
@@ -105,10 +107,15 @@ if want rows; then
   command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
   # The pipes' utilisation and the instruction mix too: is the second tile's tensor work, or
   # its activation loads, what the 16-row kernel issues more of?
-  export NCU_EXTRA="--section ComputeWorkloadAnalysis --section InstructionStats"
-  for r in 8 16; do
-    profile "qmv_default_r${r}_28672" 'qmv_affine' 2 $hone bench --op qmv.affine \
-      --shape rows=$r,n=28672,k=4096,bits=4,group=64 --samples 1 --batch 1
+  # Matched by template arguments (<bits, n8 tiles, m16 tiles, J>), under the tolerance gate:
+  # the batch-invariant gate also launches the rows-1 default, which the profiles of
+  # 2026-12-05-h100-3 (qmv_r16_28672: 84 registers, the grid of rows 1) caught instead.
+  export NCU_EXTRA="--kernel-name-base demangled --section ComputeWorkloadAnalysis --section InstructionStats"
+  for spec in "8 1, \(int\)1, \(int\)2" "16 2, \(int\)2, \(int\)1"; do
+    r=${spec%% *}
+    profile "qmv_default_r${r}_28672" "qmv_affine_mma_kernel<\(int\)4, \(int\)${spec#* }, " 1 \
+      $hone bench --op qmv.affine --shape rows=$r,n=28672,k=4096,bits=4,group=64 \
+      --numerics tolerance --samples 1 --batch 1
   done
   unset NCU_EXTRA
 fi
