@@ -13,7 +13,7 @@ run_begin first 590 "${1:?OUTDIR}" build
 cat "$R/gpu.txt"
 for t in qmv_affine_kernel_test qmv_affine_op_test gemv_bf16_op_test decode_step_reference_test \
   qmm_affine_op_test; do
-  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 150)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
+  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
   stamp "$t" $?
   grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
 done
@@ -24,7 +24,7 @@ if grep -q H200 "$R/gpu.txt"; then
   stamp call_h200_step $?
   tail -n 40 "$R/h200_step.log"
 else
-  BUILD=build timeout "$(cap 300)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
+  BUILD=build timeout "$(cap 420)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
   stamp profile_rows $?
   cat "$R/profile.log"
 fi
