@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The first call of a device session on a new build (~4 min on an H100, ~9 on an H200): the
 # device tests of the decode kernels and qmm.affine on reduced shapes, then, by the card it got,
-# issue 14's H200 step (call_h200_step.sh) or the ncu profile of qmv.affine's 8- and 16-row
-# int4 g64 defaults (profile.sh rows) and the 4096 x 4096 qmm.affine picks (profile.sh ncu is
-# the whole set; this runs only the rows step).
+# issue 14's H200 step (call_h200_step.sh), or the 16-row slot's J 2 kernel timed beside its
+# slot's own (qmv_affine_harness, rows 16) and the ncu profiles of qmv.affine's 8- and 16-row
+# int4 g64 kernels (profile.sh rows).
 #
 #   scripts/device/call_first.sh OUT
 set -u
@@ -24,7 +24,17 @@ if grep -q H200 "$R/gpu.txt"; then
   stamp call_h200_step $?
   tail -n 40 "$R/h200_step.log"
 else
-  BUILD=build timeout "$(cap 420)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
+  # The 16-row slot's J 2 kernel (`ahead=2` of rows_per_cta=16, outputs_per_warp=32) beside its
+  # slot's own, every config of either, two rounds, cold.
+  for round in 1 2; do
+    HONE_TEST_PATHS=mma timeout "$(cap 60)" "$BUILD/bench/qmv_affine_harness" --no-check \
+      --shapes 28672x4096,4096x14336,6144x4096,4096x4096 --rows 16 --formats 4x64,4x128 \
+      --csv "$R/r16_$round.csv" >"$R/r16_$round.log" 2>&1
+    stamp "harness rows 16 round $round" $?
+  done
+  grep -E '^4x' "$R/r16_1.log" | cut -c1-150
+  pack
+  BUILD=build timeout "$(cap 400)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
   stamp profile_rows $?
   cat "$R/profile.log"
 fi

@@ -126,9 +126,12 @@ constexpr KernelEntry entry() {
 // m16 tiles sharing each activation fragment: the weights read once for 17-32 rows, at half the
 // activation loads per weight of <4, 4, 1>) takes 234-255 registers, no spills, at 2 stages;
 // <8, 4, 2> 178-228 at 2 stages (at 4 its cp.async kernel spilled 152 bytes).
-// The last five (ALT) are deeper register pipelines beside their slot's own (`ahead=J`): the
+// The last six (ALT) are deeper register pipelines beside their slot's own (`ahead=J`): the
 // rows-1 kernels wait on their loads (docs/notes/qmv_affine.md, v9 measured). At the 256-thread
-// cap they do not spill.
+// cap they do not spill. <4, 2, 2> at J 2 (190 registers per weight, 244-248 factored): the
+// 16-row default's slot with two chunks of weights in flight a warp, 3.68 instructions a weight
+// in its main loop against 3.95 at J 1, which copies each chunk's fragments into the next
+// (notes v19).
 // <BITS, NT, MT, J, S, MAX_THREADS[, ALT]>
 const KernelEntry kKernels[] = {
     entry<4, 1, 1, 1, 4, 512>(),       entry<4, 1, 2, 2, 4, 256>(),
@@ -138,8 +141,8 @@ const KernelEntry kKernels[] = {
     entry<8, 2, 1, 2, 8, 256>(),       entry<8, 2, 2, 1, 4, 256>(),
     entry<8, 4, 1, 1, 4, 256>(),       entry<8, 4, 2, 1, 2, 256>(),
     entry<4, 1, 1, 2, 4, 256, true>(), entry<4, 1, 1, 4, 4, 256, true>(),
-    entry<4, 2, 1, 4, 8, 256, true>(), entry<4, 4, 1, 2, 4, 256, true>(),
-    entry<8, 1, 1, 4, 4, 256, true>(),
+    entry<4, 2, 1, 4, 8, 256, true>(), entry<4, 2, 2, 2, 4, 256, true>(),
+    entry<4, 4, 1, 2, 4, 256, true>(), entry<8, 1, 1, 4, 4, 256, true>(),
 };
 
 const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
