@@ -9,7 +9,7 @@
 set -u
 source "$(dirname "$0")/env.sh"
 [ -x build/tools/hone/hone ] || tar xJf .carry/bin.tar.xz
-run_begin first 590 "${1:?OUTDIR}" build
+run_begin first 420 "${1:?OUTDIR}" build
 cat "$R/gpu.txt"
 for t in qmv_affine_kernel_test qmv_affine_op_test gemv_bf16_op_test decode_step_reference_test \
   qmm_affine_op_test; do
@@ -34,7 +34,7 @@ else
   done
   grep -E '^4x' "$R/r16_1.log" | cut -c1-150
   pack
-  BUILD=build timeout "$(cap 400)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
+  BUILD=build timeout "$(cap 300)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
   stamp profile_rows $?
   cat "$R/profile.log"
 fi
