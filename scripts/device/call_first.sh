@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The first call of a device session on a new build (~4 min on an H100, ~9 on an H200): the
-# device tests of the decode kernels and qmm.affine on reduced shapes, then, by the card it got,
+# The first call of a device session on a new build (~5 min on an H100, within 300 s): the
+# device tests of qmv.affine, the decode step and qmm.affine on reduced shapes, then, by the card,
 # issue 14's H200 step (call_h200_step.sh), or the 16-row slot's J 2 kernel timed beside its
 # slot's own (qmv_affine_harness, rows 16) and the ncu profiles of qmv.affine's 8- and 16-row
 # int4 g64 kernels (profile.sh rows).
@@ -9,9 +9,9 @@
 set -u
 source "$(dirname "$0")/env.sh"
 [ -x build/tools/hone/hone ] || tar xJf .carry/bin.tar.xz
-run_begin first 420 "${1:?OUTDIR}" build
+run_begin first 300 "${1:?OUTDIR}" build
 cat "$R/gpu.txt"
-for t in qmv_affine_kernel_test qmv_affine_op_test gemv_bf16_op_test decode_step_reference_test \
+for t in qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test \
   qmm_affine_op_test; do
   HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
   stamp "$t" $?
@@ -34,7 +34,7 @@ else
   done
   grep -E '^4x' "$R/r16_1.log" | cut -c1-150
   pack
-  BUILD=build timeout "$(cap 300)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
+  BUILD=build timeout "$(cap 200)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
   stamp profile_rows $?
   cat "$R/profile.log"
 fi

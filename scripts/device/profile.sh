@@ -111,16 +111,14 @@ if want rows; then
   # the batch-invariant gate also launches the rows-1 default, which the profiles of
   # 2026-12-05-h100-3 (qmv_r16_28672: 84 registers, the grid of rows 1) caught instead.
   export NCU_EXTRA="--kernel-name-base demangled --section ComputeWorkloadAnalysis --section InstructionStats"
+  # The ring's fastest config at 16 rows and its 8-row twin (45.8 against 36.6 us, call1 of
+  # 2026-12-06-h100-5): the same producer and weight stream, so what the second n8 tile adds
+  # is the consumers' alone. 16 rows first: a call that runs out of time loses the 8-row ones.
   for spec in "16 2, \(int\)2, \(int\)1" "8 1, \(int\)1, \(int\)2"; do
     r=${spec%% *}
     profile "qmv_default_r${r}_28672" "qmv_affine_mma_kernel<\(int\)4, \(int\)${spec#* }, " 1 \
       $hone bench --op qmv.affine --shape rows=$r,n=28672,k=4096,bits=4,group=64 \
       --numerics tolerance --samples 1 --batch 1
-  done
-  # The ring's fastest config at 16 rows and its 8-row twin (45.8 against 36.6 us, call1 of
-  # 2026-12-06-h100-5): the same producer and weight stream, so what the second n8 tile adds
-  # is the consumers' alone.
-  for r in 16 8; do
     HONE_TACTIC_CUDA_QMV_AFFINE="qmv.affine.ring:rows_per_cta=$r,warps=8,warps_k=1,outputs_per_warp=32,split_k=1,stages=4,ctas_per_sm=1" \
       profile "qmv_ring_r${r}_28672" 'weight_ring_kernel' 1 $hone bench --op qmv.affine \
       --shape rows=$r,n=28672,k=4096,bits=4,group=64 --numerics tolerance --samples 1 --batch 1
