@@ -590,9 +590,12 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
     }
     EXPECT_EQ(depths, bits == 4 ? (std::set<int>{2, 4}) : (std::set<int>{4})) << "bits=" << bits;
   }
-  // The default spells `ahead=2` only for int4 g64 at rows 1-8 with at most 8 K slices (the
+  // The default spells `ahead=2` for int4 g64 at rows 1-8 with at most 8 K slices (the
   // parameter vectors of its J = 2 kernel): 28672 x 4096 (one slice), 6144 x 4096 (four),
-  // 4096 x 4096 and 4096 x 14336 (eight) at rows 1 and 8, not past 8 rows, nor at g128 or 8 bits.
+  // 4096 x 4096 and 4096 x 14336 (eight) at rows 1 and 8, not at g128 or 8 bits there; and at
+  // rows 9-16 for int4 (g64 and g128) where the 16-row two-m16 CTA's slices hold 12 chunks or
+  // more: 28672 x 4096 (32) and 4096 x 14336 (14), not 6144 x 4096 (8) or 4096 x 4096 (4), not
+  // at 8 bits, and not past 16 rows.
   if constexpr (kQmvParameterVectors) {
     for (int rows : {1, 8}) {
       EXPECT_EQ(qmv_affine_default(rows, 28672, 4096, 4, 64).ahead, 2) << rows;
@@ -601,8 +604,20 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
       EXPECT_EQ(qmv_affine_default(rows, 4096, 14336, 4, 64).ahead, 2) << rows;
     }
   }
-  EXPECT_EQ(qmv_affine_default(9, 28672, 4096, 4, 64).ahead, 0);
-  EXPECT_EQ(qmv_affine_default(9, 4096, 14336, 4, 64).ahead, 0);
+  for (int rows : {9, 16})
+    for (int group : {64, 128}) {
+      const std::string at = "rows=" + std::to_string(rows) + " g" + std::to_string(group);
+      for (auto [n, k] : {std::pair{28672, 4096}, std::pair{4096, 14336}}) {
+        const QmvAffineConfig d = qmv_affine_default(rows, n, k, 4, group);
+        EXPECT_EQ(d.ahead, 2) << at << " " << n << "x" << k;
+        EXPECT_EQ(d.rows_per_cta, 16) << at;
+        EXPECT_EQ(d.outputs_per_warp, 32) << at;
+      }
+      EXPECT_EQ(qmv_affine_default(rows, 6144, 4096, 4, group).ahead, 0) << at;
+      EXPECT_EQ(qmv_affine_default(rows, 4096, 4096, 4, group).ahead, 0) << at;
+      EXPECT_EQ(qmv_affine_default(rows, 28672, 4096, 8, group).ahead, 0) << at;
+    }
+  EXPECT_EQ(qmv_affine_default(17, 28672, 4096, 4, 64).ahead, 0);
   EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 4, 128).ahead, 0);
   EXPECT_EQ(qmv_affine_default(1, 28672, 4096, 8, 64).ahead, 0);
   const std::string base = "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=1,outputs_per_warp=16,"

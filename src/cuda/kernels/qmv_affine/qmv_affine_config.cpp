@@ -218,6 +218,20 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     f.rows_per_cta = small ? (upto16 ? 8 : 16) : (upto16 ? 16 : 32);
     f.outputs_per_warp = small ? 16 : 32;
     set_default_cta(f, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
+    // The 16-row two-m16 CTA at 4 bits with slices of 12 chunks or more: its slot's J = 2
+    // kernel (`ahead=2`, the same K order and bits). Timed cold (8 x the L2, parameters cold) on
+    // an H100 beside the J = 1 kernel, int4 g64 and g128 at rows 12 and 16, the four
+    // Llama-3.1-8B linears (docs/benchmark_results/2026-12-06-h100-6): 0.926-0.996 of its time
+    // at 32 chunks a slice (28672 x 4096) and 0.933-0.950 at 14 (4096 x 14336); at 8 chunks
+    // (6144 x 4096) 0.958-0.959 at g128 but 1.006-1.007 at g64, and at 4 (4096 x 4096)
+    // 1.001-1.003.
+    if (bits == 4 && f.rows_per_cta == 16 && f.outputs_per_warp == 32 &&
+        qmv_affine_slice_chunks(f, k, bits) >= 12) {
+      QmvAffineConfig a = f;
+      a.ahead = 2;
+      if (qmv_affine_can_implement(a, rows, n, k, bits, group, nullptr))
+        return a;
+    }
     if (qmv_affine_can_implement(f, rows, n, k, bits, group, nullptr))
       return f;
   }
