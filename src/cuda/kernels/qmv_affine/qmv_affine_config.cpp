@@ -162,6 +162,18 @@ std::optional<QmvAffineConfig> qmv_affine_ring_twin(const QmvAffineConfig &confi
   return c;
 }
 
+namespace {
+// `c` at its slot's J = 2 kernel (`ahead=2`: the same K order, so the same bits) where one is
+// compiled that runs the shape.
+std::optional<QmvAffineConfig> at_ahead_2(QmvAffineConfig c, int rows, int n, int k, int bits,
+                                          int group) {
+  c.ahead = 2;
+  if (qmv_affine_can_implement(c, rows, n, k, bits, group, nullptr))
+    return c;
+  return std::nullopt;
+}
+} // namespace
+
 QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) {
   if (kQmvAffineDefaultIsRing && k % qmv_affine_chunk_k(bits) == 0) {
     // The ring default where it can run (K a multiple of the chunk, its k_slices within the
@@ -192,12 +204,9 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     // 0.83-0.88 (4096 x 14336) and 0.93-0.96 (4096 x 4096) of the J = 1 kernel's time at rows
     // 1 / 4 / 8 in all five tables of one call (docs/benchmark_results/2026-12-06-h100-5, call1).
     if (kQmvParameterVectors && bits == 4 && group == 64 && slices <= 8 &&
-        (k / qmv_affine_chunk_k(bits)) % (2 * slices) == 0) {
-      QmvAffineConfig a = c;
-      a.ahead = 2;
-      if (qmv_affine_can_implement(a, rows, n, k, bits, group, nullptr))
-        return a;
-    }
+        (k / qmv_affine_chunk_k(bits)) % (2 * slices) == 0)
+      if (const auto a = at_ahead_2(c, rows, n, k, bits, group))
+        return *a;
     return c;
   }
   // Past 8 rows, by weight size (the same K order, so the same bits, either way). Fitted on the
@@ -226,12 +235,9 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     // (6144 x 4096) 0.958-0.959 at g128 but 1.006-1.007 at g64, and at 4 (4096 x 4096)
     // 1.001-1.003.
     if (bits == 4 && f.rows_per_cta == 16 && f.outputs_per_warp == 32 &&
-        qmv_affine_slice_chunks(f, k, bits) >= 12) {
-      QmvAffineConfig a = f;
-      a.ahead = 2;
-      if (qmv_affine_can_implement(a, rows, n, k, bits, group, nullptr))
-        return a;
-    }
+        qmv_affine_slice_chunks(f, k, bits) >= 12)
+      if (const auto a = at_ahead_2(f, rows, n, k, bits, group))
+        return *a;
     if (qmv_affine_can_implement(f, rows, n, k, bits, group, nullptr))
       return f;
   }
