@@ -2,8 +2,8 @@
 # The first call of a device session on a new build (~5 min on an H100, within 300 s): the
 # device tests of qmv.affine, the decode step and qmm.affine on reduced shapes, then, by the card,
 # issue 14's H200 step (call_h200_step.sh), or the 16-row slot's J 2 kernel timed beside its
-# slot's own (qmv_affine_harness, rows 16) and the ncu profiles of qmv.affine's 8- and 16-row
-# int4 g64 kernels (profile.sh rows).
+# slot's own (qmv_affine_harness, rows 16), and with FIRST_PROFILE=1 the ncu profiles of
+# qmv.affine's 8- and 16-row int4 g64 kernels (profile.sh rows).
 #
 #   scripts/device/call_first.sh OUT
 set -u
@@ -33,9 +33,11 @@ else
     stamp "harness rows 16 round $round" $?
   done
   grep -E '^4x' "$R/r16_1.log" | cut -c1-150
-  pack
-  BUILD=build timeout "$(cap 200)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
-  stamp profile_rows $?
-  cat "$R/profile.log"
+  if [ "${FIRST_PROFILE:-0}" = 1 ]; then
+    pack
+    BUILD=build timeout "$(cap 200)" bash scripts/device/profile.sh "$R" rows >"$R/profile.log" 2>&1
+    stamp profile_rows $?
+    cat "$R/profile.log"
+  fi
 fi
 pack
