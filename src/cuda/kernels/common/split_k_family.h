@@ -54,9 +54,11 @@ struct StreamRingFields {
 struct CtaShape {
   int warps_k, split_k, warps_n;
 };
-// The tensor-core shapes, grouped by k_slices 1, 2, 4, 8, 16.
+// The tensor-core shapes, grouped by k_slices 1, 2, 4, 8, 16. At one slice, CTAs of one and
+// two warps beside four: a grid of few four-warp CTAs (qmv.affine's 16-row default on
+// 28672 x 4096: 224 for 132 SMs) leaves some SMs twice the warps of others.
 inline constexpr CtaShape kMmaCtaShapes[] = {
-    {1, 1, 4},                        // k_slices 1
+    {1, 1, 1},  {1, 1, 2}, {1, 1, 4}, // k_slices 1
     {2, 1, 1},  {2, 1, 2},            // 2
     {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, // 4
     {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, // 8
