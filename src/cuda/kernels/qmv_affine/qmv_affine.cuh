@@ -244,6 +244,13 @@ __device__ __forceinline__ uint4 load_lane_words(const uint32_t *qp) {
 // grouped kernels keep their offsets.
 inline constexpr bool kQmvMmaOffsets32 = false;
 inline constexpr bool kQmvMmaPingPong = false;
+// The register pipeline of the 4-bit kernels of two or more activation tiles (16 and 32 rows,
+// no parameter vectors) reads each block of J chunks from row pointers that advance J chunks a
+// block (qmv_affine_mma_kernel's `kCursor`), each chunk of the block at a fixed offset from
+// them. From the row offsets nvcc rebuilt every load's 64-bit address each chunk: about 190 of
+// the 942 instructions of `<4, 2, 2, 2>`'s two-chunk loop (SASS). The same loads, so the same
+// bits.
+inline constexpr bool kQmvMmaCursor = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -545,6 +552,9 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // One activation tile (rows 1-8, a decode batch): at two the <4, 2, 1, 2> kernel spilled.
   constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
                                 NT == 1 && !kOffsets && (J == 2 || J == 4);
+  // The register pipeline's cursor loads (kQmvMmaCursor; load_block below).
+  constexpr bool kCursor = kQmvMmaCursor && S == 0 && BITS == 4 && GROUPS == 0 && NT >= 2 &&
+                           !kPairCapable && !STAGE && !kOffsets;
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
   // The cp.async kernels' STAGE twin (int4 g64 per weight) reads the same pairs, from
@@ -647,7 +657,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   // registers 106; SASS, cuobjdump). Elsewhere it cost registers: 10-20 at J 4 or two m16 tiles
   // (a CTA an SM at 128 threads), up to 30 in the factored and multi-tile kernels, four of
   // which spilled.
-  constexpr bool kXUnguarded = kPairCapable && MT == 1 && J == 2;
+  constexpr bool kXUnguarded = (kPairCapable && MT == 1 && J == 2) || (kCursor && kXAhead);
   static_assert(!kXUnguarded || kXAhead, "the unguarded look-ahead is a look-ahead");
   auto multiply_full = [&](int chunk, const WeightFragment<MT> &f) {
     uint4 x_next[NT][L::kXVectors];
@@ -816,11 +826,51 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
           f[0].bias[mt][h] = bw.x, f[1].bias[mt][h] = bw.y;
         }
     };
+    // Cursor loads (kQmvMmaCursor): the rows' word and parameter pointers at the next block's
+    // first chunk, advanced J chunks a block; load_block is called once a block, in order, from
+    // the slice's first chunk (register_pipeline), on full chunks only. At 4 bits every group
+    // (32, 64, 128) divides the 128-value chunk, so a chunk's first group is the block's plus
+    // j x (128 / group).
+    const uint32_t *q_cur[MT][2];
+    const uint16_t *s_cur[MT][2], *b_cur[MT][2];
+    const uint32_t chunk_groups = static_cast<uint32_t>(L::kChunkK) >> p.group_shift;
+    if constexpr (kCursor) {
+      const uint32_t group0 = static_cast<uint32_t>(R::first_k(c, t)) >> p.group_shift;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          q_cur[mt][h] = qp[mt][h] + static_cast<uint32_t>(c) * 16u;
+          s_cur[mt][h] = sp[mt][h] + group0;
+          b_cur[mt][h] = bp[mt][h] + group0;
+        }
+    }
     auto load_block = [&](int c0, WeightFragment<MT>(&f)[J]) {
       bool vector_block = false;
       if constexpr (kPairCapable && !STAGE) // the staged twin stages or loads a chunk at a time
         vector_block = vectors;
-      if (STAGE && staged) {
+      if constexpr (kCursor) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int j = 0; j < J; ++j) {
+              f[j].q[mt][h] = load_lane_words<BITS, GROUPS>(q_cur[mt][h] + j * 16);
+              const uint32_t o = static_cast<uint32_t>(j) * chunk_groups;
+              if constexpr (R::kRuns == 1) {
+                f[j].scale[mt][h] = load_parameter(s_cur[mt][h] + o);
+                f[j].bias[mt][h] = load_parameter(b_cur[mt][h] + o);
+              } else {
+                f[j].scale[mt][h] = load_parameter_pair(s_cur[mt][h] + o);
+                f[j].bias[mt][h] = load_parameter_pair(b_cur[mt][h] + o);
+              }
+            }
+            q_cur[mt][h] += J * 16;
+            s_cur[mt][h] += J * chunk_groups;
+            b_cur[mt][h] += J * chunk_groups;
+          }
+      } else if (STAGE && staged) {
         block_words(c0, f);
         block_staged_params(c0, f);
       } else if (vector_block) {
