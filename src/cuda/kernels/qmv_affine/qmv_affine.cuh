@@ -247,9 +247,12 @@ inline constexpr bool kQmvMmaPingPong = false;
 // The register pipeline of the 4-bit kernels of two or more activation tiles (16 and 32 rows,
 // no parameter vectors) reads each block of J chunks from row pointers that advance J chunks a
 // block (qmv_affine_mma_kernel's `kCursor`), each chunk of the block at a fixed offset from
-// them. From the row offsets nvcc rebuilt every load's 64-bit address each chunk: about 190 of
-// the 942 instructions of `<4, 2, 2, 2>`'s two-chunk loop (SASS). The same loads, so the same
-// bits.
+// them, and with the unguarded activation look-ahead. From the row offsets nvcc rebuilt every
+// load's 64-bit address each chunk, and each guarded activation load re-read p.x and zero-filled:
+// `<4, 2, 2, 2>`'s two-chunk loop took 942 instructions, 784 with the cursor; `<4, 2, 2, 1>` 506
+// and 424 per weight, 425 and 360 factored (nvdisasm). Per weight (group 32, 64, 128), and
+// factored at J 1 and at most four m16 x n8 tiles (more spilled 4-120 bytes). The same loads,
+// so the same bits.
 inline constexpr bool kQmvMmaCursor = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
@@ -553,8 +556,9 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
                                 NT == 1 && !kOffsets && (J == 2 || J == 4);
   // The register pipeline's cursor loads (kQmvMmaCursor; load_block below).
-  constexpr bool kCursor = kQmvMmaCursor && S == 0 && BITS == 4 && GROUPS == 0 && NT >= 2 &&
-                           !kPairCapable && !STAGE && !kOffsets;
+  constexpr bool kCursor = kQmvMmaCursor && S == 0 && BITS == 4 && NT >= 2 && !kPairCapable &&
+                           !STAGE && !kOffsets &&
+                           (GROUPS == 0 || (GROUPS == 1 && J == 1 && NT * MT <= 4));
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
   // The cp.async kernels' STAGE twin (int4 g64 per weight) reads the same pairs, from
