@@ -4,7 +4,7 @@
 # reference test on reduced shapes, then the harness of the build before (BASE, a program) and
 # of this build in turn, twice, on the four Llama-3.1-8B linears, int4 g64 and g128, every mma
 # config at ROWS (default 8,16,32). A config's time in one build over its time in the other is
-# read from the CSVs (same candidate names).
+# read from the CSVs (same candidate names). VAR (a program) adds a third build to each round.
 #
 #   tar xJf .carry/bin.tar.xz && xz -dc .carry/base_harness.xz >base_harness && \
 #     chmod +x base_harness && scripts/device/call_cursor_ab.sh OUT base_harness [ROWS]
@@ -22,9 +22,10 @@ for t in qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test; d
 done
 pack
 for round in 1 2; do
-  for build in base new; do
+  for build in base new ${VAR:+var}; do
     h=$BUILD/bench/qmv_affine_harness
     [ "$build" = base ] && h=$base
+    [ "$build" = var ] && h=$VAR
     HONE_TEST_PATHS=mma timeout "$(cap 90)" "$h" --no-check \
       --shapes 28672x4096,4096x14336,6144x4096,4096x4096 --rows "$rows" --formats 4x64,4x128 \
       --csv "$R/${build}_$round.csv" >"$R/${build}_$round.log" 2>&1

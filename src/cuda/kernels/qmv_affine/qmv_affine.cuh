@@ -254,6 +254,10 @@ inline constexpr bool kQmvMmaPingPong = false;
 // factored at J 1 and at most four m16 x n8 tiles (more spilled 4-120 bytes). The same loads,
 // so the same bits.
 inline constexpr bool kQmvMmaCursor = true;
+// The cursor kernels' fragments alternating between two sets (register_pipeline's PING_PONG)
+// where they do not spill (fewer than eight m16 x n8 tiles): the 16-row loops lose another 5-12 %
+// of their instructions (nvdisasm), at 210-249 registers.
+inline constexpr bool kQmvMmaCursorPingPong = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -916,7 +920,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     start_activations();
     // The fragments may alternate between two sets (kQmvMmaPingPong, register_pipeline).
     constexpr bool kPingPong =
-        kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2));
+        (kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2))) ||
+        (kQmvMmaCursorPingPong && kCursor && NT * MT < 8);
     if constexpr (kXUnguarded) {
       c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply_full);
       if (c < c_end) // the last full chunk's look-ahead did not read chunk c_full
