@@ -939,6 +939,23 @@ TEST(QmvAffineConfig, PastEightRowsTheDefaultCtaFollowsTheWeightSize) {
   }
 }
 
+// At one K slice the register pipeline's default CTA is one warp, at every row count, bits and
+// group; split K keeps the CTA of its slices.
+TEST(QmvAffineConfig, AtOneKSliceTheDefaultCtaIsOneWarp) {
+  for (int bits : {4, 8})
+    for (int group : {64, 128})
+      for (int rows : {1, 4, 8, 9, 16, 24, 32}) {
+        const QmvAffineConfig big = qmv_affine_default(rows, 28672, 4096, bits, group);
+        EXPECT_EQ(qmv_affine_k_slices(big), 1);
+        EXPECT_EQ(big.warps, 1) << bits << " bits g" << group << " rows=" << rows;
+        std::string why;
+        EXPECT_TRUE(qmv_affine_can_implement(big, rows, 28672, 4096, bits, group, &why)) << why;
+        const QmvAffineConfig split = qmv_affine_default(rows, 4096, 4096, bits, group);
+        EXPECT_EQ(split.warps, split.warps_k) << bits << " bits g" << group << " rows=" << rows;
+        EXPECT_GT(split.warps, 1);
+      }
+}
+
 // Every ring config offered at two CTAs per SM fits twice in the register file at its compiled
 // kernel's registers (as allocated, in steps of 8): the kernel tables' REGISTERS are ptxas's
 // counts, so a kernel that grew since fails here rather than timing as its one-CTA twin.

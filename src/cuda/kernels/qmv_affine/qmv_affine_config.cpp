@@ -60,6 +60,19 @@ constexpr int kMinSliceChunks = 4;
 constexpr double kSmallWeightBytes = 8e6;
 constexpr int kSmallWeightMaxK = 1536;
 
+// At one K slice the register pipeline's default CTA is one warp. A K-unsplit launch is a
+// matrix of more than 16384 rows (default_k_slices), so it has CTAs to spare, and four-warp CTAs
+// leave some SMs twice the warps of others: 28672 x 4096 at 16 rows was 224 CTAs for 132 SMs.
+// Timed cold on an H100 against the same config at four warps, int4 g64 and g128
+// (docs/benchmark_results/2026-12-06-h100-7, call1, the mean of two rounds): 0.924 and 0.971 of
+// the time at 16 rows, 0.930 and 0.932 at 32, 0.973 and 0.954 at 8. The warps of a CTA do not
+// change the K order, so the bits are the same.
+constexpr int kOneSliceWarps = 1;
+void one_slice_cta(QmvAffineConfig &c) {
+  if (c.warps_k == 1 && c.split_k == 1)
+    c.warps = kOneSliceWarps;
+}
+
 int default_k_slices(int n, int k, int bits) {
   const int tiles = (n + 15) / 16;
   const int chunk_k = qmv_affine_chunk_k(bits);
@@ -194,6 +207,7 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     c.rows_per_cta = 8;
     c.outputs_per_warp = 16;
     set_default_cta(c, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
+    one_slice_cta(c);
     // int4 g64 with at most 8 K slices: the slot's J = 2 kernel (`ahead=2`, the same K order
     // and bits), whose register pipeline reads a row's parameters for both chunks in one vector
     // load where each slice's chunks come in pairs (kQmvParameterVectors). On the H200 it took
@@ -227,6 +241,7 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
     f.rows_per_cta = small ? (upto16 ? 8 : 16) : (upto16 ? 16 : 32);
     f.outputs_per_warp = small ? 16 : 32;
     set_default_cta(f, slices, 2, /*pair_at_8=*/false, /*pair_at_16=*/false);
+    one_slice_cta(f);
     // The 16-row two-m16 CTA at 4 bits with slices of 12 chunks or more: its slot's J = 2
     // kernel (`ahead=2`, the same K order and bits). Timed cold (8 x the L2, parameters cold) on
     // an H100 beside the J = 1 kernel, int4 g64 and g128 at rows 12 and 16, the four
