@@ -9,7 +9,7 @@
 #   tar xJf .carry/bin.tar.xz && scripts/device/quantized_linear.sh "$OUT" build
 set -u
 source "$(dirname "$0")/env.sh"
-run_begin quantized_linear 570 "${1:?OUTDIR}" "${2:-build}"
+run_begin quantized_linear "${QL_BUDGET:-570}" "${1:?OUTDIR}" "${2:-build}"
 T=$BUILD/tests/device/qmm_affine_op_test
 H=$BUILD/tools/hone/hone
 mkdir -p "$R/cache" "$R/tunes"
