@@ -252,11 +252,15 @@ inline constexpr bool kQmvMmaPingPong = false;
 // `<4, 2, 2, 2>`'s two-chunk loop took 942 instructions, 784 with the cursor; `<4, 2, 2, 1>` 506
 // and 424 per weight, 425 and 360 factored (nvdisasm). Per weight (group 32, 64, 128), and
 // factored at J 1 and at most four m16 x n8 tiles (more spilled 4-120 bytes). The same loads,
-// so the same bits.
+// so the same bits. Timed on an H100 against the build before (docs/benchmark_results/
+// 2026-12-06-h100-7, call1): the 16- and 32-row defaults 0.96-0.98 of their time on 28672 x 4096
+// and 4096 x 14336 at g64, geomean 0.995 over the 24 default cells; config by config 0.68-1.72,
+// the four-warp CTAs at more registers fitting fewer an SM.
 inline constexpr bool kQmvMmaCursor = true;
 // The cursor kernels' fragments alternating between two sets (register_pipeline's PING_PONG)
 // where they do not spill (fewer than eight m16 x n8 tiles): the 16-row loops lose another 5-12 %
-// of their instructions (nvdisasm), at 210-249 registers.
+// of their instructions (nvdisasm), at 210-249 registers, but the defaults took 1.005 of the
+// time (geomean), up to 1.038, in the same call. Off.
 inline constexpr bool kQmvMmaCursorPingPong = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,

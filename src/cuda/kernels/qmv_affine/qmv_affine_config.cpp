@@ -65,8 +65,9 @@ constexpr int kSmallWeightMaxK = 1536;
 // leave some SMs twice the warps of others: 28672 x 4096 at 16 rows was 224 CTAs for 132 SMs.
 // Timed cold on an H100 against the same config at four warps, int4 g64 and g128
 // (docs/benchmark_results/2026-12-06-h100-7, call1, the mean of two rounds): 0.924 and 0.971 of
-// the time at 16 rows, 0.930 and 0.932 at 32, 0.973 and 0.954 at 8. The warps of a CTA do not
-// change the K order, so the bits are the same.
+// the time at 16 rows, 0.930 and 0.932 at 32, 0.973 and 0.954 at 8. This default against the one
+// before (call2): 0.925-0.941 at 16-32 rows on 28672 x 4096, 0.975-0.979 at 8, 0.991-1.003 at
+// rows 1-4. The warps of a CTA do not change the K order, so the bits are the same.
 constexpr int kOneSliceWarps = 1;
 void one_slice_cta(QmvAffineConfig &c) {
   if (c.warps_k == 1 && c.split_k == 1)
