@@ -54,16 +54,19 @@ struct StreamRingFields {
 struct CtaShape {
   int warps_k, split_k, warps_n;
 };
-// The tensor-core shapes, grouped by k_slices 1, 2, 4, 8, 16. At one slice, CTAs of one and
-// two warps beside four: a grid of few four-warp CTAs (qmv.affine's 16-row default on
-// 28672 x 4096: 224 for 132 SMs) leaves some SMs twice the warps of others.
+// The tensor-core shapes, grouped by k_slices 1, 2, 4, 8, 16.
 inline constexpr CtaShape kMmaCtaShapes[] = {
-    {1, 1, 1},  {1, 1, 2}, {1, 1, 4}, // k_slices 1
+    {1, 1, 4},                        // k_slices 1
     {2, 1, 1},  {2, 1, 2},            // 2
     {4, 1, 1},  {4, 1, 2}, {2, 2, 1}, // 4
     {8, 1, 1},  {4, 2, 1}, {4, 2, 2}, // 8
     {16, 1, 1}, {8, 2, 1}, {4, 4, 1}  // 16
 };
+
+// One- and two-warp CTAs at one K slice, beside kMmaCtaShapes' four (qmv.affine's tensor-core
+// paths): a grid of few four-warp CTAs leaves some SMs twice the warps of others (qmv.affine's
+// 16-row default on 28672 x 4096: 224 CTAs for 132 SMs).
+inline constexpr CtaShape kNarrowMmaCtaShapes[] = {{1, 1, 1}, {1, 1, 2}};
 
 // The fill floor of a family's static default K split: the largest power of two k_slices, at
 // most `max_slices`, whose launch of `tiles` m16 tiles x k_slices warps stays within

@@ -306,6 +306,7 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
       base.ahead = e.ahead;
+      add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
   if (bits == 4)
@@ -315,6 +316,7 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
         base.path = KernelPath::grouped;
         base.rows_per_cta = rows;
         base.outputs_per_warp = e.outputs_per_warp;
+        add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
         add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
       }
   for (const StreamEntry &e : kStreamKernels)
