@@ -956,6 +956,30 @@ TEST(QmvAffineConfig, AtOneKSliceTheDefaultCtaIsOneWarp) {
       }
 }
 
+// Up to 8 rows, int4 g128 (one group a chunk) takes two m16 tiles a warp on weights of 20 MB or
+// more and one below; g64 keeps its J 2 one-tile kernel. The K order is the one-tile CTA's.
+TEST(QmvAffineConfig, FactoredLargeWeightsTakeTwoTilesUpToEightRows) {
+  const struct {
+    int n, k, group, outputs_per_warp;
+  } cases[] = {
+      {28672, 4096, 128, 32}, // 58.7 MB
+      {4096, 14336, 128, 32}, // 29.4 MB
+      {6144, 4096, 128, 16},  // 12.6 MB
+      {4096, 4096, 128, 16},  {28672, 4096, 64, 16},
+  };
+  for (const auto &c : cases)
+    for (int rows : {1, 4, 8}) {
+      const QmvAffineConfig d = qmv_affine_default(rows, c.n, c.k, 4, c.group);
+      EXPECT_EQ(d.rows_per_cta, 8);
+      EXPECT_EQ(d.outputs_per_warp, c.outputs_per_warp)
+          << c.n << "x" << c.k << " g" << c.group << " rows=" << rows;
+      EXPECT_EQ(qmv_affine_k_slices(d),
+                qmv_affine_k_slices(qmv_affine_default(16, c.n, c.k, 4, c.group)));
+      std::string why;
+      EXPECT_TRUE(qmv_affine_can_implement(d, rows, c.n, c.k, 4, c.group, &why)) << why;
+    }
+}
+
 // Every ring config offered at two CTAs per SM fits twice in the register file at its compiled
 // kernel's registers (as allocated, in steps of 8): the kernel tables' REGISTERS are ptxas's
 // counts, so a kernel that grew since fails here rather than timing as its one-CTA twin.
