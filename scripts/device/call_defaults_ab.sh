@@ -37,6 +37,7 @@ done
 grep -E '^4x' "$R/new_1.log" | cut -c1-110
 pack
 if [ -n "${BASE_HONE:-}" ]; then
+  mkdir -p "$R/empty_cache"
   for build in base new; do
     h=$BUILD/tools/hone/hone
     [ "$build" = base ] && h=$BASE_HONE
