@@ -6,7 +6,8 @@
 # on SHAPES (default the four Llama-3.1-8B linears), int4 g64 and g128, at ROWS (default
 # 1,4,8,16,24,32). scripts/ab.py of a results folder compares the defaults and every config.
 # BASE_HONE (a program, the build before's `hone`) adds the Llama-3.1-8B int4 g64 decode step at
-# batch STEP_BATCH (default 16), context 4k, default and PDL, with either build in turn.
+# batch STEP_BATCH (default 16), context 4k, default and PDL, with either build in turn. VAR (a
+# program) adds a third harness to each round (scripts/ab.py reads var_* as it reads new_*).
 #
 #   tar xJf .carry/bin.tar.xz && tar xJf .carry/base_65e57e2.tar.xz && \
 #     BASE_HONE=./base_hone_65e57e2 scripts/device/call_defaults_ab.sh OUT ./base_65e57e2
@@ -25,9 +26,10 @@ for t in qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test st
 done
 pack
 for round in 1 2; do
-  for build in base new; do
+  for build in base new ${VAR:+var}; do
     h=$BUILD/bench/qmv_affine_harness
     [ "$build" = base ] && h=$base
+    [ "$build" = var ] && h=$VAR
     HONE_TEST_PATHS=mma timeout "$(cap 100)" "$h" --no-check --shapes "$shapes" --rows "$rows" \
       --formats 4x64,4x128 --csv "$R/${build}_$round.csv" >"$R/${build}_$round.log" 2>&1
     stamp "harness $build round $round" $?

@@ -262,6 +262,13 @@ inline constexpr bool kQmvMmaCursor = true;
 // of their instructions (nvdisasm), at 210-249 registers, but the defaults took 1.005 of the
 // time (geomean), up to 1.038, in the same call. Off.
 inline constexpr bool kQmvMmaCursorPingPong = false;
+// The cursor loads in the kernels of one activation tile too (rows 1-8) where they have no
+// parameter vectors (per weight at J 1; factored at J 1, 2 and 4 with at most two m16 tiles),
+// and in the factored two-tile kernels at J 2 of one activation tile. Their loops lose 19-23 %
+// of their instructions (nvdisasm: `<4, 1, 1, 1>` 252 -> 205 per weight and 203 -> 164
+// factored, `<4, 1, 2, 2>` factored 619 -> 503, `<4, 1, 1, 2>` factored 383 -> 293), at 98, 214
+// and 134 registers, no spills. Not timed yet: off.
+inline constexpr bool kQmvMmaCursorOneTile = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -564,9 +571,9 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   constexpr bool kPairCapable = kQmvParameterVectors && BITS == 4 && GROUPS == 0 && S == 0 &&
                                 NT == 1 && !kOffsets && (J == 2 || J == 4);
   // The register pipeline's cursor loads (kQmvMmaCursor; load_block below).
-  constexpr bool kCursor = kQmvMmaCursor && S == 0 && BITS == 4 && NT >= 2 && !kPairCapable &&
-                           !STAGE && !kOffsets &&
-                           (GROUPS == 0 || (GROUPS == 1 && J == 1 && NT * MT <= 4));
+  constexpr bool kCursor =
+      kQmvMmaCursor && S == 0 && BITS == 4 && (NT >= 2 || kQmvMmaCursorOneTile) && !kPairCapable &&
+      !STAGE && !kOffsets && (GROUPS == 0 || (GROUPS == 1 && (J == 1 || NT == 1) && NT * MT <= 4));
   const uintptr_t param_bases =
       reinterpret_cast<uintptr_t>(p.scales) | reinterpret_cast<uintptr_t>(p.biases);
   // The cp.async kernels' STAGE twin (int4 g64 per weight) reads the same pairs, from
