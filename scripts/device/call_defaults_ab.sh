@@ -19,11 +19,7 @@ base=${2:?BASE harness}
 shapes=${SHAPES:-28672x4096,4096x14336,6144x4096,4096x4096}
 rows=${ROWS:-1,4,8,16,24,32}
 cat "$R/gpu.txt"
-for t in qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test step_ops_pdl_test; do
-  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
-  stamp "$t" $?
-  grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
-done
+device_tests qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test step_ops_pdl_test
 pack
 for round in 1 2; do
   for build in base new ${VAR:+var}; do

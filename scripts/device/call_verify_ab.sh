@@ -10,11 +10,7 @@ source "$(dirname "$0")/env.sh"
 [ -x build/tools/hone/hone ] || tar xJf .carry/bin.tar.xz
 run_begin verify_ab 400 "${1:?OUTDIR}" build
 cat "$R/gpu.txt"
-for t in qmv_affine_kernel_test qmv_affine_op_test; do
-  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
-  stamp "$t" $?
-  grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
-done
+device_tests qmv_affine_kernel_test qmv_affine_op_test
 pack
 for round in 1 2; do
   for mode in auto off on; do

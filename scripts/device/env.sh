@@ -20,6 +20,8 @@ if [ -n "${BUILD:-}" ]; then find_cublaslt; fi
 #   cap N     N, or the seconds left where fewer
 #   pack      (re)writes the archive
 #   stamp S RC  logs step S's exit status and time to R/steps.log
+#   device_tests T...  runs each device test T of BUILD on the reduced shapes (120 s cap each),
+#                      stamps it and prints its verdict lines; the logs go to R/test_T.log
 run_begin() {
   RUN_NAME=$1
   RUN_BUDGET=$2
@@ -36,3 +38,11 @@ left() { echo $((RUN_BUDGET - ($(date +%s) - T0))); }
 cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
 pack() { (cd "$OUTDIR" && tar czf "$RUN_NAME.tar.gz" "$RUN_NAME"); }
 stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
+device_tests() {
+  local t
+  for t in "$@"; do
+    HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
+    stamp "$t" $?
+    grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
+  done
+}
