@@ -923,8 +923,9 @@ TEST(QmvAffineConfig, PastEightRowsTheDefaultCtaFollowsTheWeightSize) {
       {16, 896, 896, 4, 8, 16, 0},     // 0.4 MB: two groups of 8 rows
       {32, 896, 896, 4, 16, 16, 0},    // two groups of 16
       {16, 17920, 1536, 4, 8, 16, 0},  // 13.8 MB, but K of 1536
-      {16, 4096, 4096, 4, 16, 32, 0},  // 8.4 MB: one CTA of 16 rows, two m16 tiles a warp
-      {32, 28672, 4096, 4, 32, 32, 0}, // one CTA of 32 rows
+      {16, 4096, 4096, 4, 16, 32, 1},  // 8.4 MB: one CTA of 16 rows, two m16 tiles a warp
+                                       // (int4 g64: the cp.async kernel)
+      {32, 28672, 4096, 4, 32, 32, 1}, // one CTA of 32 rows
       {24, 4096, 14336, 8, 32, 32, 0}, // 17-32 rows take the 32-row CTA
       {16, 1536, 8960, 4, 16, 32, 1},  // 16 K slices: the ring CTA
       {1, 28672, 4096, 4, 8, 16, 0},   // up to 8 rows: unchanged
@@ -954,6 +955,57 @@ TEST(QmvAffineConfig, AtOneKSliceTheDefaultCtaIsOneWarp) {
         EXPECT_EQ(split.warps, split.warps_k) << bits << " bits g" << group << " rows=" << rows;
         EXPECT_GT(split.warps, 1);
       }
+}
+
+// Up to 8 rows, int4 g128 (one group a chunk) takes two m16 tiles a warp on weights of 20 MB or
+// more and one below; g64 keeps its J 2 one-tile kernel. The K order is the one-tile CTA's.
+TEST(QmvAffineConfig, FactoredLargeWeightsTakeTwoTilesUpToEightRows) {
+  const struct {
+    int n, k, group, outputs_per_warp;
+  } cases[] = {
+      {28672, 4096, 128, 32}, // 58.7 MB
+      {4096, 14336, 128, 32}, // 29.4 MB
+      {6144, 4096, 128, 16},  // 12.6 MB
+      {4096, 4096, 128, 16},  {28672, 4096, 64, 16},
+  };
+  for (const auto &c : cases)
+    for (int rows : {1, 4, 8}) {
+      const QmvAffineConfig d = qmv_affine_default(rows, c.n, c.k, 4, c.group);
+      EXPECT_EQ(d.rows_per_cta, 8);
+      EXPECT_EQ(d.outputs_per_warp, c.outputs_per_warp)
+          << c.n << "x" << c.k << " g" << c.group << " rows=" << rows;
+      EXPECT_EQ(qmv_affine_k_slices(d),
+                qmv_affine_k_slices(qmv_affine_default(16, c.n, c.k, 4, c.group)));
+      std::string why;
+      EXPECT_TRUE(qmv_affine_can_implement(d, rows, c.n, c.k, 4, c.group, &why)) << why;
+    }
+}
+
+// Past 8 rows, int4 g64's two-tile CTA takes its cp.async kernel (the same K order) where its
+// slices hold an even 4 chunks or more, unless the 16-row CTA takes its J 2 kernel; g128 keeps the
+// register pipeline.
+TEST(QmvAffineConfig, PastEightRowsInt4G64TakesTheCpAsyncKernel) {
+  const struct {
+    int rows, n, k, group, async, ahead;
+  } cases[] = {
+      {16, 4096, 4096, 64, 1, 0},                             // 8 slices of 4 chunks
+      {16, 6144, 4096, 64, 1, 0},                             // 4 slices of 8
+      {32, 4096, 14336, 64, 1, 0},                            // 8 slices of 14
+      {24, 28672, 4096, 64, 1, 0},                            // one slice of 32, one warp
+      {16, 4096, 14336, 64, 0, 2},                            // the J 2 kernel at 14 chunks
+      {16, 28672, 4096, 64, 0, 2},                            // and at 32
+      {16, 4096, 4096, 128, 0, 0},                            // factored
+      {32, 4096, 14336, 128, 0, 0}, {16, 896, 896, 64, 0, 0}, // small: one m16 tile a warp
+  };
+  for (const auto &c : cases) {
+    const QmvAffineConfig d = qmv_affine_default(c.rows, c.n, c.k, 4, c.group);
+    EXPECT_EQ(d.async, c.async) << c.n << "x" << c.k << " g" << c.group << " rows=" << c.rows;
+    EXPECT_EQ(d.ahead, c.ahead) << c.n << "x" << c.k << " g" << c.group << " rows=" << c.rows;
+    EXPECT_EQ(qmv_affine_k_slices(d),
+              qmv_affine_k_slices(qmv_affine_default(1, c.n, c.k, 4, c.group)));
+    std::string why;
+    EXPECT_TRUE(qmv_affine_can_implement(d, c.rows, c.n, c.k, 4, c.group, &why)) << why;
+  }
 }
 
 // Every ring config offered at two CTAs per SM fits twice in the register file at its compiled

@@ -59,6 +59,9 @@ constexpr int kMinSliceChunks = 4;
 // per warp (qmv_affine_default).
 constexpr double kSmallWeightBytes = 8e6;
 constexpr int kSmallWeightMaxK = 1536;
+// Up to 8 rows: the packed weight size from which the factored default (int4, one group a chunk)
+// takes two m16 tiles a warp (qmv_affine_default).
+constexpr double kFactoredTwoTileBytes = 20e6;
 
 // At one K slice the register pipeline's default CTA is one warp. A K-unsplit launch is a
 // matrix of more than 16384 rows (default_k_slices), so it has CTAs to spare, and four-warp CTAs
@@ -222,6 +225,19 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
         (k / qmv_affine_chunk_k(bits)) % (2 * slices) == 0)
       if (const auto a = at_ahead_2(c, rows, n, k, bits, group))
         return *a;
+    // int4 with one group a chunk (factored, group 128) on weights of kFactoredTwoTileBytes or
+    // more: two m16 tiles a warp (the slot of J 2 chunks; the same K order, so the same bits).
+    // Timed cold on an H100 against the one-tile CTA of the same K slices
+    // (docs/benchmark_results/2026-12-06-h100-7, call2 at rows 1 / 4 / 8, the mean of two rounds):
+    // 0.943 / 0.963 / 0.968 on 28672 x 4096 (58.7 MB), 0.978 / 0.969 / 0.965 on 4096 x 14336
+    // (29.4 MB); at 8 rows (call1) 1.063 on 6144 x 4096 (12.6 MB) and 1.002 on 4096 x 4096.
+    if (bits == 4 && group >= qmv_affine_chunk_k(bits) &&
+        static_cast<double>(n) * k * bits / 8 >= kFactoredTwoTileBytes) {
+      QmvAffineConfig t = c;
+      t.outputs_per_warp = 32;
+      if (qmv_affine_can_implement(t, rows, n, k, bits, group, nullptr))
+        return t;
+    }
     return c;
   }
   // Past 8 rows, by weight size (the same K order, so the same bits, either way). Fitted on the
@@ -233,7 +249,8 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
   //   17-32), each group re-reading the weights from L2: warps, not reuse, are what they lack;
   // - larger ones: two m16 tiles per warp (activation loads shared by 32 weight rows) over all
   //   the rows in one CTA (16, or 32).
-  // Neither uses the cp.async ring, which lost to the register pipeline at both sizes.
+  // Neither used the cp.async kernels, which lost to the register pipeline at both sizes before
+  // they staged the group parameters (int4 g64 below).
   if (slices < 16) {
     const bool small =
         static_cast<double>(n) * k * bits / 8 < kSmallWeightBytes || k <= kSmallWeightMaxK;
@@ -254,6 +271,21 @@ QmvAffineConfig qmv_affine_default(int rows, int n, int k, int bits, int group) 
         qmv_affine_slice_chunks(f, k, bits) >= 12)
       if (const auto a = at_ahead_2(f, rows, n, k, bits, group))
         return *a;
+    // Otherwise, int4 g64 per weight with two m16 tiles and slices of an even 4 chunks or more:
+    // the slot's cp.async kernel (`async=1`, bit-identical), which stages the slice's group
+    // parameters in shared memory there (staged_words in qmv_affine.cu). Timed cold on an H100
+    // against the register pipeline of the same CTA (docs/benchmark_results/2026-12-06-h100-7,
+    // the mean of two rounds): at 16 rows 0.908 (4096 x 4096) and 0.941 (6144 x 4096), at 32
+    // rows 0.873 (4096 x 14336), 0.936, 0.946 and, at one warp on 28672 x 4096, 0.975. At g128
+    // (factored, nothing staged) the cp.async kernels took 1.004-1.175.
+    const int slice_chunks = qmv_affine_slice_chunks(f, k, bits);
+    if (bits == 4 && group == 64 && f.outputs_per_warp == 32 && slice_chunks >= 4 &&
+        slice_chunks % 2 == 0) {
+      QmvAffineConfig a = f;
+      a.async = 1;
+      if (qmv_affine_can_implement(a, rows, n, k, bits, group, nullptr))
+        return a;
+    }
     if (qmv_affine_can_implement(f, rows, n, k, bits, group, nullptr))
       return f;
   }
