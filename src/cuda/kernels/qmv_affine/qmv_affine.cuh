@@ -267,8 +267,10 @@ inline constexpr bool kQmvMmaCursorPingPong = false;
 // and in the factored two-tile kernels at J 2 of one activation tile. Their loops lose 19-23 %
 // of their instructions (nvdisasm: `<4, 1, 1, 1>` 252 -> 205 per weight and 203 -> 164
 // factored, `<4, 1, 2, 2>` factored 619 -> 503, `<4, 1, 1, 2>` factored 383 -> 293), at 98, 214
-// and 134 registers, no spills. Not timed yet: off.
-inline constexpr bool kQmvMmaCursorOneTile = false;
+// and 134 registers, no spills. Measured on an H100 (docs/benchmark_results/2026-12-06-h100-8):
+// the int4 g128 defaults at rows 1-8 took 0.924-0.963 of their time on 28672 x 4096 and
+// 4096 x 14336; the int4 g64 defaults 0.994-1.006. On.
+inline constexpr bool kQmvMmaCursorOneTile = true;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
