@@ -7,7 +7,9 @@
 # 1,4,8,16,24,32). scripts/ab.py of a results folder compares the defaults and every config.
 # BASE_HONE (a program, the build before's `hone`) adds the Llama-3.1-8B int4 g64 decode step at
 # batch STEP_BATCH (default 16), context 4k, default and PDL, with either build in turn. VAR (a
-# program) adds a third harness to each round (scripts/ab.py reads var_* as it reads new_*).
+# program) adds a third harness to each round (scripts/ab.py reads var_* as it reads new_*), and
+# VAR_TEST (a program, the variant's qmv_affine_kernel_test; scripts/device/pack_var.sh builds
+# both) runs after this build's tests.
 #
 #   tar xJf .carry/bin.tar.xz && tar xJf .carry/base_65e57e2.tar.xz && \
 #     BASE_HONE=./base_hone_65e57e2 scripts/device/call_defaults_ab.sh OUT ./base_65e57e2
@@ -20,6 +22,11 @@ shapes=${SHAPES:-28672x4096,4096x14336,6144x4096,4096x4096}
 rows=${ROWS:-1,4,8,16,24,32}
 cat "$R/gpu.txt"
 device_tests qmv_affine_kernel_test qmv_affine_op_test decode_step_reference_test step_ops_pdl_test
+if [ -n "${VAR_TEST:-}" ]; then # the variant's own kernel test (every config, bitwise order checks)
+  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$VAR_TEST" >"$R/test_var.log" 2>&1
+  stamp "var kernel test" $?
+  grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_var.log" | head -6
+fi
 pack
 for round in 1 2; do
   for build in base new ${VAR:+var}; do

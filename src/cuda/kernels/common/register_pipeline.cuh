@@ -63,4 +63,44 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
   return c;
 }
 
+// The register pipeline two blocks deep: block i + 2 is requested while block i is multiplied,
+// so a warp has up to 2 J chunks' loads in flight where register_pipeline has J. The three
+// fragment sets rotate by unrolling (block i lives in set i mod 3), never by copying: a copy of
+// a set whose loads are still in flight would wait for them, and the depth would be one block
+// again. One set (J fragments) more registers than register_pipeline; same chunks, same
+// order, so the same bits. `load` is called once a block, in order, from block c + J.
+// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
+template <int J, class Fragment, class Load, class Multiply>
+__device__ __forceinline__ int register_pipeline_deep(int c, int end, Fragment (&fa)[J], Load load,
+                                                      Multiply multiply) {
+  auto load_block = [&](int c0, Fragment(&f)[J]) {
+    if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
+      load(c0, f);
+    } else {
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        load(c0 + j, f[j]);
+    }
+  };
+  if (c + J > end)
+    return c;
+  Fragment fb[J], fc[J];
+  if (c + 2 * J <= end)
+    load_block(c + J, fb);
+  // Block i from `cur`, block i + 2 requested into `ahead` (the set block i - 1 used); true while
+  // block i + 1 was requested, that is, is whole.
+  auto step = [&](Fragment(&cur)[J], Fragment(&ahead)[J]) {
+    if (c + 3 * J <= end)
+      load_block(c + 2 * J, ahead);
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      multiply(c + j, cur[j]);
+    c += J;
+    return c + J <= end;
+  };
+  while (step(fa, fc) && step(fb, fa) && step(fc, fb)) {
+  }
+  return c;
+}
+
 } // namespace hone::cuda::kernel_detail

@@ -271,6 +271,14 @@ inline constexpr bool kQmvMmaCursorPingPong = false;
 // the int4 g128 defaults at rows 1-8 took 0.924-0.963 of their time on 28672 x 4096 and
 // 4096 x 14336; the int4 g64 defaults 0.994-1.006. On.
 inline constexpr bool kQmvMmaCursorOneTile = true;
+// The register pipeline two blocks deep (register_pipeline_deep) in the 4-bit kernels of one
+// activation tile (rows 1-8) without cp.async: block i + 2's words and parameters requested
+// while block i is multiplied. At one row the int4 g64 default reads at ~0.73 of the loads-only
+// ceiling, and fewer loop instructions did not move it (docs/notes/qmv_affine.md, v21), while
+// J 2 took 0.79 of J 1's time (the same config, one K slice, 28672 x 4096): what a warp has in
+// flight sets it. J 4 has as much in flight but at 164-180 registers fits 11 one-warp CTAs an
+// SM, and the grid of 1792 then needs 1.23 waves. Not timed yet: off.
+inline constexpr bool kQmvMmaDeep = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -935,7 +943,17 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     constexpr bool kPingPong =
         (kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2))) ||
         (kQmvMmaCursorPingPong && kCursor && NT * MT < 8);
-    if constexpr (kXUnguarded) {
+    // Per weight at one m16 tile and J 1-2 only: the factored, two-group and two-tile kernels
+    // took 40-75 more registers with it, and at J 4 or two tiles they spilled (ptxas).
+    constexpr bool kDeep =
+        kQmvMmaDeep && BITS == 4 && NT == 1 && MT == 1 && J <= 2 && GROUPS == 0 && S == 0 && !STAGE;
+    if constexpr (kDeep && kXUnguarded) {
+      c = register_pipeline_deep<J>(c, c_full, fa, load_block, multiply_full);
+      if (c < c_end)
+        load_x(c, x);
+    } else if constexpr (kDeep) {
+      c = register_pipeline_deep<J>(c, c_full, fa, load_block, multiply);
+    } else if constexpr (kXUnguarded) {
       c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply_full);
       if (c < c_end) // the last full chunk's look-ahead did not read chunk c_full
         load_x(c, x);
