@@ -19,6 +19,19 @@ namespace hone::cuda::kernel_detail {
 // factored, 8-bit and multi-tile kernels), the kernel copies. The chunks, and so the bits, are
 // the same either way.
 // REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
+// Requests the J chunks from c0 into f: through one call of a block loader (load(c0, f)),
+// else chunk by chunk (load(chunk, fragment)).
+template <int J, class Fragment, class Load>
+__device__ __forceinline__ void load_pipeline_block(Load &load, int c0, Fragment (&f)[J]) {
+  if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
+    load(c0, f);
+  } else {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      load(c0 + j, f[j]);
+  }
+}
+
 template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
 __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
                                                  Multiply multiply) {
@@ -26,15 +39,8 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
   // they exist; false where the chunks end with these.
   auto step = [&](int c0, Fragment(&cur)[J], Fragment(&next)[J]) {
     const bool more = c0 + 2 * J <= end;
-    if (more) {
-      if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
-        load(c0 + J, next);
-      } else {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          load(c0 + J + j, next[j]);
-      }
-    }
+    if (more)
+      load_pipeline_block<J>(load, c0 + J, next);
 #pragma unroll
     for (int j = 0; j < J; ++j)
       multiply(c0 + j, cur[j]);
@@ -73,25 +79,16 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
 template <int J, class Fragment, class Load, class Multiply>
 __device__ __forceinline__ int register_pipeline_deep(int c, int end, Fragment (&fa)[J], Load load,
                                                       Multiply multiply) {
-  auto load_block = [&](int c0, Fragment(&f)[J]) {
-    if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
-      load(c0, f);
-    } else {
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        load(c0 + j, f[j]);
-    }
-  };
   if (c + J > end)
     return c;
   Fragment fb[J], fc[J];
   if (c + 2 * J <= end)
-    load_block(c + J, fb);
+    load_pipeline_block<J>(load, c + J, fb);
   // Block i from `cur`, block i + 2 requested into `ahead` (the set block i - 1 used); true while
   // block i + 1 was requested, that is, is whole.
   auto step = [&](Fragment(&cur)[J], Fragment(&ahead)[J]) {
     if (c + 3 * J <= end)
-      load_block(c + 2 * J, ahead);
+      load_pipeline_block<J>(load, c + 2 * J, ahead);
 #pragma unroll
     for (int j = 0; j < J; ++j)
       multiply(c + j, cur[j]);

@@ -947,18 +947,18 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     // took 40-75 more registers with it, and at J 4 or two tiles they spilled (ptxas).
     constexpr bool kDeep =
         kQmvMmaDeep && BITS == 4 && NT == 1 && MT == 1 && J <= 2 && GROUPS == 0 && S == 0 && !STAGE;
-    if constexpr (kDeep && kXUnguarded) {
-      c = register_pipeline_deep<J>(c, c_full, fa, load_block, multiply_full);
-      if (c < c_end)
-        load_x(c, x);
-    } else if constexpr (kDeep) {
-      c = register_pipeline_deep<J>(c, c_full, fa, load_block, multiply);
-    } else if constexpr (kXUnguarded) {
-      c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply_full);
+    auto pipeline = [&](auto &mul) {
+      if constexpr (kDeep)
+        return register_pipeline_deep<J>(c, c_full, fa, load_block, mul);
+      else
+        return register_pipeline<J, kPingPong>(c, c_full, fa, load_block, mul);
+    };
+    if constexpr (kXUnguarded) {
+      c = pipeline(multiply_full);
       if (c < c_end) // the last full chunk's look-ahead did not read chunk c_full
         load_x(c, x);
     } else {
-      c = register_pipeline<J, kPingPong>(c, c_full, fa, load_block, multiply);
+      c = pipeline(multiply);
     }
   }
   // Remaining chunks one at a time; lanes whose K range lies past K contribute zero (K is a
