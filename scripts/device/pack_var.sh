@@ -4,7 +4,7 @@
 # var_harness and var_kernel_test, then turns the flag off again and rebuilds, so that BUILD_DIR
 # is this tree's build once more. For call_defaults_ab.sh's VAR and VAR_TEST (~4 min here):
 #
-#   scripts/device/pack_var.sh src/cuda/kernels/qmv_affine/qmv_affine.cuh kQmvMmaDeep [BUILD_DIR]
+#   scripts/device/pack_var.sh src/cuda/kernels/qmv_affine/qmv_affine.cuh kQmvMmaPingPong [BUILD_DIR]
 #   # there: tar xJf .carry/var.tar.xz && VAR=./var_harness VAR_TEST=./var_kernel_test ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -271,14 +271,19 @@ inline constexpr bool kQmvMmaCursorPingPong = false;
 // the int4 g128 defaults at rows 1-8 took 0.924-0.963 of their time on 28672 x 4096 and
 // 4096 x 14336; the int4 g64 defaults 0.994-1.006. On.
 inline constexpr bool kQmvMmaCursorOneTile = true;
-// The register pipeline two blocks deep (register_pipeline_deep) in the 4-bit kernels of one
-// activation tile (rows 1-8) without cp.async: block i + 2's words and parameters requested
-// while block i is multiplied. At one row the int4 g64 default reads at ~0.73 of the loads-only
-// ceiling, and fewer loop instructions did not move it (docs/notes/qmv_affine.md, v21), while
-// J 2 took 0.79 of J 1's time (the same config, one K slice, 28672 x 4096): what a warp has in
-// flight sets it. J 4 has as much in flight but at 164-180 registers fits 11 one-warp CTAs an
-// SM, and the grid of 1792 then needs 1.23 waves. Not timed yet: off.
-inline constexpr bool kQmvMmaDeep = false;
+// The register pipeline two blocks deep (register_pipeline_deep) in the staged twin of the
+// per-weight 4-bit J 2 kernel of one m16 tile (the int4 g64 default at rows 1-8 on a matrix of
+// one K slice, such as 28672 x 4096): block i + 2's words requested while block i is
+// multiplied, each chunk's group parameters read from shared memory at use, so that the three
+// fragment sets hold words only (127 registers against 122, no spills). Where the warp's slice
+// holds at least kQmvMmaDeepMinChunks chunks; shorter slices keep register_pipeline. Same
+// chunks, same order: the same bits. Measured on an H200 (docs/benchmark_results/2026-12-06-9,
+// call3), every slice deep: that default 0.970 / 0.972 / 0.971 / 1.003 of its
+// time at rows 1 / 2 / 4 / 8; the same kernel at 16-chunk slices 1.03-1.04 and at 8 chunks
+// 1.03-1.05, hence the floor. In the other kernels the extra fragment set (parameters
+// included) cost 22-42 registers and 1.05-1.74 of the time (call1, on an H100).
+inline constexpr bool kQmvMmaDeep = true;
+inline constexpr int kQmvMmaDeepMinChunks = 24;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -943,15 +948,29 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     constexpr bool kPingPong =
         (kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2))) ||
         (kQmvMmaCursorPingPong && kCursor && NT * MT < 8);
-    // Per weight at one m16 tile and J 1-2 only: the factored, two-group and two-tile kernels
-    // took 40-75 more registers with it, and at J 4 or two tiles they spilled (ptxas).
     constexpr bool kDeep =
-        kQmvMmaDeep && BITS == 4 && NT == 1 && MT == 1 && J <= 2 && GROUPS == 0 && S == 0 && !STAGE;
+        kQmvMmaDeep && BITS == 4 && NT == 1 && MT == 1 && J == 2 && GROUPS == 0 && S == 0 && STAGE;
     auto pipeline = [&](auto &mul) {
-      if constexpr (kDeep)
-        return register_pipeline_deep<J>(c, c_full, fa, load_block, mul);
-      else
-        return register_pipeline<J, kPingPong>(c, c_full, fa, load_block, mul);
+      if constexpr (kDeep) {
+        if (staged && c_full - c >= kQmvMmaDeepMinChunks) {
+          // Two blocks of words ahead; each chunk's staged parameters read from shared memory
+          // at use, so that the three fragment sets hold words only.
+          auto words = [&](int c0, WeightFragment<MT>(&f)[J]) { block_words(c0, f); };
+          auto mul_staged = [&](int chunk, WeightFragment<MT> &f) {
+            const uint32_t v = static_cast<uint32_t>(chunk - c_first);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                f.scale[mt][h] = stage_row[mt][h][v];
+                f.bias[mt][h] = stage_row[mt][h][stage_d + v];
+              }
+            mul(chunk, f);
+          };
+          return register_pipeline_deep<J>(c, c_full, fa, words, mul_staged);
+        }
+      }
+      return register_pipeline<J, kPingPong>(c, c_full, fa, load_block, mul);
     };
     if constexpr (kXUnguarded) {
       c = pipeline(multiply_full);

@@ -1,0 +1,48 @@
+# Sourced by the device scripts: moves to the repository root, puts nvcc on PATH, and libcublasLt
+# where the image keeps it when the loader does not find it (the programs link it dynamically),
+# for the build BUILD names (set before sourcing, or given to run_begin).
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+export PATH=$PATH:/usr/local/cuda/bin
+find_cublaslt() {
+  if [ -x "$BUILD/tools/hone/hone" ] && ldd "$BUILD/tools/hone/hone" | grep -q 'libcublasLt.*not found'; then
+    local lib
+    lib=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.*' -print -quit 2>/dev/null)
+    [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+}
+if [ -n "${BUILD:-}" ]; then find_cublaslt; fi
+
+# run_begin NAME SECONDS OUTDIR [BUILD] (BUILD default build): the step helpers of a device script
+# whose output goes to OUTDIR/NAME and is packed into OUTDIR/NAME.tar.gz after each step (the
+# device tool brings back only a few files; one archive per script keeps two scripts of one call
+# apart).
+#   left      seconds left of the script's budget (a device command may run 600)
+#   cap N     N, or the seconds left where fewer
+#   pack      (re)writes the archive
+#   stamp S RC  logs step S's exit status and time to R/steps.log
+#   device_tests T...  runs each device test T of BUILD on the reduced shapes (120 s cap each),
+#                      stamps it and prints its verdict lines; the logs go to R/test_T.log
+run_begin() {
+  RUN_NAME=$1
+  RUN_BUDGET=$2
+  OUTDIR=$3
+  export BUILD=${4:-build}
+  find_cublaslt
+  R=$OUTDIR/$RUN_NAME
+  mkdir -p "$R"
+  T0=$(date +%s)
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv \
+    >"$R/gpu.txt" 2>&1
+}
+left() { echo $((RUN_BUDGET - ($(date +%s) - T0))); }
+cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
+pack() { (cd "$OUTDIR" && tar czf "$RUN_NAME.tar.gz" "$RUN_NAME"); }
+stamp() { echo "$1 rc=$2 $(($(date +%s) - T0)) s" | tee -a "$R/steps.log"; }
+device_tests() {
+  local t
+  for t in "$@"; do
+    HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/$t" >"$R/test_$t.log" 2>&1
+    stamp "$t" $?
+    grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
+  done
+}
