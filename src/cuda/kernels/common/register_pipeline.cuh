@@ -69,33 +69,44 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
   return c;
 }
 
-// The register pipeline two blocks deep: block i + 2 is requested while block i is multiplied,
-// so a warp has up to 2 J chunks' loads in flight where register_pipeline has J. The three
-// fragment sets rotate by unrolling (block i lives in set i mod 3), never by copying: a copy of
-// a set whose loads are still in flight would wait for them, and the depth would be one block
-// again. One set (J fragments) more registers than register_pipeline; same chunks, same
-// order, so the same bits. `load` is called once a block, in order, from block c + J.
+// The register pipeline DEPTH (2 or 3) blocks deep: block i + DEPTH is requested while block i
+// is multiplied, so a warp has up to DEPTH J chunks' loads in flight where register_pipeline has
+// J. The DEPTH + 1 fragment sets rotate by unrolling (block i lives in set i mod (DEPTH + 1)),
+// never by copying: a copy of a set whose loads are still in flight would wait for them, and the
+// depth would be one block again. DEPTH - 1 sets (J fragments each) more registers than
+// register_pipeline; same chunks, same order, so the same bits. `load` is called once a block,
+// in order, from block c + J.
 // REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
-template <int J, class Fragment, class Load, class Multiply>
+template <int J, int DEPTH = 2, class Fragment, class Load, class Multiply>
 __device__ __forceinline__ int register_pipeline_deep(int c, int end, Fragment (&fa)[J], Load load,
                                                       Multiply multiply) {
+  static_assert(DEPTH == 2 || DEPTH == 3, "two or three blocks ahead");
   if (c + J > end)
     return c;
-  Fragment fb[J], fc[J];
+  Fragment fb[J], fc[J], fd[J]; // fd: DEPTH 3 only
   if (c + 2 * J <= end)
     load_pipeline_block<J>(load, c + J, fb);
-  // Block i from `cur`, block i + 2 requested into `ahead` (the set block i - 1 used); true while
-  // block i + 1 was requested, that is, is whole.
-  auto step = [&](Fragment(&cur)[J], Fragment(&ahead)[J]) {
+  if constexpr (DEPTH == 3) {
     if (c + 3 * J <= end)
-      load_pipeline_block<J>(load, c + 2 * J, ahead);
+      load_pipeline_block<J>(load, c + 2 * J, fc);
+  }
+  // Block i from `cur`, block i + DEPTH requested into `ahead` (the set block i - 1 used); true
+  // while block i + 1 was requested, that is, is whole.
+  auto step = [&](Fragment(&cur)[J], Fragment(&ahead)[J]) {
+    if (c + (DEPTH + 1) * J <= end)
+      load_pipeline_block<J>(load, c + DEPTH * J, ahead);
 #pragma unroll
     for (int j = 0; j < J; ++j)
       multiply(c + j, cur[j]);
     c += J;
     return c + J <= end;
   };
-  while (step(fa, fc) && step(fb, fa) && step(fc, fb)) {
+  if constexpr (DEPTH == 2) {
+    while (step(fa, fc) && step(fb, fa) && step(fc, fb)) {
+    }
+  } else {
+    while (step(fa, fd) && step(fb, fa) && step(fc, fb) && step(fd, fc)) {
+    }
   }
   return c;
 }

@@ -284,6 +284,9 @@ inline constexpr bool kQmvMmaCursorOneTile = true;
 // included) cost 22-42 registers and 1.05-1.74 of the time (call1, on an H100).
 inline constexpr bool kQmvMmaDeep = true;
 inline constexpr int kQmvMmaDeepMinChunks = 24;
+// Three blocks of words ahead instead of two in the same kernels (one more fragment set). Not
+// timed yet: off.
+inline constexpr bool kQmvMmaDeeper = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
 // clamped to the last row): each row's first word plus `word`, and its first group parameter
@@ -967,7 +970,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
               }
             mul(chunk, f);
           };
-          return register_pipeline_deep<J>(c, c_full, fa, words, mul_staged);
+          return register_pipeline_deep < J,
+                 kQmvMmaDeeper ? 3 : 2 > (c, c_full, fa, words, mul_staged);
         }
       }
       return register_pipeline<J, kPingPong>(c, c_full, fa, load_block, mul);
