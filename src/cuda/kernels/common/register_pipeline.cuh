@@ -1,9 +1,18 @@
 // The register pipeline of the GEMV family's mma kernels (gemv.bf16, qmv.affine): the next J
-// chunks' fragments requested while the current J are multiplied. Device code; included by the
-// ops' kernel headers.
+// chunks' fragments requested while the current J are multiplied. Device code, included by the
+// ops' kernel headers; host code too, so that tests/unit/cuda_register_pipeline_test.cpp walks
+// the same functions on the CPU.
 #pragma once
 
 #include <type_traits>
+
+#if defined(__CUDACC__)
+#define HONE_PIPELINE_FN __host__ __device__ __forceinline__
+#define HONE_PIPELINE_UNROLL _Pragma("unroll")
+#else
+#define HONE_PIPELINE_FN inline
+#define HONE_PIPELINE_UNROLL
+#endif
 
 namespace hone::cuda::kernel_detail {
 
@@ -22,26 +31,26 @@ namespace hone::cuda::kernel_detail {
 // Requests the J chunks from c0 into f: through one call of a block loader (load(c0, f)),
 // else chunk by chunk (load(chunk, fragment)).
 template <int J, class Fragment, class Load>
-__device__ __forceinline__ void load_pipeline_block(Load &load, int c0, Fragment (&f)[J]) {
+HONE_PIPELINE_FN void load_pipeline_block(Load &load, int c0, Fragment (&f)[J]) {
   if constexpr (std::is_invocable_v<Load, int, Fragment(&)[J]>) {
     load(c0, f);
   } else {
-#pragma unroll
+    HONE_PIPELINE_UNROLL
     for (int j = 0; j < J; ++j)
       load(c0 + j, f[j]);
   }
 }
 
 template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
-__device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
-                                                 Multiply multiply) {
+HONE_PIPELINE_FN int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
+                                       Multiply multiply) {
   // Multiplies the J chunks from c0 held in `cur` after requesting the next J into `next` where
   // they exist; false where the chunks end with these.
   auto step = [&](int c0, Fragment(&cur)[J], Fragment(&next)[J]) {
     const bool more = c0 + 2 * J <= end;
     if (more)
       load_pipeline_block<J>(load, c0 + J, next);
-#pragma unroll
+    HONE_PIPELINE_UNROLL
     for (int j = 0; j < J; ++j)
       multiply(c0 + j, cur[j]);
     return more;
@@ -61,7 +70,7 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
     for (; c + J <= end; c += J) {
       Fragment fb[J];
       step(c, fa, fb);
-#pragma unroll
+      HONE_PIPELINE_UNROLL
       for (int j = 0; j < J; ++j)
         fa[j] = fb[j];
     }
@@ -78,8 +87,8 @@ __device__ __forceinline__ int register_pipeline(int c, int end, Fragment (&fa)[
 // in order, from block c + J.
 // REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
 template <int J, int DEPTH = 2, class Fragment, class Load, class Multiply>
-__device__ __forceinline__ int register_pipeline_deep(int c, int end, Fragment (&fa)[J], Load load,
-                                                      Multiply multiply) {
+HONE_PIPELINE_FN int register_pipeline_deep(int c, int end, Fragment (&fa)[J], Load load,
+                                            Multiply multiply) {
   static_assert(DEPTH == 2 || DEPTH == 3, "two or three blocks ahead");
   if (c + J > end)
     return c;
@@ -95,7 +104,7 @@ __device__ __forceinline__ int register_pipeline_deep(int c, int end, Fragment (
   auto step = [&](Fragment(&cur)[J], Fragment(&ahead)[J]) {
     if (c + (DEPTH + 1) * J <= end)
       load_pipeline_block<J>(load, c + DEPTH * J, ahead);
-#pragma unroll
+    HONE_PIPELINE_UNROLL
     for (int j = 0; j < J; ++j)
       multiply(c + j, cur[j]);
     c += J;
