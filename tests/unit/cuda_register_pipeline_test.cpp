@@ -81,38 +81,32 @@ void expect_pipeline(const Trace &trace, int c, int end, int stop, int depth,
   }
 }
 
-template <int J, bool PING_PONG> void check_register_pipeline() {
-  for (Loader loader : {Loader::block, Loader::chunk})
-    for (int c : {0, 3})
-      for (int end = c + J; end <= c + 12 * J + J - 1; ++end) {
-        Trace trace;
-        const int stop =
-            walk<J>(c, end, loader, trace, [](int c0, int e, auto &fa, auto load, auto mul) {
-              return register_pipeline<J, PING_PONG>(c0, e, fa, load, mul);
-            });
-        expect_pipeline<J>(trace, c, end, stop, 1,
-                           "register_pipeline<" + std::to_string(J) + ", " +
-                               std::to_string(PING_PONG) + "> c " + std::to_string(c) + " end " +
-                               std::to_string(end) +
-                               (loader == Loader::block ? " (block loader)" : " (chunk loader)"));
-      }
-}
-
-template <int J, int DEPTH> void check_register_pipeline_deep() {
+// Every loader form, two first chunks and every end up to 13 blocks on (a partial block after the
+// last whole one included).
+template <int J, class Run> void check_all(const std::string &name, int depth, Run run) {
   for (Loader loader : {Loader::block, Loader::chunk})
     for (int c : {0, 3})
       for (int end = c + J; end <= c + 13 * J + J - 1; ++end) {
         Trace trace;
-        const int stop =
-            walk<J>(c, end, loader, trace, [](int c0, int e, auto &fa, auto load, auto mul) {
-              return register_pipeline_deep<J, DEPTH>(c0, e, fa, load, mul);
-            });
-        expect_pipeline<J>(trace, c, end, stop, DEPTH,
-                           "register_pipeline_deep<" + std::to_string(J) + ", " +
-                               std::to_string(DEPTH) + "> c " + std::to_string(c) + " end " +
-                               std::to_string(end) +
+        const int stop = walk<J>(c, end, loader, trace, run);
+        expect_pipeline<J>(trace, c, end, stop, depth,
+                           name + " c " + std::to_string(c) + " end " + std::to_string(end) +
                                (loader == Loader::block ? " (block loader)" : " (chunk loader)"));
       }
+}
+
+template <int J, bool PING_PONG> void check_register_pipeline() {
+  check_all<J>("register_pipeline<" + std::to_string(J) + ", " + std::to_string(PING_PONG) + ">", 1,
+               [](int c, int end, auto &fa, auto load, auto mul) {
+                 return register_pipeline<J, PING_PONG>(c, end, fa, load, mul);
+               });
+}
+
+template <int J, int DEPTH> void check_register_pipeline_deep() {
+  check_all<J>("register_pipeline_deep<" + std::to_string(J) + ", " + std::to_string(DEPTH) + ">",
+               DEPTH, [](int c, int end, auto &fa, auto load, auto mul) {
+                 return register_pipeline_deep<J, DEPTH>(c, end, fa, load, mul);
+               });
 }
 
 TEST(CudaRegisterPipelineTest, OneBlockAheadMultipliesEveryWholeBlockOnceInOrder) {
