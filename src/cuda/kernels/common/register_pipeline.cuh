@@ -16,18 +16,6 @@
 
 namespace hone::cuda::kernel_detail {
 
-// The register pipeline of the GEMV family's mma kernels: chunks [c, end) J at a time, the next J
-// requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
-// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left). A load
-// that takes (first chunk, fragments[J]) is called once a block of J, so that it can read what
-// the J chunks share in one access (qmv.affine's parameter vectors).
-// PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
-// one to the other every J chunks: 7-10 % of qmv.affine's per-weight one-tile main loops (the
-// copies, IMAD.MOV: 50 of 814 in <4, 1, 2, 2>), and with 32-bit offsets 32-47 % of gemv.bf16's.
-// Where nvcc then interleaves the two halves into more registers or spills (qmv.affine's
-// factored, 8-bit and multi-tile kernels), the kernel copies. The chunks, and so the bits, are
-// the same either way.
-// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
 // Requests the J chunks from c0 into f: through one call of a block loader (load(c0, f)),
 // else chunk by chunk (load(chunk, fragment)).
 template <int J, class Fragment, class Load>
@@ -41,6 +29,18 @@ HONE_PIPELINE_FN void load_pipeline_block(Load &load, int c0, Fragment (&f)[J]) 
   }
 }
 
+// The register pipeline of the GEMV family's mma kernels: chunks [c, end) J at a time, the next J
+// requested (load(chunk, fragment)) while the current J, already in `fa`, are multiplied
+// (multiply(chunk, fragment)). Returns the first chunk not taken (fewer than J are left). A load
+// that takes (first chunk, fragments[J]) is called once a block of J, so that it can read what
+// the J chunks share in one access (qmv.affine's parameter vectors).
+// PING_PONG: the fragments alternate between `fa` and a second set instead of being copied from
+// one to the other every J chunks: 7-10 % of qmv.affine's per-weight one-tile main loops (the
+// copies, IMAD.MOV: 50 of 814 in <4, 1, 2, 2>), and with 32-bit offsets 32-47 % of gemv.bf16's.
+// Where nvcc then interleaves the two halves into more registers or spills (qmv.affine's
+// factored, 8-bit and multi-tile kernels), the kernel copies. The chunks, and so the bits, are
+// the same either way.
+// REQUIRES: fa holds chunks c .. c + J - 1 where c + J <= end.
 template <int J, bool PING_PONG, class Fragment, class Load, class Multiply>
 HONE_PIPELINE_FN int register_pipeline(int c, int end, Fragment (&fa)[J], Load load,
                                        Multiply multiply) {

@@ -970,8 +970,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
               }
             mul(chunk, f);
           };
-          return register_pipeline_deep < J,
-                 kQmvMmaDeeper ? 3 : 2 > (c, c_full, fa, words, mul_staged);
+          constexpr int kDepth = kQmvMmaDeeper ? 3 : 2;
+          return register_pipeline_deep<J, kDepth>(c, c_full, fa, words, mul_staged);
         }
       }
       return register_pipeline<J, kPingPong>(c, c_full, fa, load_block, mul);
