@@ -281,8 +281,9 @@ inline constexpr bool kQmvMmaCursorOneTile = true;
 // call3), every slice deep: that default 0.970 / 0.972 / 0.971 / 1.003 of its
 // time at rows 1 / 2 / 4 / 8; the same kernel at 16-chunk slices 1.03-1.04 and at 8 chunks
 // 1.03-1.05, hence the floor. In the other kernels the extra fragment set (parameters
-// included) cost 22-42 registers and 1.05-1.74 of the time (call1, on an H100).
-inline constexpr bool kQmvMmaDeep = true;
+// included) cost 22-42 registers and 1.05-1.74 of the time (call1, on an H100). With the floor
+// it has not run on a GPU: off until it has (docs/notes/device_plan.md).
+inline constexpr bool kQmvMmaDeep = false;
 inline constexpr int kQmvMmaDeepMinChunks = 24;
 // Three blocks of words ahead instead of two in the same kernels (one more fragment set). Not
 // timed yet: off.
