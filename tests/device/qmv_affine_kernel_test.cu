@@ -584,9 +584,12 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
       EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
       QmvAffineConfig own = c;
       own.ahead = 0;
+      own.deep = 0;
       EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
       EXPECT_EQ(qmv_affine_k_slices(own), qmv_affine_k_slices(c)) << t;
-      EXPECT_TRUE(qmv_affine_can_implement(c, c.rows_per_cta, 28672, 4096, bits, 64, nullptr)) << t;
+      if (c.deep == 0) // deep=2 has slice rules of its own (DeepPipelineIsACandidate...)
+        EXPECT_TRUE(qmv_affine_can_implement(c, c.rows_per_cta, 28672, 4096, bits, 64, nullptr))
+            << t;
     }
     EXPECT_EQ(depths, bits == 4 ? (std::set<int>{2, 4}) : (std::set<int>{4})) << "bits=" << bits;
   }
@@ -638,6 +641,66 @@ TEST(QmvAffineConfig, DeeperPipelinesAreSpelledAheadBesideTheirSlotsOwn) {
                    "qmv.affine.grouped:rows_per_cta=4,warps=4,warps_k=4,outputs_per_warp=16,"
                    "split_k=1,ahead=2")),
                Error);
+}
+
+// `deep=2` (two blocks of words ahead, the staged parameters' DEEP twin): a candidate beside the
+// same config without it (same CTA, k_slices and bits), only for the int4 one-tile J 2 slot of
+// 8-row CTAs, spelled after `ahead=2`; can_implement takes it for int4 g64 where the slices hold an
+// even kQmvAffineDeepMinChunks chunks or more and refuses it by name elsewhere.
+TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
+  EXPECT_TRUE(std::none_of(qmv_affine_configs(8).begin(), qmv_affine_configs(8).end(),
+                           [](const QmvAffineConfig &c) { return c.deep != 0; }));
+  const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(4);
+  int deep = 0;
+  for (const QmvAffineConfig &c : configs) {
+    if (c.deep == 0)
+      continue;
+    ++deep;
+    const std::string t = c.to_tactic().str();
+    EXPECT_EQ(c.deep, 2) << t;
+    EXPECT_EQ(c.path, KernelPath::mma) << t;
+    EXPECT_EQ(c.async, 0) << t;
+    EXPECT_EQ(c.ahead, 2) << t;
+    EXPECT_EQ(c.rows_per_cta, 8) << t;
+    EXPECT_EQ(c.outputs_per_warp, 16) << t;
+    EXPECT_NE(t.find(",ahead=2,deep=2"), std::string::npos) << t;
+    EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+    QmvAffineConfig own = c;
+    own.deep = 0;
+    EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
+    const int slices = qmv_affine_k_slices(c);
+    // 28672 x 4096 holds 32 chunks a row: deep where a slice keeps 24 or more.
+    std::string why;
+    EXPECT_EQ(qmv_affine_can_implement(c, 1, 28672, 4096, 4, 64, &why), slices == 1) << t << why;
+    if (slices == 1) {
+      EXPECT_FALSE(qmv_affine_can_implement(c, 1, 28672, 4096, 4, 128, &why)) << t;
+      EXPECT_NE(why.find("int4 g64 only"), std::string::npos) << why;
+      EXPECT_FALSE(qmv_affine_can_implement(c, 1, 28672, 2048, 4, 64, &why)) << t;
+      EXPECT_NE(why.find("slices of 16 chunks"), std::string::npos) << why;
+      EXPECT_FALSE(qmv_affine_can_implement(c, 1, 28672, 4160, 4, 64, &why)) << t;
+      EXPECT_NE(why.find("pairs of chunks"), std::string::npos) << why;
+      EXPECT_TRUE(qmv_affine_can_implement(c, 8, 4096, 14336, 4, 64, &why)) << t << why;
+      EXPECT_TRUE(qmv_affine_can_implement(c, 16, 28672, 4096, 4, 64, &why)) << t << why;
+      EXPECT_FALSE(qmv_affine_can_implement(c, 17, 28672, 4096, 4, 64, &why)) << t;
+    }
+  }
+  EXPECT_GT(deep, 0);
+  const std::string base = "qmv.affine.mma:rows_per_cta=8,warps=1,warps_k=1,outputs_per_warp=16,"
+                           "split_k=1,ahead=2";
+  try {
+    QmvAffineConfig::from_tactic(Tactic::parse(base + ",deep=4"));
+    ADD_FAILURE() << "deep=4 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("deep=4 is not compiled"), std::string::npos) << e.what();
+  }
+  // Without ahead=2 there is no deep kernel of that slot: parsed, then refused by can_implement.
+  const QmvAffineConfig no_ahead = QmvAffineConfig::from_tactic(
+      Tactic::parse("qmv.affine.mma:rows_per_cta=8,warps=1,warps_k=1,outputs_per_warp=16,"
+                    "split_k=1,deep=2"));
+  EXPECT_EQ(no_ahead.deep, 2);
+  std::string reason;
+  EXPECT_FALSE(qmv_affine_can_implement(no_ahead, 1, 28672, 4096, 4, 64, &reason));
+  EXPECT_NE(reason.find("not a compiled"), std::string::npos) << reason;
 }
 
 TEST(QmvAffineConfig, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {

@@ -14,6 +14,10 @@
 //   ahead             (optional, default 0, after async) 2 or 4: the register pipeline holds
 //                     that many chunks of weights in flight per warp (J), where a kernel of that
 //                     depth is compiled beside the slot's own; bit-identical to ahead=0
+//   deep              (optional, default 0, after ahead) 2: the register pipeline holds two
+//                     blocks of words ahead, the group parameters staged in shared memory (the
+//                     DEEP twin of qmv_affine.cuh; int4 g64, rows 1-8, one m16 tile, ahead=2);
+//                     bit-identical to deep=0
 // `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
 // as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
 // slices (plus one producer warp), outputs_per_warp 16 (weight rows per tile), split_k 1, and
@@ -67,6 +71,10 @@ struct KernelEntry {
   // The J 4 kernels' twins measured slower everywhere (staged_words), so none is compiled.
   KernelFn staged_fn;
   KernelFn staged_silu_fn;
+  // The DEEP twins of staged_fn and staged_silu_fn (`deep=2`: two blocks of words ahead; the
+  // one-tile J 2 slot only); null elsewhere.
+  KernelFn staged_deep_fn;
+  KernelFn staged_deep_silu_fn;
   // The per-weight async_fn that stages them (4 bits); null elsewhere.
   KernelFn staged_async_fn;
 };
@@ -81,11 +89,17 @@ constexpr KernelEntry entry() {
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
   KernelFn staged = nullptr, staged_silu = nullptr, staged_async = nullptr;
+  KernelFn staged_deep = nullptr, staged_deep_silu = nullptr;
   if constexpr (BITS == 4 && !ALT)
     staged_async = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0, false, true>;
   if constexpr (BITS == 4 && NT == 1 && J == 2) {
     staged = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, true>;
     staged_silu = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, true>;
+    if constexpr (MT == 1) {
+      staged_deep = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, true, true>;
+      staged_deep_silu =
+          &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, true, true>;
+    }
   }
   if constexpr (BITS == 4 && NT == 1) {
     silu0 = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true>;
@@ -117,6 +131,8 @@ constexpr KernelEntry entry() {
           {silu0, silu1, silu2},
           staged,
           staged_silu,
+          staged_deep,
+          staged_deep_silu,
           staged_async};
 }
 
@@ -232,6 +248,8 @@ Params mma_params(const QmvAffineConfig &config, const QmvAffineArgs &args) {
 // The staged twin of `config`'s kernel for a launch with `args`, or null where none is compiled.
 KernelFn staged_twin(const KernelEntry &e, const QmvAffineConfig &config,
                      const QmvAffineArgs &args) {
+  if (config.deep > 0)
+    return config.async ? nullptr : args.silu_inter > 0 ? e.staged_deep_silu_fn : e.staged_deep_fn;
   return args.silu_inter > 0 ? e.staged_silu_fn : config.async ? e.staged_async_fn : e.staged_fn;
 }
 
@@ -269,7 +287,7 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
   if (!staged_twin(e, config, args) || args.stage_parameters == 0 || p.factored != 0 ||
       args.group != 64 || p.groups_per_row % 4 != 0 || bases % 8 != 0 || p.slice_chunks % 2 != 0)
     return 0;
-  if (args.stage_parameters < 0) {
+  if (args.stage_parameters < 0 && config.deep == 0) { // a deep config stages where it can
     if (config.async) {
       if (p.slice_chunks < 4)
         return 0;
@@ -308,6 +326,15 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.ahead = e.ahead;
       add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
+      if (e.staged_deep_fn) { // `deep=2`: the register pipeline's CTA shapes, no cp.async
+        const size_t first = out.size();
+        base.deep = 2;
+        add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
+        add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
+        out.erase(std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                                 [](const QmvAffineConfig &c) { return c.async != 0; }),
+                  out.end());
+      }
     }
   if (bits == 4)
     for (const GroupedEntry &e : kGroupedKernels)

@@ -271,22 +271,19 @@ inline constexpr bool kQmvMmaCursorPingPong = false;
 // the int4 g128 defaults at rows 1-8 took 0.924-0.963 of their time on 28672 x 4096 and
 // 4096 x 14336; the int4 g64 defaults 0.994-1.006. On.
 inline constexpr bool kQmvMmaCursorOneTile = true;
-// The register pipeline two blocks deep (register_pipeline_deep) in the staged twin of the
-// per-weight 4-bit J 2 kernel of one m16 tile (the int4 g64 default at rows 1-8 on a matrix of
-// one K slice, such as 28672 x 4096): block i + 2's words requested while block i is
-// multiplied, each chunk's group parameters read from shared memory at use, so that the three
-// fragment sets hold words only (127 registers against 122, no spills). Where the warp's slice
-// holds at least kQmvMmaDeepMinChunks chunks; shorter slices keep register_pipeline. Same
-// chunks, same order: the same bits. Measured on an H200 (docs/benchmark_results/2026-12-06-9,
-// call3), every slice deep: that default 0.970 / 0.972 / 0.971 / 1.003 of its
-// time at rows 1 / 2 / 4 / 8; the same kernel at 16-chunk slices 1.03-1.04 and at 8 chunks
-// 1.03-1.05, hence the floor. In the other kernels the extra fragment set (parameters
-// included) cost 22-42 registers and 1.05-1.74 of the time (call1, on an H100). With the floor
-// it has not run on a GPU: off until it has (docs/notes/device_plan.md).
-inline constexpr bool kQmvMmaDeep = false;
-inline constexpr int kQmvMmaDeepMinChunks = 24;
-// Three blocks of words ahead instead of two in the same kernels (one more fragment set). Not
-// timed yet: off.
+// The register pipeline two blocks deep (register_pipeline_deep) is the DEEP twin of the staged
+// per-weight 4-bit J 2 kernel of one m16 tile (`deep=2`, a tuning candidate;
+// QmvAffineConfig::deep): block i + 2's words requested while block i is multiplied, each chunk's
+// group parameters read from shared memory at use, so that the three fragment sets hold words only
+// (127 registers against 122, no spills). Where the warp's slice holds at least
+// kQmvAffineDeepMinChunks chunks; shorter slices keep register_pipeline. Same chunks, same order:
+// the same bits. It is a tactic, not the default, because the two Hopper parts disagree on it: on
+// an H200 the int4 g64 default of 28672 x 4096 took 0.970 / 0.972 / 0.971 / 1.003 of its time at
+// rows 1 / 2 / 4 / 8 with it (docs/benchmark_results/2026-12-06-9, call3), on an H100 1.039 / 1.041
+// / 1.039 / 1.027 and the int4 g64 decode step 1.008 (docs/benchmark_results/2026-12-07, call1). At
+// 8-16 chunks a slice it lost 3-5 % on the H200, hence the floor. Three blocks of words ahead
+// instead of two in the DEEP twins: 1.09-1.11 of the two-block time on an H100
+// (docs/benchmark_results/2026-12-07, call1). Off.
 inline constexpr bool kQmvMmaDeeper = false;
 
 // 32-bit element offsets of the lane's weight rows (g and g + 8 of each m16 tile from m_warp,
@@ -532,8 +529,10 @@ __device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Param
 // STAGE: the twin that stages the group parameters in shared memory (p.staged_words; compiled
 // apart, so the kernels without it keep their code and registers): of the register pipeline's
 // J 2 parameter-vector kernels, and of the cp.async ring's int4 kernels (S > 0).
+// DEEP: the staged twin whose register pipeline holds two blocks of words ahead (`deep=2`; see
+// kQmvMmaDeeper above), of the one-tile J 2 kernel of 8-row CTAs only.
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
-          bool STAGE = false>
+          bool STAGE = false, bool DEEP = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
   // before its first activation load and lets the next one start; both are no-ops otherwise.
@@ -953,10 +952,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
         (kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2))) ||
         (kQmvMmaCursorPingPong && kCursor && NT * MT < 8);
     constexpr bool kDeep =
-        kQmvMmaDeep && BITS == 4 && NT == 1 && MT == 1 && J == 2 && GROUPS == 0 && S == 0 && STAGE;
+        DEEP && BITS == 4 && NT == 1 && MT == 1 && J == 2 && GROUPS == 0 && S == 0 && STAGE;
+    static_assert(!DEEP || kDeep, "the DEEP twin is the staged per-weight 4-bit J 2 kernel of one "
+                                  "m16 tile and one n8 tile, register pipeline");
     auto pipeline = [&](auto &mul) {
       if constexpr (kDeep) {
-        if (staged && c_full - c >= kQmvMmaDeepMinChunks) {
+        if (staged && c_full - c >= kQmvAffineDeepMinChunks) {
           // Two blocks of words ahead; each chunk's staged parameters read from shared memory
           // at use, so that the three fragment sets hold words only.
           auto words = [&](int c0, WeightFragment<MT>(&f)[J]) { block_words(c0, f); };

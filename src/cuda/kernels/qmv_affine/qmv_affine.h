@@ -20,7 +20,7 @@ namespace hone::cuda {
 
 // One compiled kernel configuration of qmv.affine. Its Tactic form is
 // `qmv.affine.mma:rows_per_cta=..,warps=..,warps_k=..,outputs_per_warp=..,split_k=..`
-// plus `async=1` and then `ahead=J` where set
+// plus `async=1`, then `ahead=J`, then `deep=2` where set
 // (the kernel-specific fields are documented in qmv_affine.cu).
 // The CTA and cluster fields are the family's (SplitKCta): rows_per_cta 8, 16 or 32;
 // outputs_per_warp 16 or 32; async: the cp.async ring for the packed words (same order).
@@ -37,6 +37,12 @@ struct QmvAffineConfig : SplitKCta, StreamRingFields {
   // kernel of that depth is compiled beside the slot's own; 0: the slot's own. The same K order
   // and bits at every value.
   int ahead = 0;
+  // 2: the register pipeline holds two blocks of words ahead (the staged parameters' DEEP twin in
+  // qmv_affine.cuh), 0: one. The mma path's int4 g64 per-weight kernel of 8-row CTAs at one m16
+  // tile and ahead=2 only, on slices of kQmvAffineDeepMinChunks chunks or more; such a launch
+  // stages its group parameters in shared memory wherever it can (the launch rule does not
+  // apply). The same K order and bits as deep=0.
+  int deep = 0;
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
                                      // stream: the packed words once through a shared ring;
                                      // grouped: exact-integer mma, one column per group;

@@ -21,7 +21,8 @@ constexpr const char *kStreamKernel = "qmv.affine.stream";
 constexpr const char *kGroupedKernel = "qmv.affine.grouped";
 constexpr const char *kRingKernel = "qmv.affine.ring";
 constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
-constexpr const char *kAheadField = "ahead"; // the mma path's optional last field
+constexpr const char *kAheadField = "ahead"; // the mma path's optional fields, in this order
+constexpr const char *kDeepField = "deep";
 
 // SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
 // Flip it only after the H200 sweep of tests/device/qmv_affine_kernel_test.cu shows the stream
@@ -107,6 +108,8 @@ Tactic QmvAffineConfig::to_tactic() const {
       split_k_tactic(path == KernelPath::grouped ? kGroupedKernel : kMmaKernel, *this, {}, {});
   if (path == KernelPath::mma && ahead > 0)
     t.params.emplace_back(kAheadField, ahead);
+  if (path == KernelPath::mma && deep > 0)
+    t.params.emplace_back(kDeepField, deep);
   return t;
 }
 
@@ -125,9 +128,14 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
                           kMmaKernel + ", " + kGroupedKernel + ", " + kStreamKernel + " or " +
                           kRingKernel + ")");
   c.path = tactic.kernel == kGroupedKernel ? KernelPath::grouped : KernelPath::mma;
-  const Tactic rest = c.path == KernelPath::mma
-                          ? take_last_power_field(tactic, kAheadField, "chunks", &c.ahead)
-                          : tactic;
+  Tactic rest = tactic;
+  if (c.path == KernelPath::mma) {
+    rest = take_last_power_field(rest, kDeepField, "blocks", &c.deep);
+    if (c.deep != 0 && c.deep != 2)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': deep=" + std::to_string(c.deep) +
+                            " is not compiled (deep=2: two blocks of words ahead)");
+    rest = take_last_power_field(rest, kAheadField, "chunks", &c.ahead);
+  }
   parse_split_k_tactic(rest, {}, c);
   return c;
 }
@@ -349,6 +357,21 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
   }
   if (config.path == KernelPath::stream)
     return weights_once_rows_fit(config, rows, "stream", reason);
+  if (config.deep > 0) {
+    // The DEEP twin stages the group parameters: int4 g64 per weight, whole pairs of chunks a
+    // slice and 4 groups a pair (qmv_affine.cu, staged_words), and acts from
+    // kQmvAffineDeepMinChunks chunks a slice.
+    if (bits != 4 || group != 64)
+      return refuse(reason, "deep=" + std::to_string(config.deep) + " is int4 g64 only (bits=" +
+                                std::to_string(bits) + ", group=" + std::to_string(group) + ")");
+    if (k % (2 * chunk_k) != 0)
+      return refuse(reason, "deep: k=" + std::to_string(k) + " is not a multiple of " +
+                                std::to_string(2 * chunk_k) + " (pairs of chunks)");
+    const int slice = qmv_affine_slice_chunks(config, k, bits);
+    if (slice < kQmvAffineDeepMinChunks || slice % 2 != 0)
+      return refuse(reason, "deep: slices of " + std::to_string(slice) + " chunks (an even " +
+                                std::to_string(kQmvAffineDeepMinChunks) + " or more)");
+  }
   return split_k_rows_fit(config, rows, 8, reason);
 }
 

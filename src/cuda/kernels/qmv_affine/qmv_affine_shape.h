@@ -40,6 +40,11 @@ inline constexpr bool kQmvAffineTwoGroupChunks = false;
 // level to 3.6 % slower (docs/benchmark_results/2026-12-06-h100-2, call2). Taken out again.
 inline constexpr bool kQmvParameterVectors = true;
 
+// `deep=2` (QmvAffineConfig::deep; the DEEP twin in qmv_affine.cuh): the slice length in chunks
+// from which a warp's register pipeline holds two blocks of words ahead. Shorter slices run the
+// same kernel's one-block loop; a deep config whose slices are all shorter is refused.
+inline constexpr int kQmvAffineDeepMinChunks = 24;
+
 // The dequantisation of the mma and ring paths' chunks (qmv_affine.cuh, mma_chunk's GROUPS):
 // 1, factored with one group per chunk (group >= chunk); 2, factored with two (4 bits, group
 // half a chunk, K a multiple of the chunk, so that no chunk is cut; where `two_group_chunks`);

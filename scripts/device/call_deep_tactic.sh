@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One call (~6 min, an H200 for the step bar): `deep=2` as a qmv.affine tuning candidate (two
+# blocks of words ahead in the staged twin of the int4 g64 one-tile J 2 kernel; QmvAffineConfig::
+# deep), which an H200 and an H100 timed in opposite directions as a default.
+# - The qmv.affine kernel test (every config, the deep ones included, against the reference and
+#   bitwise against the default's K order) and op test, on the reduced shapes.
+# - The harness on 28672 x 4096 and 4096 x 14336 int4 g64 at rows 1, 4, 8: every config, so the
+#   deep configs beside their deep=0 twins, same run.
+# - The PyTorch bf16 peer of the Llama-3.1-8B step (batch 1, context 4k), then the int4 g64 step:
+#   its linears tuned at one row in tolerance numerics (lm_head included; as step_tolerance.sh),
+#   then `hone step` (default, default + PDL, tuned, tuned + PDL interleaved; PDL checked
+#   against PDL off over 1000 replays), with the picks listed.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/call_deep_tactic.sh OUT
+set -u
+source "$(dirname "$0")/env.sh"
+run_begin deep_tactic "${BUDGET:-480}" "${1:?OUTDIR}" build
+H=$BUILD/tools/hone/hone
+M=models/llama-3.1-8b.json
+cat "$R/gpu.txt"
+device_tests qmv_affine_kernel_test qmv_affine_op_test
+pack
+HONE_TEST_PATHS=mma timeout "$(cap 60)" "$BUILD/bench/qmv_affine_harness" --no-check \
+  --shapes 28672x4096,4096x14336 --rows 1,4,8 --formats 4x64 --csv "$R/harness.csv" \
+  >"$R/harness.log" 2>&1
+stamp harness $?
+grep -E 'deep=2' "$R/harness.log" | head -3 | cut -c1-160
+pack
+timeout "$(cap 60)" python3 bench/peers/decode_step_torch.py --model "$M" --batch 1 --context 4k \
+  --json "$R/peer.json" --md "$R/peer.md" >"$R/peer.log" 2>&1
+stamp peer $?
+grep -E '^\| llama' "$R/peer.md"
+mkdir -p "$R/cache"
+HONE_CACHE_DIR=$R/cache timeout "$(cap 190)" "$H" tune --model "$M" --rows 1 \
+  --ops qmv.affine,qmv.affine.silu_mul --bits 4 --group 64 --include-lm-head \
+  --numerics tolerance --budget 160s --json "$R/tune.json" >"$R/tune.log" 2>&1
+stamp "tune int4 g64 linears (tolerance)" $?
+grep -E 'pick|->' "$R/tune.log" | tail -n 8
+pack
+HONE_CACHE_DIR=$R/cache timeout "$(cap 110)" "$H" step --model "$M" --batch 1 --context 4k \
+  --quant int4:g64 --samples 9 --json "$R/step.json" >"$R/step.log" 2>&1
+stamp "step int4 g64" $?
+sed -n '/| variant/,/^$/p' "$R/step.log"
+grep -E 'deep=2' "$R/cache/tuning-cache.json" | head -5 | cut -c1-200
+pack
