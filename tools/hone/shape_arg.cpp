@@ -10,14 +10,16 @@ namespace hone::cli {
 
 namespace {
 
-std::optional<int64_t> to_positive(std::string_view text) {
+std::optional<int64_t> to_integer(std::string_view text, int64_t min) {
   int64_t value = 0;
   const char *end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 1)
+  if (ec != std::errc() || ptr != end || value < min)
     return std::nullopt;
   return value;
 }
+
+std::optional<int64_t> to_positive(std::string_view text) { return to_integer(text, 1); }
 
 } // namespace
 
@@ -49,6 +51,7 @@ Shape parse_shape(const TunableOp &op, std::string_view text) {
   const BucketSpec &spec = op.buckets();
   const int rank = static_cast<int>(spec.dims.size());
   std::vector<int64_t> values(spec.dims.size(), 0);
+  std::vector<bool> given(spec.dims.size(), false);
   for (const std::string &token : split_list(text, "--shape")) {
     const size_t eq = token.find('=');
     if (eq == std::string::npos)
@@ -59,15 +62,21 @@ Shape parse_shape(const TunableOp &op, std::string_view text) {
     if (index < 0)
       HONE_INVALID_ARGUMENT("--shape: unknown dimension '" + name + "' in '" + token + "' (" +
                             std::string(op.name()) + " has " + dim_names(op) + ")");
-    if (values[static_cast<size_t>(index)] != 0)
+    if (given[static_cast<size_t>(index)])
       HONE_INVALID_ARGUMENT("--shape: dimension '" + name + "' given twice ('" + token + "')");
-    const std::optional<int64_t> value = to_positive(std::string_view(token).substr(eq + 1));
+    // Zero only where the dimension admits it (a flag such as rmsnorm's residual=0, as a
+    // cache key spells it); every other dimension is a positive count.
+    const bool zero_ok = spec.dims[static_cast<size_t>(index)].lo <= 0;
+    const std::optional<int64_t> value =
+        to_integer(std::string_view(token).substr(eq + 1), zero_ok ? 0 : 1);
     if (!value)
-      HONE_INVALID_ARGUMENT("--shape: value in '" + token + "' is not a positive integer");
+      HONE_INVALID_ARGUMENT("--shape: value in '" + token + "' is not a " +
+                            (zero_ok ? "non-negative" : "positive") + " integer");
     values[static_cast<size_t>(index)] = *value;
+    given[static_cast<size_t>(index)] = true;
   }
   for (int i = 0; i < rank; ++i)
-    if (values[static_cast<size_t>(i)] == 0)
+    if (!given[static_cast<size_t>(i)])
       HONE_INVALID_ARGUMENT("--shape: missing dimension '" +
                             spec.dims[static_cast<size_t>(i)].name + "' (" +
                             std::string(op.name()) + " needs " + dim_names(op) + ")");

@@ -19,7 +19,8 @@ namespace hone::cli {
 std::string dim_names(const TunableOp &op);
 // A shape of `op` from `name=value` tokens, one per dimension of its BucketSpec, in any
 // order. Throws Error(invalid_argument) naming the token for an unknown, repeated or missing
-// dimension or a value that is not a positive integer. Does not call op.validate().
+// dimension or a value that is not a positive integer (zero is taken where the dimension's
+// bucket admits it: rmsnorm's residual=0). Does not call op.validate().
 Shape parse_shape(const TunableOp &op, std::string_view text);
 // Row counts from "8", "1-16", "1,2,4,8" or "1-4,8,16", ascending, without repeats.
 std::vector<int64_t> parse_rows(std::string_view text);
