@@ -172,9 +172,20 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   // other, were each timed only against the default, so their order is the noise of two
   // pairings. They are paired directly: the runner-up replaces the best only when faster by the
   // margin; inside it the lower candidate index wins, so that a re-run tune gives the same pick
-  // for a tie instead of whichever the noise favoured.
-  if (field.size() > 1 && confirmed[field[1]].ratio < 1.0 - r.margin &&
-      confirmed[field[1]].ratio - confirmed[field[0]].ratio < r.margin) {
+  // for a tie instead of whichever the noise favoured. "Within" is relative (the runner-up's
+  // ratio over the best's), and against the wider of the margin and the noise of the two
+  // confirmations themselves (noise_multiplier x their ratio spreads): two finalists of 0.385
+  // and 0.36 are 7 % apart, not 0.025, and a confirmation that spread 11 % does not order them.
+  const auto runoff_due = [&] {
+    if (field.size() < 2 || confirmed[field[1]].ratio >= 1.0 - r.margin ||
+        confirmed[field[0]].ratio <= 0)
+      return false;
+    const double within =
+        std::max(r.margin, options_.noise_multiplier *
+                               std::max(confirmed[field[0]].spread, confirmed[field[1]].spread));
+    return confirmed[field[1]].ratio / confirmed[field[0]].ratio - 1.0 < within;
+  };
+  if (runoff_due()) {
     const size_t runner = field[1];
     const Decision d = decide(pair(sample, best, runner, n, options_.interleave), best, runner);
     r.runoff_ratio = d.p.ratio;
