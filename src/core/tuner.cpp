@@ -137,10 +137,14 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   };
   const int long_n = n * options_.undecided_factor;
   bool long_aa_timed = false;
-  auto decide = [&](const PairStats &first, size_t a, size_t b) {
+  // `floor`: a first ratio nearer 1 than this is a tie at once, and a longer pairing is judged
+  // against no less (min_margin to switch away from the default; half of it to order two
+  // finalists that both cleared it, see the runoff).
+  auto decide = [&](const PairStats &first, size_t a, size_t b, double floor) {
+    const double margin = r.margin;
     const double off = std::abs(first.ratio - 1.0);
-    if (options_.undecided_factor == 1 || off < options_.min_margin || off >= r.margin)
-      return Decision{first, r.margin, ""};
+    if (options_.undecided_factor == 1 || off < floor || off >= margin)
+      return Decision{first, margin, ""};
     if (!long_aa_timed) {
       long_aa_timed = true;
       const PairStats long_aa =
@@ -150,7 +154,10 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
                                options_.noise_multiplier * long_aa.spread /
                                    std::sqrt(static_cast<double>(options_.undecided_factor)));
     }
-    return Decision{pair(sample, a, b, long_n, options_.interleave), r.long_margin,
+    const double long_margin =
+        std::max(floor, options_.noise_multiplier * r.long_noise_floor /
+                            std::sqrt(static_cast<double>(options_.undecided_factor)));
+    return Decision{pair(sample, a, b, long_n, options_.interleave), long_margin,
                     " (" + std::to_string(long_n) + " pairs)"};
   };
 
@@ -172,9 +179,13 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   // other, were each timed only against the default, so their order is the noise of two
   // pairings. They are paired directly: the runner-up replaces the best only when faster by the
   // margin; inside it the lower candidate index wins, so that a re-run tune gives the same pick
-  // for a tie instead of whichever the noise favoured. "Within" is relative (the runner-up's
-  // ratio over the best's), and against the wider of the margin and the noise of the two
-  // confirmations themselves (noise_multiplier x their ratio spreads): two finalists of 0.385
+  // for a tie instead of whichever the noise favoured. A first pairing between half min_margin
+  // and the margin is undecided and timed again, and the longer pairing is judged against a
+  // floor of half min_margin: min_margin guards the switch away from the default, while here
+  // both already cleared it, and a runner-up 2.3 % faster lost as a tie in one of two tunes
+  // (Qwen2.5-1.5B on an H100, docs/benchmark_results/2026-12-07). "Within" is relative (the
+  // runner-up's ratio over the best's), and against the wider of the margin and the noise of the
+  // two confirmations themselves (noise_multiplier x their ratio spreads): two finalists of 0.385
   // and 0.36 are 7 % apart, not 0.025, and a confirmation that spread 11 % does not order them.
   const auto runoff_due = [&] {
     if (field.size() < 2 || confirmed[field[1]].ratio >= 1.0 - r.margin ||
@@ -187,7 +198,8 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   };
   if (runoff_due()) {
     const size_t runner = field[1];
-    const Decision d = decide(pair(sample, best, runner, n, options_.interleave), best, runner);
+    const Decision d = decide(pair(sample, best, runner, n, options_.interleave), best, runner,
+                              0.5 * options_.min_margin);
     r.runoff_ratio = d.p.ratio;
     const bool faster = d.p.ratio < 1.0 - d.margin;
     const bool tied = !faster && d.p.ratio <= 1.0 + d.margin;
@@ -203,7 +215,7 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
 
   // 6. Switch only past the margin; ties go to the default.
   if (best != default_index) {
-    const Decision d = decide(confirmed[best], default_index, best);
+    const Decision d = decide(confirmed[best], default_index, best, options_.min_margin);
     if (d.p.ratio < 1.0 - d.margin) {
       r.pick_index = best;
       r.ratio = d.p.ratio;

@@ -51,9 +51,11 @@ TEST(CpuBackend, FlushAndSyncRunRepeatedly) {
   be.timer().start();
   be.flush_llc();
   const double flush_seconds = be.timer().stop();
-  // Streaming 2x the LLC takes measurable time but far less than a second.
+  // Streaming 2x the LLC takes measurable time. The upper bound only catches a flush that never
+  // ends (it took 5.6 s under a 12-way parallel ctest on a shared machine, a fraction of a
+  // second alone): speed is for the benchmarks.
   EXPECT_GT(flush_seconds, 0.0);
-  EXPECT_LT(flush_seconds, 1.0);
+  EXPECT_LT(flush_seconds, 60.0);
 }
 
 TEST(CpuBackend, DefaultTimeBatchCyclesCopies) {

@@ -263,6 +263,22 @@ TEST(Tuner, AnUndecidedRunoffIsTimedAgainWithMorePairs) {
   EXPECT_LT(first_only, faster);
 }
 
+// Two finalists both past the margin, the later-listed 2.3 % faster (a gap two tunes must not
+// split on: their picks would differ by more than the 2 % minimum margin). The runoff orders
+// them against half of that floor, so the faster one wins in every re-run, where a 2 % floor
+// gave the lower index the tie whenever a pairing measured the gap under 2 %.
+TEST(Tuner, ARunoffOrdersAGapJustPastTheMinimumMargin) {
+  VirtualClock clock;
+  int faster = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    SyntheticKernels k{clock, {1.0, 0.905, 0.884}, 0.01};
+    k.rng.seed(seed);
+    const TuneResult r = run(k, all_pass());
+    faster += r.pick_index == 2 ? 1 : 0;
+  }
+  EXPECT_EQ(faster, 40);
+}
+
 TEST(Tuner, RejectsTooFewSamples) {
   TunerOptions opt;
   opt.samples = 4;
