@@ -31,9 +31,9 @@ timeout "$(cap 60)" python3 bench/peers/decode_step_torch.py --model "$M" --batc
 stamp peer $?
 grep -E '^\| llama' "$R/peer.md"
 mkdir -p "$R/cache"
-HONE_CACHE_DIR=$R/cache timeout "$(cap 190)" "$H" tune --model "$M" --rows 1 \
+HONE_CACHE_DIR=$R/cache timeout "$(cap $((${TUNE_BUDGET:-160} + 30)))" "$H" tune --model "$M" --rows 1 \
   --ops qmv.affine,qmv.affine.silu_mul --bits 4 --group 64 --include-lm-head \
-  --numerics tolerance --budget 160s --json "$R/tune.json" >"$R/tune.log" 2>&1
+  --numerics tolerance --budget "${TUNE_BUDGET:-160}s" --json "$R/tune.json" >"$R/tune.log" 2>&1
 stamp "tune int4 g64 linears (tolerance)" $?
 grep -E 'pick|->' "$R/tune.log" | tail -n 8
 pack
