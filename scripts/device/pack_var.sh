@@ -3,7 +3,7 @@
 # compile-time flag turned on (`inline constexpr bool FLAG = false;` in FILE), packs them into
 # .carry/var.tar.xz as var_harness, var_kernel_test, var_op_test and var_hone, then turns the flag
 # off again and rebuilds, so that BUILD_DIR is this tree's build once more. For
-# call_defaults_ab.sh's VAR and VAR_TEST and call_deep_step.sh (~5 min here):
+# call_defaults_ab.sh's VAR and VAR_TEST (~5 min here):
 #
 #   scripts/device/pack_var.sh src/cuda/kernels/qmv_affine/qmv_affine.cuh kQmvMmaPingPong [BUILD_DIR]
 #   # there: tar xJf .carry/var.tar.xz && VAR=./var_harness VAR_TEST=./var_kernel_test ...
