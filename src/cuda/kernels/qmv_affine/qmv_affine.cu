@@ -390,11 +390,15 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
   const KernelEntry *e = find_kernel(config, bits);
   if (!e)
     return {};
-  // The worst of the config's kernels (every dequantisation it compiles).
+  // The worst of the config's kernels (every dequantisation it compiles; for `deep=2` its DEEP
+  // twins too, so that the spill rule sees the kernels such a config launches).
   const KernelFn *fns = config.async ? e->async_fn : e->fn;
+  const bool deep = config.deep > 0 && !config.async;
   const void *all[] = {reinterpret_cast<const void *>(fns[0]),
                        reinterpret_cast<const void *>(fns[1]),
-                       reinterpret_cast<const void *>(fns[2])};
+                       reinterpret_cast<const void *>(fns[2]),
+                       reinterpret_cast<const void *>(deep ? e->staged_deep_fn : nullptr),
+                       reinterpret_cast<const void *>(deep ? e->staged_deep_silu_fn : nullptr)};
   return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, config.async != 0));
 }
 
