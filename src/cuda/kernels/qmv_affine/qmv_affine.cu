@@ -16,7 +16,7 @@
 //                     depth is compiled beside the slot's own; bit-identical to ahead=0
 //   deep              (optional, default 0, after ahead) 2: the register pipeline holds two
 //                     blocks of words ahead, the group parameters staged in shared memory (the
-//                     DEEP twin of qmv_affine.cuh; int4 g64, rows 1-8, one m16 tile, ahead=2);
+//                     DEEP twin of qmv_affine.cuh; int4 g64, 8-row CTAs, one m16 tile, ahead=2);
 //                     bit-identical to deep=0
 // `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
 // as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
