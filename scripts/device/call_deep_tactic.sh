@@ -10,11 +10,13 @@
 #   its linears tuned at one row in tolerance numerics (lm_head included; as step_tolerance.sh),
 #   then `hone step` (default, default + PDL, tuned, tuned + PDL interleaved; PDL checked
 #   against PDL off over 1000 replays), with the picks listed.
+# - compute-sanitizer memcheck and racecheck of the deep configs alone (HONE_TEST_TACTIC_HAS,
+#   the reduced shapes: 72 x 4096 int4 g64 at rows 1 and 9), in what is left.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_deep_tactic.sh OUT
 set -u
 source "$(dirname "$0")/env.sh"
-run_begin deep_tactic "${BUDGET:-480}" "${1:?OUTDIR}" build
+run_begin deep_tactic "${BUDGET:-560}" "${1:?OUTDIR}" build
 H=$BUILD/tools/hone/hone
 M=models/llama-3.1-8b.json
 cat "$R/gpu.txt"
@@ -43,3 +45,16 @@ stamp "step int4 g64" $?
 sed -n '/| variant/,/^$/p' "$R/step.log"
 grep -E 'deep=2' "$R/cache/tuning-cache.json" | head -5 | cut -c1-200
 pack
+T=$BUILD/tests/device/qmv_affine_kernel_test
+for tool in memcheck racecheck; do
+  [ "$(left)" -lt 30 ] && break
+  HONE_TEST_TACTIC_HAS=deep=2 HONE_TEST_PATHS=mma HONE_DEVICE_TEST_REDUCED=1 \
+    timeout "$(cap 90)" compute-sanitizer --tool $tool --error-exitcode 3 "$T" \
+    --gtest_filter='*EveryConfigMatchesReference*' >"$R/sanitizer_$tool.raw" 2>&1
+  rc=$?
+  echo "$tool deep=2: rc $rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|\[  (PASSED|FAILED) ' \
+    "$R/sanitizer_$tool.raw" | tr '\n' ' ')" | tee "$R/sanitizer_$tool.log"
+  grep -m 10 -E 'Invalid|Race|Failure' "$R/sanitizer_$tool.raw" >>"$R/sanitizer_$tool.log"
+  rm -f "$R/sanitizer_$tool.raw"
+  pack
+done

@@ -199,6 +199,12 @@ bool path_selected(const QmvAffineConfig &c) { return path_selected(c.path); }
   const char *v = std::getenv("HONE_TEST_TACTIC");
   return !v || !*v || c.to_tactic().str() == v;
 }
+// HONE_TEST_TACTIC_HAS (text, e.g. `deep=2`): check only the configs whose tactic holds it (the
+// default and the references still run); for compute-sanitizer runs of a few kernels.
+bool tactic_has(const QmvAffineConfig &c) {
+  const char *v = std::getenv("HONE_TEST_TACTIC_HAS");
+  return !v || !*v || c.to_tactic().str().find(v) != std::string::npos;
+}
 
 // Every admissible config at the problem's shape against the reference, then bitwise batch
 // invariance against the rows=1 default run row by row.
@@ -289,8 +295,8 @@ CheckSummary check_problem(const Problem &p) {
 
   std::vector<QmvAffineConfig> all;
   for (const QmvAffineConfig &c : qmv_affine_configs(p.bits))
-    if (std::string why;
-        path_selected(c) && qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
+    if (std::string why; path_selected(c) && tactic_has(c) &&
+                         qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
       all.push_back(c);
   all.push_back(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group));
   for (const QmvAffineConfig &c : all) {
