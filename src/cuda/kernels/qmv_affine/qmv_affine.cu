@@ -425,6 +425,15 @@ bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int 
   return fn && kernel_spill_free(reinterpret_cast<const void *>(fn));
 }
 
+bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits) {
+  const KernelEntry *e = find_kernel(config, bits);
+  if (!e || !e->staged_deep_fn || config.async)
+    return false;
+  const int words = 2 * qmv_affine_slice_chunks(config, k, bits) + 2; // as staged_words
+  return split_k_shared_bytes(e->kernel, config.warps, false) + staged_bytes(*e, config, words) <=
+         kSplitKMaxSharedBytes;
+}
+
 bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||

@@ -116,6 +116,10 @@ bool qmv_affine_silu_epilogue_fits(const QmvAffineConfig &config, int bits, int 
 // kernel for `config` at all (host only, for candidate lists).
 bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, int group, int k,
                                        int inter);
+// Whether a `deep=2` config's staged group parameters fit the register pipeline's 48 KB of shared
+// memory beside its partials at this k (a warp stages 16 rows x (2 slice chunks + 2) words); where
+// they do not, the launch would run the slot's own kernel, so can_implement refuses it. Host only.
+bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits);
 // Whether a launch of `config` with `args` on the current device stages its group parameters in
 // shared memory (QmvAffineArgs::stage_parameters; by default the J 2 parameter-vector kernels on
 // grids of two CTAs an SM or more and long K slices, and the cp.async ring's int4 kernels on

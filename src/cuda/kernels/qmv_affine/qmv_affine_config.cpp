@@ -371,6 +371,11 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
     if (slice < kQmvAffineDeepMinChunks || slice % 2 != 0)
       return refuse(reason, "deep: slices of " + std::to_string(slice) + " chunks (an even " +
                                 std::to_string(kQmvAffineDeepMinChunks) + " or more)");
+    if (!qmv_affine_deep_stage_fits(config, k, bits))
+      return refuse(reason, "deep: the staged parameters of warps=" +
+                                std::to_string(config.warps) + " at slices of " +
+                                std::to_string(slice) +
+                                " chunks exceed the register pipeline's 48 KB of shared memory");
   }
   return split_k_rows_fit(config, rows, 8, reason);
 }
