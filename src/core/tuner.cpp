@@ -137,27 +137,27 @@ TuneResult Tuner::select(const std::vector<Tactic> &candidates, size_t default_i
   };
   const int long_n = n * options_.undecided_factor;
   bool long_aa_timed = false;
+  // The margin of a longer pairing at `floor`: the spread of a median falls with the square root
+  // of its pairs.
+  auto long_margin_at = [&](double floor) {
+    return std::max(floor, options_.noise_multiplier * r.long_noise_floor /
+                               std::sqrt(static_cast<double>(options_.undecided_factor)));
+  };
   // `floor`: a first ratio nearer 1 than this is a tie at once, and a longer pairing is judged
   // against no less (min_margin to switch away from the default; half of it to order two
   // finalists that both cleared it, see the runoff).
   auto decide = [&](const PairStats &first, size_t a, size_t b, double floor) {
-    const double margin = r.margin;
     const double off = std::abs(first.ratio - 1.0);
-    if (options_.undecided_factor == 1 || off < floor || off >= margin)
-      return Decision{first, margin, ""};
+    if (options_.undecided_factor == 1 || off < floor || off >= r.margin)
+      return Decision{first, r.margin, ""};
     if (!long_aa_timed) {
       long_aa_timed = true;
       const PairStats long_aa =
           pair(sample, default_index, default_index, long_n, options_.interleave);
       r.long_noise_floor = long_aa.spread;
-      r.long_margin = std::max(options_.min_margin,
-                               options_.noise_multiplier * long_aa.spread /
-                                   std::sqrt(static_cast<double>(options_.undecided_factor)));
+      r.long_margin = long_margin_at(options_.min_margin);
     }
-    const double long_margin =
-        std::max(floor, options_.noise_multiplier * r.long_noise_floor /
-                            std::sqrt(static_cast<double>(options_.undecided_factor)));
-    return Decision{pair(sample, a, b, long_n, options_.interleave), long_margin,
+    return Decision{pair(sample, a, b, long_n, options_.interleave), long_margin_at(floor),
                     " (" + std::to_string(long_n) + " pairs)"};
   };
 

@@ -259,6 +259,19 @@ size_t staged_bytes(const KernelEntry &e, const QmvAffineConfig &config, int wor
          static_cast<size_t>(words) * 4;
 }
 
+// The 32-bit words a weight row takes in the stage at `slice_chunks` chunks a slice: D pair words
+// of scales, then D of biases, then 2 words of padding.
+int staged_row_words(int slice_chunks) { return 2 * slice_chunks + 2; }
+
+// Whether `words` a row of staged parameters fit the slot's shared memory beside its partials
+// (and its ring, for a cp.async config).
+bool staged_fits(const KernelEntry &e, const QmvAffineConfig &config, int words) {
+  const size_t limit = config.async ? kSplitKMaxAsyncSharedBytes : kSplitKMaxSharedBytes;
+  return split_k_shared_bytes(e.kernel, config.warps, config.async != 0) +
+             staged_bytes(e, config, words) <=
+         limit;
+}
+
 // The 32-bit words a weight row takes in a warp's staged group parameters (Params::staged_words;
 // qmv_affine.cuh, the STAGE twins), or 0 where the launch does not stage them. Staged: 4 bits in
 // the per-weight form, group 64, where the slot compiles a twin (the register pipeline's J 2
@@ -279,7 +292,7 @@ size_t staged_bytes(const KernelEntry &e, const QmvAffineConfig &config, int wor
 // docs/benchmark_results/2026-12-06-h100-5 call2): geomean 0.91-0.97 by slice length at 4-112
 // chunks (0.95-0.96 at 4), 0.98-1.01 at 2; the fastest config of a cell 0.95 at 16 rows on
 // 6144 x 4096 and 0.91 on 4096 x 4096.
-// A row holds D = slice chunks pair words of scales, then D of biases, then 2 words of padding.
+// A row holds staged_row_words(D) words, D = the slice's chunks.
 int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvAffineArgs &args,
                  const Params &p) {
   const auto bases =
@@ -304,11 +317,8 @@ int staged_words(const KernelEntry &e, const QmvAffineConfig &config, const QmvA
         return 0;
     }
   }
-  const int words = 2 * p.slice_chunks + 2;
-  const size_t limit = config.async ? kSplitKMaxAsyncSharedBytes : kSplitKMaxSharedBytes;
-  if (split_k_shared_bytes(e.kernel, config.warps, config.async != 0) +
-          staged_bytes(e, config, words) >
-      limit)
+  const int words = staged_row_words(p.slice_chunks);
+  if (!staged_fits(e, config, words))
     return 0;
   // The twin is held to the spill rule as its slot's kernels are: one that spills is never
   // launched, and the slot's own kernel runs unstaged.
@@ -324,17 +334,16 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
       base.rows_per_cta = e.rows_per_cta;
       base.outputs_per_warp = e.outputs_per_warp;
       base.ahead = e.ahead;
+      const size_t first = out.size();
       add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
-      if (e.staged_deep_fn) { // `deep=2`: the register pipeline's CTA shapes, no cp.async
-        const size_t first = out.size();
-        base.deep = 2;
-        add_split_k_configs(e.kernel, base, kNarrowMmaCtaShapes, out);
-        add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
-        out.erase(std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                                 [](const QmvAffineConfig &c) { return c.async != 0; }),
-                  out.end());
-      }
+      if (e.staged_deep_fn) // `deep=2`: each of the slot's register-pipeline configs once more
+        for (size_t i = first, end = out.size(); i < end; ++i)
+          if (out[i].async == 0) {
+            QmvAffineConfig deep = out[i];
+            deep.deep = 2;
+            out.push_back(deep);
+          }
     }
   if (bits == 4)
     for (const GroupedEntry &e : kGroupedKernels)
@@ -429,9 +438,7 @@ bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits) 
   const KernelEntry *e = find_kernel(config, bits);
   if (!e || !e->staged_deep_fn || config.async)
     return false;
-  const int words = 2 * qmv_affine_slice_chunks(config, k, bits) + 2; // as staged_words
-  return split_k_shared_bytes(e->kernel, config.warps, false) + staged_bytes(*e, config, words) <=
-         kSplitKMaxSharedBytes;
+  return staged_fits(*e, config, staged_row_words(qmv_affine_slice_chunks(config, k, bits)));
 }
 
 bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args) {
