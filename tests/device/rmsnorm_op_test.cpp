@@ -83,6 +83,12 @@ TEST_F(RmsnormOpTest, DefaultsAreBatchInvariant) {
     for (bool residual : {false, true})
       expect_defaults_batch_invariant(rmsnorm_op(), shape_of(24, h, residual),
                                       rmsnorm_default(24, h).to_tactic());
+  // Past the few-rows form (hidden 1536: 16-byte vectors, 64 threads), against rows run one at
+  // a time by the rows=1 default (8-byte vectors, 128 threads): the same lanes, the same bits.
+  ASSERT_NE(rmsnorm_default(600, 1536), rmsnorm_default(1, 1536));
+  for (bool residual : {false, true})
+    expect_defaults_batch_invariant(rmsnorm_op(), shape_of(600, 1536, residual),
+                                    rmsnorm_default(600, 1536).to_tactic());
 }
 
 // Prefill rows: the reference covers elementwise_reference_row_count(hidden, 2 x hidden with a

@@ -33,12 +33,23 @@ TEST(RmsnormConfig, TacticRoundTripsAndRefusals) {
 TEST(RmsnormConfig, DefaultOrderFollowsHiddenOnlyAndFits) {
   for (int hidden : {8, 64, 896, 1536, 2048, 3584, 4096, 5120, 8192, 16384, 32768}) {
     const RmsnormConfig d = rmsnorm_default(1, hidden);
-    for (int rows : {2, 7, 64, 4096})
-      EXPECT_EQ(rmsnorm_default(rows, hidden), d) << hidden;
-    std::string why;
-    EXPECT_TRUE(rmsnorm_can_implement(d, 1, hidden, &why)) << hidden << ": " << why;
-    EXPECT_LE(d.threads * d.rows_per_cta, kRmsnormMaxThreadsPerCta);
+    for (int rows : {2, 7, 64, kRmsnormFewRows, kRmsnormFewRows + 1, 4096}) {
+      const RmsnormConfig r = rmsnorm_default(rows, hidden);
+      EXPECT_EQ(r.lanes(), d.lanes()) << hidden << " rows " << rows;
+      if (rows <= kRmsnormFewRows)
+        EXPECT_EQ(r, d) << hidden << " rows " << rows;
+      std::string why;
+      EXPECT_TRUE(rmsnorm_can_implement(r, rows, hidden, &why)) << hidden << ": " << why;
+      EXPECT_LE(r.threads * r.rows_per_cta, kRmsnormMaxThreadsPerCta);
+    }
   }
+  // A narrow row (hidden 1536: 512 lanes) takes 128 threads of 8-byte vectors at few rows and
+  // 64 threads of 16-byte vectors, two rows a CTA, past them; a wide row one form throughout.
+  EXPECT_EQ(rmsnorm_default(1, 1536).to_tactic().str(),
+            "rmsnorm.bf16:vec=4,threads=128,rows_per_cta=1");
+  EXPECT_EQ(rmsnorm_default(kRmsnormFewRows + 1, 1536).to_tactic().str(),
+            "rmsnorm.bf16:vec=8,threads=64,rows_per_cta=2");
+  EXPECT_EQ(rmsnorm_default(4096, 4096), rmsnorm_default(1, 4096));
 }
 
 TEST(RmsnormConfig, CanImplementNamesTheReason) {

@@ -42,11 +42,14 @@ struct RmsnormArgs {
 // Vector loads per thread a row may take (registers hold the row between the two passes).
 inline constexpr int kRmsnormMaxChunks = 8;
 inline constexpr int kRmsnormMaxThreadsPerCta = 512;
+// Row counts up to this take the default's few-rows form (rmsnorm_default).
+inline constexpr int kRmsnormFewRows = 256;
 
 // Every compiled config (the candidate universe); filter with rmsnorm_can_implement.
 const std::vector<RmsnormConfig> &rmsnorm_configs();
 // The static default. Its summation order (lanes) depends on hidden alone, so every row of a
-// multi-row call equals the rows=1 result (batch invariance).
+// multi-row call equals the rows=1 result (batch invariance); at most kRmsnormFewRows rows, a
+// narrow row's lanes are spread over twice the threads with 8-byte vectors.
 RmsnormConfig rmsnorm_default(int rows, int hidden);
 // False with a reason when `config` cannot run this shape (hidden not a multiple of vec, more
 // than kRmsnormMaxChunks vectors per thread, idle threads, CTA size).
