@@ -36,8 +36,9 @@ TEST(RmsnormConfig, DefaultOrderFollowsHiddenOnlyAndFits) {
     for (int rows : {2, 7, 64, kRmsnormFewRows, kRmsnormFewRows + 1, 4096}) {
       const RmsnormConfig r = rmsnorm_default(rows, hidden);
       EXPECT_EQ(r.lanes(), d.lanes()) << hidden << " rows " << rows;
-      if (rows <= kRmsnormFewRows)
+      if (rows <= kRmsnormFewRows) {
         EXPECT_EQ(r, d) << hidden << " rows " << rows;
+      }
       std::string why;
       EXPECT_TRUE(rmsnorm_can_implement(r, rows, hidden, &why)) << hidden << ": " << why;
       EXPECT_LE(r.threads * r.rows_per_cta, kRmsnormMaxThreadsPerCta);

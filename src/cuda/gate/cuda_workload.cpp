@@ -7,6 +7,7 @@
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
 #include "cuda/gate/bf16_compare.h"
+#include "cuda/gate/count_bf16.h"
 #include "cuda/gate/gather_blocks.h"
 #include "hone/error.h"
 #include "hone/number_format.h"
@@ -31,7 +32,7 @@ CheckResult fail(CheckResult result, Status status, std::string reason, double e
 
 CudaWorkload::CudaWorkload(CudaBackend &backend, int64_t out_rows, int64_t out_cols, double bound)
     : backend_(backend), out_rows_(out_rows), out_cols_(out_cols), bound_(bound),
-      y_(elements(out_rows, out_cols) * sizeof(uint16_t)) {}
+      y_(elements(out_rows, out_cols) * sizeof(uint16_t)), counter_(sizeof(unsigned long long)) {}
 
 cudaStream_t CudaWorkload::stream() const { return backend_.stream(); }
 
@@ -131,16 +132,18 @@ CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
   // A fault inside the kernel is sticky (the context is lost): that throws here.
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
 
-  const std::vector<uint16_t> y = download_y();
-  Bf16Comparison cmp = compare_bf16(checked_rows(y), reference());
-  // NaN over every output, sampled or not: bf16 NaN has all exponent bits and a mantissa.
-  cmp.nan_count = static_cast<size_t>(std::count_if(y.begin(), y.end(), [](uint16_t v) {
-    return (v & 0x7f80u) == 0x7f80u && (v & 0x007fu) != 0;
-  }));
+  // NaN over every output, sampled or not, counted on the device; only the rows the reference
+  // covers cross to the host.
+  const size_t outputs = elements(out_rows_, out_cols_);
+  const uint64_t nans = count_bf16(y_.as<const uint16_t>(), nullptr, outputs, counter_, stream());
+  Bf16Comparison cmp = compare_bf16(
+      download_rows<uint16_t>(y_.data(), out_rows_, out_cols_, reference_rows(), stream()),
+      reference());
+  cmp.nan_count = static_cast<size_t>(nans);
   result.error = cmp.relative_l2;
   if (cmp.nan_count > 0)
     return fail(result, Status::gate_failed,
-                std::to_string(cmp.nan_count) + " of " + std::to_string(y.size()) +
+                std::to_string(cmp.nan_count) + " of " + std::to_string(outputs) +
                     " outputs NaN (unwritten or invalid)",
                 kInf);
   if (!(cmp.relative_l2 <= result.bound))
@@ -150,10 +153,10 @@ CheckResult CudaWorkload::check(const Tactic &tactic, Numerics numerics) {
                 cmp.relative_l2);
   if (numerics == Numerics::tolerance)
     return result;
-  return gate_batch_invariant(y, std::move(result));
+  return gate_batch_invariant(std::move(result));
 }
 
-CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y, CheckResult result) {
+CheckResult CudaWorkload::gate_batch_invariant(CheckResult result) {
   // Row r must equal, bit for bit, the rows=1 default run on X[r].
   if (y_reference_.size() != y_.size())
     y_reference_ = DeviceBuffer(y_.size());
@@ -165,17 +168,15 @@ CheckResult CudaWorkload::gate_batch_invariant(const std::vector<uint16_t> &y, C
       HONE_RUNTIME_ERROR("rows=1 default " + single_row_default().str() +
                          " failed to launch: " + s.message());
   }
-  HONE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  const std::vector<uint16_t> expected =
-      download<uint16_t>(y_reference_.data(), y.size(), stream());
-  size_t mismatches = 0;
-  for (size_t i = 0; i < y.size(); ++i)
-    mismatches += y[i] != expected[i] ? 1 : 0;
+  // Counted on the device, after the row launches (same stream).
+  const size_t outputs = elements(out_rows_, out_cols_);
+  const uint64_t mismatches = count_bf16(y_.as<const uint16_t>(), y_reference_.as<const uint16_t>(),
+                                         outputs, counter_, stream());
   result.error = static_cast<double>(mismatches);
   result.bound = 0;
   if (mismatches > 0)
     return fail(result, Status::gate_failed,
-                std::to_string(mismatches) + " of " + std::to_string(y.size()) +
+                std::to_string(mismatches) + " of " + std::to_string(outputs) +
                     " outputs differ bitwise from the rows=1 default " + single_row_default().str(),
                 static_cast<double>(mismatches));
   return result;

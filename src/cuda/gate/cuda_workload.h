@@ -3,7 +3,8 @@
 // admission checks, then the spill rule), run(), and the gate: fresh random inputs in copy 0,
 // a poisoned output, one launch, NaN and relative-L2 checks against the op's float64
 // reference, and in batch-invariant mode a bitwise comparison of every row with the rows=1
-// default. An op supplies only what is its own, through the hooks below.
+// default. The NaN and bitwise counts run on the device; only the rows the reference covers
+// are downloaded. An op supplies only what is its own, through the hooks below.
 //
 //   class QmvAffineWorkload final : public CudaWorkloadOf<QmvInputs> { ... };  // the hooks
 //   auto w = std::make_unique<QmvAffineWorkload>(backend, problem);           // rotation 1
@@ -117,7 +118,7 @@ protected:
   virtual LaunchStatus launch_single_row(int row, void *y_row);
 
 private:
-  CheckResult gate_batch_invariant(const std::vector<uint16_t> &y, CheckResult result);
+  CheckResult gate_batch_invariant(CheckResult result);
 
   CudaBackend &backend_;
   int64_t out_rows_, out_cols_;
@@ -125,6 +126,7 @@ private:
   size_t rotation_ = 0;
   DeviceBuffer y_;           // bf16 [out_rows, out_cols]
   DeviceBuffer y_reference_; // bf16 [out_rows, out_cols]: rows=1 default results
+  DeviceBuffer counter_;     // the gate's device-side count (count_bf16)
 };
 
 // The thin typed layer: owns the rotation copies of an op's `Copy` (its input set).
