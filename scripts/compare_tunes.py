@@ -6,7 +6,9 @@ cached pick, the cache being A) against B's (as the extra tactic) on the bucket'
 interleaved in one process. The picks agree when B's median over A's is within the switch margin
 of the noise floor: |ratio - 1| <= max(2 %, 3 x the larger spread of the two), the margin a tune
 uses to replace a default (docs/benchmarks.md). Equal picks agree without a run. Keys that
-`hone bench` cannot time (a chain cell) are listed as not compared.
+`hone bench` cannot time (a chain cell) are listed as not compared. A key that differs names
+its likely cause from the two entries: one tune kept the default that the other left at the
+switch margin's edge (a ratio above 1 - 3 %), or the two ordered two challengers differently.
 
 With --recheck-samples N, a key judged "differ" is timed once more in a fresh `hone bench` run
 of N samples, and that run's verdict stands (the first run's ratio is kept in the report as
@@ -29,6 +31,8 @@ import time
 
 MIN_MARGIN = 0.02
 NOISE_MULTIPLE = 3.0
+# A switch within this of the minimum margin (a ratio above 1 - 3 %) is at the margin's edge.
+EDGE = 0.01
 
 
 def read_entries(path):
@@ -102,6 +106,25 @@ def judge(row, result):
                verdict="agree" if abs(ratio - 1) <= m else "differ")
 
 
+def cause(a, b):
+    """Why two cache entries with different picks may differ, from what each tune recorded: one
+    kept the default that the other left at a ratio near the switch margin (a challenger about
+    the margin faster is taken or not as the noise falls), or two challengers were ordered
+    differently. None where the entries do not say (no default recorded)."""
+    default = a.get("default_tactic")
+    if default is None or default != b.get("default_tactic"):
+        return None
+    if a["tactic"] != default and b["tactic"] != default:
+        return "two challengers ordered differently"
+    switched, name = (b, "B") if a["tactic"] == default else (a, "A")
+    ratio = switched.get("ratio")
+    if ratio is None:
+        return None
+    kept = "A" if name == "B" else "B"
+    edge = "at the switch margin: " if 1 - ratio < MIN_MARGIN + EDGE else ""
+    return f"{edge}{name} took {ratio:.3f} of the default, {kept} kept it"
+
+
 def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic, recheck=None):
     """Rows of the report, in round-robin order over the ops; `bench(op, bucket, tactic_b)` runs
     one head-to-head. Once `budget_s` seconds have passed, the keys left with different picks
@@ -130,6 +153,8 @@ def compare(entries_a, entries_b, bench, budget_s=None, clock=time.monotonic, re
                     first = row["ratio"]
                     judge(row, again)
                     row["first_ratio"] = first
+                if row["verdict"] == "differ" and (why := cause(a, b)) is not None:
+                    row["cause"] = why
         rows.append(row)
     return rows
 
@@ -155,7 +180,8 @@ def markdown(rows, only_a, only_b):
         if "first_ratio" in r:
             ratio += f" ({r['first_ratio']:.3f})"
         m = f"{r['margin']:.3f}" if "margin" in r else "-"
-        verdict = r["verdict"] + (f" ({r['reason']})" if "reason" in r else "")
+        verdict = r["verdict"] + (f" ({r['reason']})" if "reason" in r else "") + (
+            f": {r['cause']}" if "cause" in r else "")
         key = r["key"].replace("|", "\\|")
         lines.append(f"| {key} | {r['pick_a']} | {r['pick_b']} | {ratio} | {m} | {verdict} |")
     return "\n".join(lines) + "\n"

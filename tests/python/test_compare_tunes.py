@@ -110,3 +110,26 @@ def test_a_recheck_decides_a_key_that_differed(ct):
     assert [r["verdict"] for r in rows] == ["differ", "differ", "agree"]
     assert all("first_ratio" not in r for r in rows)
     assert ct.main([KEYS[0], "b", "--recheck-samples", "3"]) == 2
+
+
+def test_a_key_that_differs_names_its_cause(ct):
+    keys = KEYS[1:]
+    a = {k: dict(entry(k, "t:d"), default_tactic="t:d", ratio=1.0) for k in keys}
+    b = dict(a)
+    # rows=2: B took a challenger 2.5 % faster, A kept the default: the margin's edge.
+    b[keys[0]] = dict(entry(keys[0], "t:c"), default_tactic="t:d", ratio=0.975)
+    # rows=3: B took one 10 % faster, A kept the default: not at the edge.
+    b[keys[1]] = dict(entry(keys[1], "t:c"), default_tactic="t:d", ratio=0.9)
+    # rows=4: two challengers.
+    a[keys[2]] = dict(entry(keys[2], "t:e"), default_tactic="t:d", ratio=0.8)
+    b[keys[2]] = dict(entry(keys[2], "t:c"), default_tactic="t:d", ratio=0.85)
+    rows = ct.compare(a, b, lambda *_: (10.0, 0.002, 9.7, 0.002))  # 3 % apart: differ
+    assert [r["verdict"] for r in rows] == ["differ"] * 3
+    assert rows[0]["cause"] == "at the switch margin: B took 0.975 of the default, A kept it"
+    assert rows[1]["cause"] == "B took 0.900 of the default, A kept it"
+    assert rows[2]["cause"] == "two challengers ordered differently"
+    assert "differ: at the switch margin" in ct.markdown(rows, 0, 0)
+    # Agreeing keys and entries that record no default name no cause.
+    plain = {k: entry(k, "t:x") for k in keys}
+    assert all("cause" not in r for r in ct.compare(plain, b, lambda *_: (10.0, 0.002, 9.7, 0.002)))
+    assert all("cause" not in r for r in ct.compare(a, b, lambda *_: (10.0, 0.002, 10.0, 0.002)))
