@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One short call (~4 min, either card): the device-side gate counts (ba45ddd) and rmsnorm's
 # few-rows default (3ce672d).
-# - gate_counts_test, rmsnorm_op_test and silu_mul_op_test (reduced shapes).
+# - gate_counts_test, rmsnorm_op_test, silu_mul_op_test (reduced shapes) and rmsnorm_row_test
+#   (a CTA of 32-256 threads normalising a row with rmsnorm's bits).
 # - Two tunes of Qwen2.5-1.5B's rmsnorm buckets alone (A, B), each into an empty cache, and
 #   scripts/compare_tunes.py over them: the two keys that differed by 2.1 % (2026-12-07-2).
 # - A whole Qwen2.5-1.5B tune (C) in what is left: its wall time and gate time beside the
@@ -15,7 +16,7 @@ H=$BUILD/tools/hone/hone
 M=${MODEL:-models/qwen2.5-1.5b.json}
 unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
-device_tests gate_counts_test rmsnorm_op_test silu_mul_op_test
+device_tests gate_counts_test rmsnorm_op_test silu_mul_op_test rmsnorm_row_test
 pack
 for run in A B; do
   mkdir -p "$R/$run"

@@ -25,6 +25,7 @@
 #include "cuda/kernels/common/bf16_vec.cuh"
 #include "cuda/kernels/common/pdl.cuh"
 #include "cuda/kernels/rmsnorm/rmsnorm.h"
+#include "cuda/kernels/rmsnorm/rmsnorm_row.cuh"
 
 namespace hone::cuda::rmsnorm_detail {
 
@@ -129,16 +130,7 @@ __global__ void __launch_bounds__(kRmsnormMaxThreadsPerCta) rmsnorm_kernel(Param
     if ((threadIdx.x & 31) == 0)
       warp_sums[threadIdx.x >> 5] = sum;
     __syncthreads();
-    float s[kMaxWarps];
-#pragma unroll
-    for (int i = 0; i < kMaxWarps; ++i)
-      s[i] = i < warps ? warp_sums[row_in_cta * warps + i] : 0.f;
-#pragma unroll
-    for (int step = 1; step < kMaxWarps; step *= 2)
-#pragma unroll
-      for (int i = 0; i < kMaxWarps; i += 2 * step)
-        s[i] += s[i + step];
-    sum = s[0];
+    sum = rmsnorm_row::warp_tree_sum<kMaxWarps>(warp_sums + row_in_cta * warps, warps);
   }
   const float rstd = rsqrtf(sum / static_cast<float>(p.hidden) + p.eps);
 
