@@ -22,6 +22,8 @@
 
 #include <cuda_bf16.h>
 
+#include "cuda/kernels/common/bf16_vec.cuh"
+
 namespace hone::cuda::rmsnorm_row {
 
 // h of element i: x[i], or bf16(x[i] + residual[i]) (fp32 sum rounded once) with a residual, as
@@ -65,37 +67,73 @@ inline constexpr int kMaxWarps = 32;
 // rstd = rsqrtf(sum / hidden + eps) of the row (x, plus residual when not null), summed in the
 // order of rmsnorm's `lanes` partials. Every thread of the CTA calls it (it synchronises the
 // CTA) and gets the same value. Every index is known at compile time after unrolling, so it
-// takes no local memory (the spill rule). REQUIRES: blockDim.x a power of two from 32 to 1024;
-// lanes a power of two, from blockDim.x to 2^(kLevels - 1) x blockDim.x; warp_sums shared,
-// kMaxWarps floats.
+// takes no local memory (the spill rule). Where a thread owns 8 partials or more it reads them
+// 8 at a time with 16-byte loads. REQUIRES: blockDim.x a power of two from 32 to 1024; lanes a
+// power of two, from blockDim.x to 2^(kLevels - 1) x blockDim.x; hidden a multiple of 8 and
+// the rows 16-byte aligned; warp_sums shared, kMaxWarps floats.
 __device__ __forceinline__ float row_rstd(const uint16_t *x, const uint16_t *residual, int hidden,
                                           int lanes, float eps, float *warp_sums) {
   const int threads = static_cast<int>(blockDim.x);
   const int t = static_cast<int>(threadIdx.x);
   const int per_thread = lanes / threads; // a power of two
   // Binary counter: level[b] holds a completed subtree of 2^b partials until its right
-  // neighbour of the same size completes.
+  // neighbour of the same size completes. carry() adds the index-th subtree of 2^base partials.
   float level[kLevels];
 #pragma unroll
   for (int b = 0; b < kLevels; ++b)
     level[b] = 0.f;
-  for (int p = 0; p < per_thread; ++p) {
-    float part = 0.f;
-    for (int i = t * per_thread + p; i < hidden; i += lanes) {
-      const float h = row_value(x, residual, i);
-      part = fmaf(h, h, part);
-    }
+  auto carry = [&](float part, int index, int base) {
     bool placed = false;
 #pragma unroll
     for (int b = 0; b < kLevels; ++b) {
-      if (!placed) {
-        if ((p >> b) & 1) {
+      if (b >= base && !placed) {
+        if ((index >> (b - base)) & 1) {
           part = level[b] + part; // left neighbour + this
         } else {
           level[b] = part;
           placed = true;
         }
       }
+    }
+  };
+  if (per_thread >= 8) {
+    // Eight neighbouring partials at a time, from 16-byte loads: their elements at each stride
+    // of `lanes` are eight consecutive values.
+    for (int q = 0; q < per_thread / 8; ++q) {
+      float part[8];
+#pragma unroll
+      for (int v = 0; v < 8; ++v)
+        part[v] = 0.f;
+      for (int i = t * per_thread + 8 * q; i < hidden; i += lanes) {
+        float h[8];
+        kernel_detail::unpack(kernel_detail::load_vec<8>(x + i), h);
+        if (residual != nullptr) {
+          float r[8];
+          kernel_detail::unpack(kernel_detail::load_vec<8>(residual + i), r);
+#pragma unroll
+          for (int v = 0; v < 8; ++v)
+            r[v] += h[v];
+          kernel_detail::unpack(kernel_detail::pack(r), h); // rounded once, as rmsnorm
+        }
+#pragma unroll
+        for (int v = 0; v < 8; ++v)
+          part[v] = fmaf(h[v], h[v], part[v]);
+      }
+#pragma unroll
+      for (int step = 1; step < 8; step *= 2)
+#pragma unroll
+        for (int v = 0; v < 8; v += 2 * step)
+          part[v] += part[v + step];
+      carry(part[0], q, 3);
+    }
+  } else {
+    for (int p = 0; p < per_thread; ++p) {
+      float part = 0.f;
+      for (int i = t * per_thread + p; i < hidden; i += lanes) {
+        const float h = row_value(x, residual, i);
+        part = fmaf(h, h, part);
+      }
+      carry(part, p, 0);
     }
   }
   // per_thread partials are one subtree, at level log2(per_thread).
