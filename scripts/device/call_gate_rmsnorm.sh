@@ -3,8 +3,8 @@
 # few-rows default (3ce672d).
 # - gate_counts_test, rmsnorm_op_test, silu_mul_op_test (reduced shapes) and rmsnorm_row_test
 #   (a CTA of 32-256 threads normalising a row with rmsnorm's bits).
-# - Two tunes of Qwen2.5-1.5B's rmsnorm buckets alone (A, B), each into an empty cache, and
-#   scripts/compare_tunes.py over them: the two keys that differed by 2.1 % (2026-12-07-2).
+# - Two tunes of Qwen2.5-1.5B's rmsnorm buckets alone (two_tunes.sh with TUNE_ARGS), each into
+#   an empty cache, compared: the two keys that differed by 2.1 % (2026-12-07-2).
 # - A whole Qwen2.5-1.5B tune (C) in what is left: its wall time and gate time beside the
 #   272 s and 184 s before the device-side gate (cut by the budget if it must be).
 #
@@ -18,18 +18,10 @@ unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
 device_tests gate_counts_test rmsnorm_op_test silu_mul_op_test rmsnorm_row_test
 pack
-for run in A B; do
-  mkdir -p "$R/$run"
-  HONE_CACHE_DIR=$R/$run timeout "$(cap 60)" "$H" --backend cuda tune --model "$M" --ops rmsnorm \
-    --json "$R/tune_rmsnorm_$run.json" >"$R/tune_rmsnorm_$run.log" 2>&1
-  stamp "tune rmsnorm $run" $?
-done
-python3 scripts/compare_tunes.py "$R/A/tuning-cache.json" "$R/B/tuning-cache.json" --hone "$H" \
-  --md "$R/compare.md" --json "$R/compare.json" --budget 40 --recheck-samples 15 \
-  >"$R/compare.log" 2>&1
-stamp compare_tunes $?
-head -n 4 "$R/compare.md" | tail -n 2
-pack
+# Two tunes of the rmsnorm buckets and their comparison: two_tunes.sh, into $1/two_tunes.
+TUNE_ARGS="--ops rmsnorm" TUNE_CAP=60 TT_BUDGET=$(cap 110) MODEL=$M \
+  bash "$(dirname "$0")/two_tunes.sh" "$OUTDIR" "$BUILD"
+stamp "two rmsnorm tunes compared (two_tunes/)" $?
 mkdir -p "$R/C"
 HONE_CACHE_DIR=$R/C timeout "$(cap 300)" "$H" --backend cuda tune --model "$M" \
   --json "$R/tune_C.json" >"$R/tune_C.log" 2>&1

@@ -3,10 +3,11 @@
 # its own empty cache (A, then B), with the tune's own JSON report and wall time.
 # scripts/compare_tunes.py then times the keys whose picks differ head to head in what is left
 # of the budget (a key it does not reach is listed as not compared).
-# A whole Qwen2.5-1.5B tune takes about 6.5 minutes on an H100 (2026-12-07: 488 of 550 problems
-# in 290 s), so two do not fit one 600 s call. RUNS=A runs the first alone (up to 540 s); a
-# second call with RUNS=B and PRIOR=DIR (a folder holding A/tuning-cache.json, as the first
-# call returned it, carried in the tree) runs the second and compares the two.
+# A whole Qwen2.5-1.5B tune took 272-274 s on an H100 (docs/benchmark_results/2026-12-07-2),
+# so two and the comparison may not fit one 600 s call. RUNS=A runs the first alone (up to
+# 540 s); a second call with RUNS=B and PRIOR=DIR (a folder holding A/tuning-cache.json, as the
+# first call returned it, carried in the tree) runs the second and compares the two.
+# TUNE_ARGS: more `hone tune` arguments for both tunes (`--ops rmsnorm`: one op's buckets).
 #
 #   tar xJf .carry/bin.tar.xz && RUNS=A MODEL=models/qwen2.5-1.5b.json scripts/device/two_tunes.sh OUT
 #   tar xJf .carry/bin.tar.xz && RUNS=B PRIOR=tunes MODEL=... scripts/device/two_tunes.sh OUT
@@ -23,8 +24,9 @@ for run in $runs; do
   mkdir -p "$R/$run"
   [ "$(left)" -lt 60 ] && break
   ts=$(date +%s)
+  # shellcheck disable=SC2086 # TUNE_ARGS is a list of arguments
   HONE_CACHE_DIR=$R/$run timeout "$(cap "$each")" "$H" --backend cuda tune --model "$model" \
-    --json "$R/tune_$run.json" >"$R/tune_$run.log" 2>&1
+    ${TUNE_ARGS:-} --json "$R/tune_$run.json" >"$R/tune_$run.log" 2>&1
   rc=$? # before the command substitution below resets $?
   stamp "tune $run ($(($(date +%s) - ts)) s)" $rc
   tail -n 3 "$R/tune_$run.log"

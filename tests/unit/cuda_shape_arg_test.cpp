@@ -28,22 +28,15 @@ TEST(ShapeArg, ZeroIsTakenWhereTheDimensionAdmitsIt) {
 
 TEST(ShapeArg, ZeroAndNegativeValuesAreNamed) {
   const cuda::RmsnormOp op;
-  EXPECT_NE(invalid_message([&] {
-              parse_shape(op, "rows=0,hidden=1536,residual=0");
-            }).find("'rows=0' is not a positive integer"),
-            std::string::npos);
-  EXPECT_NE(invalid_message([&] {
-              parse_shape(op, "rows=1,hidden=1536,residual=-1");
-            }).find("'residual=-1' is not a non-negative integer"),
-            std::string::npos);
-  EXPECT_NE(invalid_message([&] {
-              parse_shape(op, "rows=1,residual=0,hidden=8,residual=0");
-            }).find("dimension 'residual' given twice"),
-            std::string::npos);
-  EXPECT_NE(invalid_message([&] {
-              parse_shape(op, "rows=1,hidden=1536");
-            }).find("missing dimension 'residual'"),
-            std::string::npos);
+  // The message of parse_shape's refusal of `text` holds `named`.
+  const auto expect_named = [&](const char *text, const char *named) {
+    const std::string message = invalid_message([&] { parse_shape(op, text); });
+    EXPECT_NE(message.find(named), std::string::npos) << text << ": " << message;
+  };
+  expect_named("rows=0,hidden=1536,residual=0", "'rows=0' is not a positive integer");
+  expect_named("rows=1,hidden=1536,residual=-1", "'residual=-1' is not a non-negative integer");
+  expect_named("rows=1,residual=0,hidden=8,residual=0", "dimension 'residual' given twice");
+  expect_named("rows=1,hidden=1536", "missing dimension 'residual'");
 }
 
 } // namespace

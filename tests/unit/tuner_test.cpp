@@ -1,5 +1,8 @@
 #include "hone/tuner.h"
 
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "hone/error.h"
@@ -30,13 +33,20 @@ TuneResult run(SyntheticKernels &k, GateFn gate, TunerOptions opt = {}) {
   return Tuner(opt).select(tactics(k.base.size()), 0, gate, sample);
 }
 
+// One re-run of a tune: kernels of these means and noise, their noise drawn from `seed`, every
+// candidate passing the gate.
+TuneResult run_seed(VirtualClock &clock, std::vector<double> base, double noise, unsigned seed,
+                    TunerOptions opt = {}) {
+  SyntheticKernels k{clock, std::move(base), noise};
+  k.rng.seed(seed);
+  return run(k, all_pass(), opt);
+}
+
 TEST(Tuner, NoiseBelowTheMarginKeepsTheDefault) {
   VirtualClock clock;
   // Candidate 1 is 1% faster, inside the 2% minimum margin, under 1% noise.
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    SyntheticKernels k{clock, {1.0, 0.99, 1.005}, 0.01};
-    k.rng.seed(seed);
-    TuneResult r = run(k, all_pass());
+    TuneResult r = run_seed(clock, {1.0, 0.99, 1.005}, 0.01, seed);
     EXPECT_EQ(r.pick_index, 0u) << "seed " << seed << " ratio " << r.ratio;
     EXPECT_GE(r.margin, 0.02);
   }
@@ -45,9 +55,7 @@ TEST(Tuner, NoiseBelowTheMarginKeepsTheDefault) {
 TEST(Tuner, TrueTenPercentWinIsPicked) {
   VirtualClock clock;
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    SyntheticKernels k{clock, {1.0, 1.05, 0.9, 1.2}, 0.01};
-    k.rng.seed(seed);
-    TuneResult r = run(k, all_pass());
+    TuneResult r = run_seed(clock, {1.0, 1.05, 0.9, 1.2}, 0.01, seed);
     EXPECT_EQ(r.pick_index, 2u) << "seed " << seed;
     EXPECT_NEAR(r.ratio, 0.9, 0.02);
     EXPECT_TRUE(r.candidates[2].finalist);
@@ -119,9 +127,7 @@ TEST(Tuner, RunoffGivesATieBetweenFinalistsToTheLowerIndex) {
   VirtualClock clock;
   int runoffs = 0;
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    SyntheticKernels k{clock, {1.0, 0.905, 0.90}, 0.01};
-    k.rng.seed(seed);
-    TuneResult r = run(k, all_pass());
+    TuneResult r = run_seed(clock, {1.0, 0.905, 0.90}, 0.01, seed);
     EXPECT_EQ(r.pick_index, 1u) << "seed " << seed;
     EXPECT_NEAR(r.ratio, 0.905, 0.02);
     runoffs += r.runoff_ratio > 0 ? 1 : 0;
@@ -206,9 +212,7 @@ TEST(Tuner, AnUndecidedWinIsTimedAgainWithMorePairs) {
   VirtualClock clock;
   int longer = 0, first_only = 0;
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    SyntheticKernels k{clock, {1.0, 0.955}, NOISE};
-    k.rng.seed(seed);
-    TuneResult r = run(k, all_pass());
+    TuneResult r = run_seed(clock, {1.0, 0.955}, NOISE, seed);
     longer += r.pick_index == 1 ? 1 : 0;
     if (r.margin > 0.045) {
       EXPECT_GT(r.long_margin, 0.0) << "seed " << seed;
@@ -216,11 +220,9 @@ TEST(Tuner, AnUndecidedWinIsTimedAgainWithMorePairs) {
       EXPECT_NE(r.candidates[1].reason.find("(21 pairs)"), std::string::npos)
           << r.candidates[1].reason;
     }
-    SyntheticKernels again{clock, {1.0, 0.955}, NOISE};
-    again.rng.seed(seed);
     TunerOptions first;
     first.undecided_factor = 1;
-    TuneResult f = run(again, all_pass(), first);
+    TuneResult f = run_seed(clock, {1.0, 0.955}, NOISE, seed, first);
     first_only += f.pick_index == 1 ? 1 : 0;
     EXPECT_EQ(f.long_margin, 0.0);
   }
@@ -249,15 +251,11 @@ TEST(Tuner, AnUndecidedRunoffIsTimedAgainWithMorePairs) {
   VirtualClock clock;
   int faster = 0, first_only = 0;
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    SyntheticKernels k{clock, {1.0, 0.905, 0.868}, NOISE};
-    k.rng.seed(seed);
-    TuneResult r = run(k, all_pass());
+    TuneResult r = run_seed(clock, {1.0, 0.905, 0.868}, NOISE, seed);
     faster += r.pick_index == 2 ? 1 : 0;
-    SyntheticKernels again{clock, {1.0, 0.905, 0.868}, NOISE};
-    again.rng.seed(seed);
     TunerOptions first;
     first.undecided_factor = 1;
-    first_only += run(again, all_pass(), first).pick_index == 2 ? 1 : 0;
+    first_only += run_seed(clock, {1.0, 0.905, 0.868}, NOISE, seed, first).pick_index == 2 ? 1 : 0;
   }
   EXPECT_GE(faster, 18);
   EXPECT_LT(first_only, faster);
@@ -271,9 +269,7 @@ TEST(Tuner, ARunoffOrdersAGapJustPastTheMinimumMargin) {
   VirtualClock clock;
   int faster = 0;
   for (unsigned seed = 1; seed <= 40; ++seed) {
-    SyntheticKernels k{clock, {1.0, 0.905, 0.884}, 0.01};
-    k.rng.seed(seed);
-    const TuneResult r = run(k, all_pass());
+    const TuneResult r = run_seed(clock, {1.0, 0.905, 0.884}, 0.01, seed);
     faster += r.pick_index == 2 ? 1 : 0;
   }
   EXPECT_EQ(faster, 40);

@@ -951,12 +951,12 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     constexpr bool kPingPong =
         (kQmvMmaPingPong && NT == 1 && BITS == 4 && (GROUPS == 0 || (GROUPS == 2 && MT == 2))) ||
         (kQmvMmaCursorPingPong && kCursor && NT * MT < 8);
-    constexpr bool kDeep =
-        DEEP && BITS == 4 && NT == 1 && MT == 1 && J == 2 && GROUPS == 0 && S == 0 && STAGE;
-    static_assert(!DEEP || kDeep, "the DEEP twin is the staged per-weight 4-bit J 2 kernel of one "
-                                  "m16 tile and one n8 tile, register pipeline");
+    static_assert(!DEEP ||
+                      (BITS == 4 && NT == 1 && MT == 1 && J == 2 && GROUPS == 0 && S == 0 && STAGE),
+                  "the DEEP twin is the staged per-weight 4-bit J 2 kernel of one m16 tile and "
+                  "one n8 tile, register pipeline");
     auto pipeline = [&](auto &mul) {
-      if constexpr (kDeep) {
+      if constexpr (DEEP) {
         if (staged && c_full - c >= kQmvAffineDeepMinChunks) {
           // Two blocks of words ahead; each chunk's staged parameters read from shared memory
           // at use, so that the three fragment sets hold words only.

@@ -39,8 +39,7 @@ __device__ __forceinline__ float row_value(const uint16_t *x, const uint16_t *re
 // out = bf16((h x rstd) x w), rmsnorm's one rounding.
 __device__ __forceinline__ uint16_t normalised(float h, float rstd, uint16_t w) {
   const float y = h * rstd * __uint_as_float(static_cast<uint32_t>(w) << 16);
-  const __nv_bfloat16 b = __float2bfloat16_rn(y);
-  return *reinterpret_cast<const uint16_t *>(&b);
+  return __bfloat16_as_ushort(__float2bfloat16_rn(y));
 }
 
 // The sum of `warps` warp sums (warps <= MAX_WARPS), neighbours first as a complete binary tree
