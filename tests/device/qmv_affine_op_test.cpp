@@ -94,7 +94,7 @@ TEST(QmvAffineOpHostTest, OpIdentityAndBuckets) {
   const TunableOp &op = qmv_op();
   EXPECT_EQ(op.name(), "qmv.affine");
   EXPECT_EQ(op.backend(), "cuda");
-  EXPECT_EQ(op.version(), 3); // 3: the fill floor of the default's K split
+  EXPECT_EQ(op.version(), 4); // 4: the deep=2 candidates (3: the fill floor of the K split)
   EXPECT_EQ(op.default_numerics(), Numerics::batch_invariant);
   const BucketSpec &spec = op.buckets();
   const Shape b = spec.map(shape_of(12, {4096, 4096, 4, 64})).value();

@@ -42,6 +42,7 @@ const TunableOp &rmsnorm_op() { return registered_op("rmsnorm"); }
 TEST(RmsnormOpHostTest, OpIdentityBucketsAndCandidates) {
   const TunableOp &op = rmsnorm_op();
   EXPECT_EQ(op.backend(), "cuda");
+  EXPECT_EQ(op.version(), 2); // 2: the few-rows form of the default
   EXPECT_EQ(op.default_numerics(), Numerics::batch_invariant);
   const Shape b = op.buckets().map(shape_of(12, 4096, true)).value();
   EXPECT_EQ(op.buckets().describe(b), "rows=16,hidden=4096,residual=1");

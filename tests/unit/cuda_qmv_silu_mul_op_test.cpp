@@ -32,6 +32,7 @@ TEST(QmvAffineSiluMulOp, IsRegisteredWithTheCudaOps) {
   EXPECT_EQ(dims[2].name, "k");
   EXPECT_EQ(dims[0].hi, 8);
   EXPECT_EQ(op->default_numerics(), Numerics::batch_invariant);
+  EXPECT_EQ(op->version(), 2); // 2: the deep=2 configs' SiLU twins joined the candidates
 }
 
 TEST(QmvAffineSiluMulOp, RefusalsNameTheBadValue) {

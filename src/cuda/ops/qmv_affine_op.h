@@ -79,7 +79,8 @@ public:
   // 2: the grouped configs (qmv.affine.grouped) joined the candidates. 3: the default splits K
   // further on small matrices (the fill floor of qmv_affine_config.cpp), which changes its
   // summation order there, so picks of the old order are not served beside the new default.
-  int version() const override { return 3; }
+  // 4: the `deep=2` configs (two blocks of words ahead) joined the candidates.
+  int version() const override { return 4; }
 };
 
 // qmv.affine.silu_mul: the gate/up linear of an MLP with SiLU x up in its epilogue, as the
@@ -106,6 +107,8 @@ public:
   // Its tactics are qmv.affine's ("qmv.affine.<path>:..."): the same configs, launched with the
   // epilogue. HONE_TACTIC_CUDA_QMV_AFFINE_SILU_MUL names one for this op alone.
   bool owns_kernel(std::string_view kernel) const override;
+  // 2: the `deep=2` configs' SiLU twins joined the candidates.
+  int version() const override { return 2; }
 };
 
 // {rows, n, k, bits, group} of a validated shape.

@@ -83,6 +83,10 @@ public:
   // validate(): Shape {rows, hidden, residual}, bf16. Throws Error(invalid_argument) naming the bad
   // value.
   HONE_CUDA_OP_INTERFACE;
+  // 2: the default takes twice the threads with 8-byte vectors for narrow rows at up to
+  // kRmsnormFewRows rows (same lanes, same bits), so picks made against the old default are not
+  // served.
+  int version() const override { return 2; }
 };
 
 } // namespace hone::cuda
