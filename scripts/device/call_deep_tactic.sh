@@ -28,16 +28,7 @@ HONE_TEST_PATHS=mma timeout "$(cap 60)" "$BUILD/bench/qmv_affine_harness" --no-c
 stamp harness $?
 grep -E 'deep=2' "$R/harness.log" | head -3 | cut -c1-160
 pack
-timeout "$(cap 60)" python3 bench/peers/decode_step_torch.py --model "$M" --batch 1 --context 4k \
-  --json "$R/peer.json" --md "$R/peer.md" >"$R/peer.log" 2>&1
-stamp peer $?
-grep -E '^\| llama' "$R/peer.md"
-mkdir -p "$R/cache"
-HONE_CACHE_DIR=$R/cache timeout "$(cap $((${TUNE_BUDGET:-160} + 30)))" "$H" tune --model "$M" --rows 1 \
-  --ops qmv.affine,qmv.affine.silu_mul --bits 4 --group 64 --include-lm-head \
-  --numerics tolerance --budget "${TUNE_BUDGET:-160}s" --json "$R/tune.json" >"$R/tune.log" 2>&1
-stamp "tune int4 g64 linears (tolerance)" $?
-grep -E 'pick|->' "$R/tune.log" | tail -n 8
+peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-160}"
 pack
 HONE_CACHE_DIR=$R/cache timeout "$(cap 110)" "$H" step --model "$M" --batch 1 --context 4k \
   --quant int4:g64 --samples 9 --json "$R/step.json" >"$R/step.log" 2>&1

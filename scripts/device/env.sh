@@ -46,3 +46,19 @@ device_tests() {
     grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_$t.log" | head -6
   done
 }
+
+# peer_and_int4_tune MODEL CACHE TUNE_SECONDS: the PyTorch bf16 peer of MODEL's decode step
+# (batch 1, context 4k) into R/peer.{json,md,log}, then MODEL's int4 g64 linears tuned at one
+# row in tolerance numerics (the lm_head included) into CACHE, R/tune.{json,log}.
+peer_and_int4_tune() {
+  timeout "$(cap 60)" python3 bench/peers/decode_step_torch.py --model "$1" --batch 1 \
+    --context 4k --json "$R/peer.json" --md "$R/peer.md" >"$R/peer.log" 2>&1
+  stamp peer $?
+  grep -E '^\| llama' "$R/peer.md"
+  mkdir -p "$2"
+  HONE_CACHE_DIR=$2 timeout "$(cap $(($3 + 30)))" "$BUILD/tools/hone/hone" tune --model "$1" \
+    --rows 1 --ops qmv.affine,qmv.affine.silu_mul --bits 4 --group 64 --include-lm-head \
+    --numerics tolerance --budget "$3s" --json "$R/tune.json" >"$R/tune.log" 2>&1
+  stamp "tune int4 g64 linears (tolerance)" $?
+  grep -E 'pick|->' "$R/tune.log" | tail -n 8
+}

@@ -157,6 +157,9 @@ struct DecodeStep::State {
        *mlp_out = nullptr, *hidden_out = nullptr, *logits = nullptr;
   // A prefill's last token of each request, gathered for the final norm.
   void *last_mlp = nullptr, *last_resid = nullptr;
+  // The fused norms' counters (ops::cuda::quantized_linear_rmsnorm): o_proj's and down's of each
+  // layer, zero between launches.
+  unsigned *norm_counters = nullptr;
   // Page table (device and host), positions; the tokens the input embeds (real weights). A
   // prefill step's table has one request per row (token j of request b: a prefix of b's pages,
   // context + j + 1 tokens long); `pages_host` is each real request's pages.
@@ -340,6 +343,8 @@ DecodeStep::DecodeStep(const ModelSpec &spec, const StepOptions &options)
   }
   st.resid = st.alloc(rows * size_t(m.hidden) * kBf16);
   st.xn = st.alloc(rows * size_t(m.hidden) * kBf16);
+  st.norm_counters = static_cast<unsigned *>(st.alloc(2 * st.layers.size() * sizeof(unsigned)));
+  HONE_CUDA_CHECK(cudaMemset(st.norm_counters, 0, 2 * st.layers.size() * sizeof(unsigned)));
   st.qkv = st.alloc(rows * size_t(m.qkv_width()) * kBf16);
   st.q = st.alloc(rows * size_t(attn_width) * kBf16);
   st.k = st.alloc(rows * size_t(m.hkv * m.head_dim) * kBf16);
@@ -391,7 +396,8 @@ DecodeStep::~DecodeStep() = default;
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) {
   run(nullptr, stream, d,
-      StepLaunch{pdl, 0, s_->opt.fuse_rope_append, false, s_->opt.fuse_silu_mul});
+      StepLaunch{pdl, 0, s_->opt.fuse_rope_append, false, s_->opt.fuse_silu_mul,
+                 s_->opt.fuse_norm});
 }
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) {
@@ -425,8 +431,9 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       st.gemms.at({l.n, l.k})->run(x, l.w, y, static_cast<cudaStream_t>(stream));
   };
   auto linear = [&](const Linear &l, const void *x, void *y) { linear_rows(l, x, y, R); };
-  auto norm = [&](const void *x, const void *residual, void *residual_out, const void *w, void *out,
-                  int64_t rows) {
+  // The rmsnorm of `rows` rows of x (plus residual, into residual_out) into out.
+  auto norm_tensors = [&](const void *x, const void *residual, void *residual_out, const void *w,
+                          void *out, int64_t rows) {
     ops::RmsnormTensors t;
     t.x = x;
     t.residual = residual;
@@ -437,8 +444,24 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
     t.hidden = m.hidden;
     t.eps = float(m.rms_eps);
     t.dependent = pdl;
-    ops::rmsnorm(t, stream, d);
+    return t;
   };
+  auto norm = [&](const void *x, const void *residual, void *residual_out, const void *w, void *out,
+                  int64_t rows) {
+    ops::rmsnorm(norm_tensors(x, residual, residual_out, w, out, rows), stream, d);
+  };
+  // The linear `l` and the rmsnorm of its output in one launch where it can
+  // (StepLaunch::fuse_norm): true if it ran both.
+  const bool fuse_norm = only == nullptr && launch.fuse_norm && o.bits != 16 && R <= 8;
+  auto linear_norm = [&](const Linear &l, const void *x, void *y, const void *residual,
+                         void *residual_out, const void *w, void *out, unsigned *counter) {
+    return fuse_norm &&
+           ops::quantized_linear_rmsnorm(
+               x, l.q, l.scales, l.biases, y, R, l.n, l.k, o.bits, o.group,
+               norm_tensors(y, residual, residual_out, w, out, R), counter, stream, d, chain);
+  };
+  bool norm1_done = false; // the down linear before normalised this layer's input
+  bool final_done = false; // the last down linear normalised the final hidden state
   // One plan per step: every layer has the same lengths, heads and page size.
   ops::DecodePagedPlan plan;
   if (on(StepOp::attention))
@@ -447,12 +470,13 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
   char *qkv = static_cast<char *>(st.qkv);
   for (size_t i = 0; i < st.layers.size(); ++i) {
     const Layer &l = st.layers[i];
-    if (on(StepOp::rmsnorm)) {
+    if (on(StepOp::rmsnorm) && !norm1_done) {
       if (i == 0)
         norm(st.input, nullptr, nullptr, l.norm1, st.xn, R);
       else
         norm(st.mlp_out, st.resid, st.resid, l.norm1, st.xn, R);
     }
+    norm1_done = false;
     // The new token's K and V into the cache: the fused rope's, or kv_append's (k = the roped k).
     ops::KvAppendTensors append;
     append.v = qkv + size_t(attn_width + m.hkv * m.head_dim) * kBf16;
@@ -525,9 +549,14 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       t.prefetch_kib = pdl ? launch.kv_prefetch_kib : 0;
       ops::decode_paged(t, plan, stream);
     }
-    if (on(StepOp::o_proj))
-      linear(l.o, st.attn, st.o_out);
-    if (on(StepOp::rmsnorm))
+    bool norm2_done = false;
+    if (on(StepOp::o_proj)) {
+      norm2_done = linear_norm(l.o, st.attn, st.o_out, i == 0 ? st.input : st.resid, st.resid,
+                               l.norm2, st.xn, st.norm_counters + 2 * i);
+      if (!norm2_done)
+        linear(l.o, st.attn, st.o_out);
+    }
+    if (on(StepOp::rmsnorm) && !norm2_done)
       norm(st.o_out, i == 0 ? st.input : st.resid, st.resid, l.norm2, st.xn, R);
     bool silu_done = false; // the gate/up linear's epilogue wrote st.act
     if (on(StepOp::gate_up)) {
@@ -550,10 +579,19 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       t.dependent = pdl;
       ops::silu_mul(t, stream, d);
     }
-    if (on(StepOp::down))
-      linear(l.down, st.act, st.mlp_out);
+    if (on(StepOp::down)) {
+      unsigned *counter = st.norm_counters + 2 * i + 1;
+      if (i + 1 < st.layers.size())
+        norm1_done = linear_norm(l.down, st.act, st.mlp_out, st.resid, st.resid,
+                                 st.layers[i + 1].norm1, st.xn, counter);
+      else if (o.prefill == 0 && R == B)
+        final_done = linear_norm(l.down, st.act, st.mlp_out, st.resid, st.resid, st.final_norm,
+                                 st.hidden_out, counter);
+      if (!norm1_done && !final_done)
+        linear(l.down, st.act, st.mlp_out);
+    }
   }
-  if (on(StepOp::rmsnorm)) {
+  if (on(StepOp::rmsnorm) && !final_done) {
     if (o.prefill > 0) {
       // The last token of each request: a plain launch, which waits for the whole of the
       // previous kernel; the norm after it may still be a dependent launch.

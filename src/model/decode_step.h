@@ -75,6 +75,11 @@ struct StepOptions {
   // 2.1-2.5 % (int4 g64) and 0.8 % (bf16) off the default PDL step, level without PDL
   // (docs/benchmark_results/2026-12-06-h100-2).
   bool fuse_silu_mul = true;
+  // The rmsnorm after o_proj and after down done by that linear's last CTA
+  // (StepLaunch::fuse_norm; ops::cuda::quantized_linear_rmsnorm) in every enqueue that does not
+  // say otherwise: 64 of Llama-3.1-8B's 65 rmsnorm launches at batch 1, int4. The same bits
+  // either way (the op's and the step's fused-against-separate device tests).
+  bool fuse_norm = true;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
@@ -99,6 +104,12 @@ struct StepLaunch {
   // breakdown) times the two ops apart. StepOptions::fuse_silu_mul is what enqueue(stream, d,
   // pdl) takes.
   bool fuse_silu_mul = false;
+  // The rmsnorm after o_proj and after down in that linear's launch, done by its last CTA
+  // (ops::cuda::quantized_linear_rmsnorm; the same bits): decode steps of 4-bit weights up to 8
+  // rows whose linear tactic has that form (qmv.affine's per-weight one-tile ahead=2 kernel);
+  // the others launch rmsnorm as before. A whole step only, as fuse_silu_mul.
+  // StepOptions::fuse_norm is what enqueue(stream, d, pdl) takes.
+  bool fuse_norm = false;
   bool operator==(const StepLaunch &) const = default;
 };
 

@@ -82,9 +82,12 @@ double median(std::vector<double> v) {
 }
 
 StepLaunch launch_of(const StepVariant &v, const DecodeStep &step) {
-  return {v.pdl, v.pdl ? v.kv_prefetch_kib : 0,
-          v.fuse_rope_append.value_or(step.options().fuse_rope_append), v.pdl && v.weights_once,
-          v.fuse_silu_mul.value_or(step.options().fuse_silu_mul)};
+  return {v.pdl,
+          v.pdl ? v.kv_prefetch_kib : 0,
+          v.fuse_rope_append.value_or(step.options().fuse_rope_append),
+          v.pdl && v.weights_once,
+          v.fuse_silu_mul.value_or(step.options().fuse_silu_mul),
+          v.fuse_norm.value_or(step.options().fuse_norm)};
 }
 
 int launches_of(StepOp op, const DecodeStep &step) {

@@ -33,6 +33,8 @@ struct StepVariant {
   bool weights_once = false; // with pdl: StepLaunch::weights_once
   // StepLaunch::fuse_silu_mul; unset: the step's StepOptions::fuse_silu_mul.
   std::optional<bool> fuse_silu_mul;
+  // StepLaunch::fuse_norm; unset: the step's StepOptions::fuse_norm.
+  std::optional<bool> fuse_norm;
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of

@@ -40,6 +40,7 @@
 #include "device_test.h"
 #include "hone/bf16.h"
 #include "hone/dispatcher.h"
+#include "hone/op.h"
 #include "hone/ops/cpu.h"
 #include "hone/ops/cuda.h"
 #include "model/affine_quantize.h"
@@ -311,6 +312,53 @@ TEST_F(DecodeStepPrefillTest, TheSiluEpilogueIsTheSeparateLaunchesBitForBit) {
         expect_same_outputs(step.host_outputs(), want, pdl ? ", PDL" : "");
       }
     }
+}
+
+// A 4-bit decode step whose o_proj and down linears normalise their own outputs for the
+// rmsnorm after them (StepLaunch::fuse_norm, their last CTA) gives the separate launches'
+// bits, PDL off and on, Llama-like and Qwen2-like. The linears are pinned to a config of the
+// fused kernel's slot, so that the fused path is what ran (checked on the o_proj shape).
+TEST_F(DecodeStepPrefillTest, TheLinearsNormIsTheSeparateLaunchesBitForBit) {
+  for (ModelSpec (*make)() : {llama_like, qwen2_like}) {
+    const ModelSpec m = make();
+    SCOPED_TRACE(m.name);
+    DecodeStep step(m, small_step(4, 5));
+    DispatcherOptions pinned = default_tactics();
+    pinned.settings.use_cache = false;
+    pinned.settings.tactics[tactic_env_name("cuda", "qmv.affine")] =
+        "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=4,outputs_per_warp=16,split_k=1,ahead=2";
+    Dispatcher d(ops::cuda::dispatcher().backend(), pinned);
+    StepLaunch separate;
+    separate.fuse_silu_mul = true;
+    separate.fuse_norm = false;
+    step.enqueue(nullptr, d, separate);
+    const HostStepOutputs want = step.host_outputs();
+    {
+      const int64_t n = m.hidden, k = m.hq * m.head_dim;
+      DeviceBuffer x(size_t(kBatch * k) * 2), q(size_t(n * k) / 2), params(size_t(n * k) / 64 * 2),
+          y(size_t(kBatch * n) * 2), w(size_t(n) * 2), out(size_t(kBatch * n) * 2),
+          counter(sizeof(unsigned));
+      HONE_CUDA_CHECK(cudaMemset(counter.data(), 0, sizeof(unsigned)));
+      ops::cuda::RmsnormTensors t;
+      t.x = y.data();
+      t.w = w.data();
+      t.out = out.data();
+      t.rows = kBatch;
+      t.hidden = n;
+      ASSERT_TRUE(ops::cuda::quantized_linear_rmsnorm(
+          x.data(), q.as<const uint32_t>(), params.data(), params.data(), y.data(), kBatch, n, k, 4,
+          64, t, counter.as<unsigned>(), nullptr, d));
+      HONE_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    for (bool pdl : {false, true}) {
+      StepLaunch launch;
+      launch.pdl = pdl;
+      launch.fuse_silu_mul = true;
+      launch.fuse_norm = true;
+      step.enqueue(nullptr, d, launch);
+      expect_same_outputs(step.host_outputs(), want, pdl ? ", PDL" : "");
+    }
+  }
 }
 
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and

@@ -101,6 +101,9 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--separate-silu-mul", options_.separate_silu_mul,
                  "Also time the tuned PDL step with SiLU x up as its own launch, as before the "
                  "step took it into the epilogue of the gate/up linear (same bits)");
+  app_->add_flag("--separate-norm", options_.separate_norm,
+                 "Also time the tuned PDL step with every rmsnorm its own launch, as before the "
+                 "step took the norms after o_proj and down into those linears (same bits)");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -244,13 +247,17 @@ int StepCommand::run() {
     variants.push_back(model::step_variant("tuned+pdl+separate-silu", &tuned, true));
     variants.back().fuse_silu_mul = false;
   }
+  if (options_.separate_norm) {
+    variants.push_back(model::step_variant("tuned+pdl+separate-norm", &tuned, true));
+    variants.back().fuse_norm = false;
+  }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope
   // launches of tuned+pdl, no twins).
   const auto index_of = [&](const ChainChoice &c) {
-    const model::StepLaunch want{c.pdl, c.pdl ? c.kv_prefetch_kib : 0,
-                                 r.variants[3].launch.fuse_rope_append, false,
-                                 r.variants[3].launch.fuse_silu_mul};
+    const model::StepLaunch want{
+        c.pdl, c.pdl ? c.kv_prefetch_kib : 0,      r.variants[3].launch.fuse_rope_append,
+        false, r.variants[3].launch.fuse_silu_mul, r.variants[3].launch.fuse_norm};
     for (size_t i = 2; i < r.variants.size(); ++i)
       if (r.variants[i].launch == want)
         return i;

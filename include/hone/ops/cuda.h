@@ -230,6 +230,27 @@ struct RmsnormTensors {
 void rmsnorm(const RmsnormTensors &t, void *stream, Dispatcher &d);
 void rmsnorm(const RmsnormTensors &t, void *stream);
 
+// A quantized linear and the rmsnorm of its output in one launch (a decode step's o_proj or
+// down and the norm after it): y as quantized_linear writes it, then norm.out (and, with a
+// residual, norm.residual_out) with the bits of rmsnorm(norm) on y, in the order of the rmsnorm
+// tactic the dispatcher picks for (rows, n, residual). The linear's last CTA does the norm: one
+// launch, and one wait of the next kernel, fewer. norm.x is y (or null); norm.rows and
+// norm.hidden are rows and n; norm.dependent is ignored (the chain says). `counter`: a device
+// unsigned holding 0, which the launch leaves at 0; one per launch in flight at a time. Where
+// quantized_linear runs qmv_affine at this shape and its tactic has the fused form
+// (hone::cuda::qmv_affine_norm_fits: 4 bits, up to 8 rows, the per-weight one-tile ahead=2
+// kernel that the tactic would launch unstaged), one launch and true; false, having launched
+// nothing, otherwise. A bad norm (norm.x another tensor, other rows or hidden, a negative eps)
+// throws Error(invalid_argument) naming the value.
+bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scales,
+                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                              int bits, int group, const RmsnormTensors &norm, unsigned *counter,
+                              void *stream, Dispatcher &d, const ChainLaunch &chain = {});
+bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scales,
+                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                              int bits, int group, const RmsnormTensors &norm, unsigned *counter,
+                              void *stream);
+
 // Rotary position embedding, half rotation (Llama, Qwen2), of every query and key head of
 // `rows` tokens: with a = positions[r] x inv_freq[i], inv_freq[i] = theta^(-2i / head_dim)
 // (remapped by Llama-3.1 scaling when llama3_factor != 0, as transformers does),

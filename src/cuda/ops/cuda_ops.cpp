@@ -114,17 +114,16 @@ bool gemv_bf16_silu_mul(const void *x, const void *w, void *y, int64_t rows, int
   return true;
 }
 
-namespace {
+} // namespace hone::ops::cuda
 
-// qmv.affine's launch arguments after the entry point's checks (alignment; the shape was
-// validated by the dispatcher's lookup).
-hone::cuda::QmvAffineArgs qmv_affine_args(const void *x, const uint32_t *q, const void *scales,
-                                          const void *biases, void *y, int64_t rows, int64_t n,
-                                          int64_t k, int bits, int group,
-                                          const ChainLaunch &chain) {
+namespace hone::cuda {
+
+QmvAffineArgs qmv_affine_entry_args(const void *x, const uint32_t *q, const void *scales,
+                                    const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                                    int bits, int group, bool dependent) {
   require_aligned("qmv.affine", {{"x", x}, {"q", q}});
   require_aligned("qmv.affine", {{"scales", scales}, {"biases", biases}, {"y", y}}, 2);
-  hone::cuda::QmvAffineArgs args;
+  QmvAffineArgs args;
   args.x = x;
   args.q = q;
   args.scales = scales;
@@ -135,8 +134,22 @@ hone::cuda::QmvAffineArgs qmv_affine_args(const void *x, const uint32_t *q, cons
   args.k = static_cast<int>(k);
   args.bits = bits;
   args.group = group;
-  args.chain = {chain.dependent};
+  args.chain = {dependent};
   return args;
+}
+
+} // namespace hone::cuda
+
+namespace hone::ops::cuda {
+
+namespace {
+
+hone::cuda::QmvAffineArgs qmv_affine_args(const void *x, const uint32_t *q, const void *scales,
+                                          const void *biases, void *y, int64_t rows, int64_t n,
+                                          int64_t k, int bits, int group,
+                                          const ChainLaunch &chain) {
+  return hone::cuda::qmv_affine_entry_args(x, q, scales, biases, y, rows, n, k, bits, group,
+                                           chain.dependent);
 }
 
 } // namespace

@@ -111,6 +111,13 @@ public:
   int version() const override { return 2; }
 };
 
+// qmv.affine's launch arguments after the public entry points' checks (alignment; the shape is
+// validated by the dispatcher's lookup), `dependent` a chain link. Defined with the entry points
+// (cuda_ops.cpp).
+QmvAffineArgs qmv_affine_entry_args(const void *x, const uint32_t *q, const void *scales,
+                                    const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                                    int bits, int group, bool dependent);
+
 // {rows, n, k, bits, group} of a validated shape.
 QmvAffineProblem qmv_affine_problem(const Shape &shape);
 // {rows, 2 inter, k, bits, group}: the gate/up linear of a validated qmv.affine.silu_mul shape.

@@ -1,11 +1,15 @@
 // Public entry points of qmm.affine and quantized_linear (include/hone/ops/cuda.h).
 #include <cstdint>
+#include <string>
 
 #include "cuda/backend/workspace.h"
 #include "cuda/ops/entry_point.h"
 #include "cuda/ops/qmm_affine_op.h"
+#include "cuda/ops/qmv_affine_op.h"
 #include "cuda/ops/quantized_linear_op.h"
+#include "cuda/ops/rmsnorm_op.h"
 #include "hone/dispatcher.h"
+#include "hone/error.h"
 #include "hone/ops/cuda.h"
 
 namespace hone::ops::cuda {
@@ -81,6 +85,54 @@ bool quantized_linear_silu_mul(const void *x, const uint32_t *q, const void *sca
   return runs_qmv(rows, 2 * inter, k, bits, group, d) &&
          qmv_affine_silu_mul(x, q, scales, biases, y, rows, inter, k, bits, group, stream, d,
                              chain);
+}
+
+bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scales,
+                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                              int bits, int group, const RmsnormTensors &norm, unsigned *counter,
+                              void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  constexpr const char *kOp = "quantized_linear_rmsnorm";
+  if (norm.x != nullptr && norm.x != y)
+    HONE_INVALID_ARGUMENT(std::string(kOp) +
+                          ": norm.x is not y (the norm takes the linear's output)");
+  if (norm.rows != rows || norm.hidden != n)
+    HONE_INVALID_ARGUMENT(std::string(kOp) + ": norm rows=" + std::to_string(norm.rows) +
+                          ",hidden=" + std::to_string(norm.hidden) + " is not the linear's rows=" +
+                          std::to_string(rows) + ",n=" + std::to_string(n));
+  if (!(norm.eps >= 0))
+    HONE_INVALID_ARGUMENT(std::string(kOp) + ": eps=" + std::to_string(norm.eps) +
+                          " is negative or NaN");
+  // The cheap refusals first: the fused form is a 4-bit decode kernel's, and the weights-once
+  // twin (ChainLaunch::weights_once) has none.
+  if (rows < 1 || rows > 8 || bits != 4 || counter == nullptr ||
+      (chain.dependent && chain.weights_once) || !runs_qmv(rows, n, k, bits, group, d))
+    return false;
+  const Resolution &r = d.resolve(hone::cuda::entry_op<hone::cuda::QmvAffineOp>(),
+                                  Shape{{rows, n, k, bits, group}, DType::bf16});
+  const Resolution &rn = d.resolve(hone::cuda::entry_op<hone::cuda::RmsnormOp>(),
+                                   Shape{{rows, n, norm.residual != nullptr ? 1 : 0}, DType::bf16});
+  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  hone::cuda::QmvAffineArgs args = hone::cuda::qmv_affine_entry_args(
+      x, q, scales, biases, y, rows, n, k, bits, group, chain.dependent);
+  args.norm.residual = norm.residual;
+  args.norm.residual_out = norm.residual_out;
+  args.norm.w = norm.w;
+  args.norm.out = norm.out;
+  args.norm.counter = counter;
+  args.norm.lanes = rn.compiled.as<hone::cuda::RmsnormConfig>().lanes();
+  args.norm.eps = norm.eps;
+  if (!hone::cuda::qmv_affine_norm_fits(config, args))
+    return false;
+  check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
+  return true;
+}
+
+bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scales,
+                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                              int bits, int group, const RmsnormTensors &norm, unsigned *counter,
+                              void *stream) {
+  return quantized_linear_rmsnorm(x, q, scales, biases, y, rows, n, k, bits, group, norm, counter,
+                                  stream, dispatcher());
 }
 
 } // namespace hone::ops::cuda

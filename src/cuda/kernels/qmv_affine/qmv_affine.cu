@@ -34,6 +34,8 @@
 #include <bit>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/kernels/common/split_k_family.h"
@@ -77,6 +79,9 @@ struct KernelEntry {
   KernelFn staged_deep_silu_fn;
   // The per-weight async_fn that stages them (4 bits); null elsewhere.
   KernelFn staged_async_fn;
+  // The per-weight fn whose last CTA normalises y's rows (the NORM twin; the one-tile J 2 slot
+  // only, the decode default of o_proj and down at one row); null elsewhere.
+  KernelFn norm_fn;
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -89,7 +94,9 @@ constexpr KernelEntry entry() {
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
   KernelFn staged = nullptr, staged_silu = nullptr, staged_async = nullptr;
-  KernelFn staged_deep = nullptr, staged_deep_silu = nullptr;
+  KernelFn staged_deep = nullptr, staged_deep_silu = nullptr, norm = nullptr;
+  if constexpr (BITS == 4 && NT == 1 && MT == 1 && J == 2 && ALT)
+    norm = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, false, false, true>;
   if constexpr (BITS == 4 && !ALT)
     staged_async = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0, false, true>;
   if constexpr (BITS == 4 && NT == 1 && J == 2) {
@@ -133,7 +140,8 @@ constexpr KernelEntry entry() {
           staged_silu,
           staged_deep,
           staged_deep_silu,
-          staged_async};
+          staged_async,
+          norm};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -441,6 +449,63 @@ bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits) 
   return staged_fits(*e, config, staged_row_words(qmv_affine_slice_chunks(config, k, bits)));
 }
 
+namespace {
+// The dynamic shared memory a NORM launch takes beyond its partials: the last CTA stages a row
+// over them (rmsnorm_row::grid_norm_shared_bytes).
+size_t norm_extra_bytes(const KernelEntry &e, const QmvAffineConfig &config,
+                        const QmvAffineArgs &args) {
+  const size_t need = rmsnorm_row::grid_norm_shared_bytes(args.n, args.norm.residual != nullptr);
+  const size_t have = split_k_shared_bytes(e.kernel, config.warps, false);
+  return need > have ? need - have : 0;
+}
+} // namespace
+
+bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
+                          std::string *reason) {
+  auto no = [&](std::string why) {
+    if (reason)
+      *reason = std::move(why);
+    return false;
+  };
+  const KernelEntry *e = config.path == KernelPath::mma && !config.async && config.deep == 0
+                             ? find_kernel(config, args.bits)
+                             : nullptr;
+  if (!e || !e->norm_fn)
+    return no("no NORM twin for " + config.to_tactic().str() +
+              " (the per-weight 4-bit one-tile ahead=2 register pipeline has one)");
+  if (args.silu_inter != 0 || args.chunk_groups != -1)
+    return no("the NORM twin has no SiLU epilogue and the shape's own dequantisation");
+  if (args.rows < 1 || args.rows > 8)
+    return no("rows=" + std::to_string(args.rows) + " outside 1..8 (the last CTA's rows)");
+  const int threads = config.warps * 32;
+  if (!rmsnorm_row::grid_norm_fits(threads, args.n, args.norm.lanes))
+    return no("a CTA of " + std::to_string(threads) + " threads cannot sum hidden=" +
+              std::to_string(args.n) + " in the order of lanes=" + std::to_string(args.norm.lanes));
+  const auto bases =
+      reinterpret_cast<uintptr_t>(args.y) | reinterpret_cast<uintptr_t>(args.norm.residual) |
+      reinterpret_cast<uintptr_t>(args.norm.residual_out) |
+      reinterpret_cast<uintptr_t>(args.norm.w) | reinterpret_cast<uintptr_t>(args.norm.out);
+  if (bases % 16 != 0 || args.norm.w == nullptr || args.norm.out == nullptr ||
+      args.norm.counter == nullptr || (args.norm.residual && !args.norm.residual_out))
+    return no("the norm's tensors must be 16-byte aligned, with w, out, a counter, and "
+              "residual_out beside a residual");
+  if (args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||
+      config.warps_k < 1 || config.split_k < 1)
+    return no("shape");
+  Params p = mma_params(config, args);
+  p.factored = qmv_affine_launch_chunk_groups(-1, args.bits, args.group, args.k);
+  if (p.factored != 0)
+    return no("the shape's dequantisation is factored (the NORM twin is per weight)");
+  if (staged_words(*e, config, args, p) > 0)
+    return no("the launch stages its group parameters (the NORM twin does not)");
+  if (norm_extra_bytes(*e, config, args) + split_k_shared_bytes(e->kernel, config.warps, false) >
+      kSplitKMaxSharedBytes)
+    return no("hidden=" + std::to_string(args.n) + " does not fit the last CTA's shared memory");
+  if (!kernel_spill_free(reinterpret_cast<const void *>(e->norm_fn)))
+    return no("the NORM twin spills");
+  return true;
+}
+
 bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||
@@ -508,6 +573,24 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
   if (!fn || (p.factored == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
+  if (args.norm.out != nullptr) {
+    if (!qmv_affine_norm_fits(config, args))
+      return LaunchStatus::invalid_value();
+    fn = e->norm_fn;
+    p.norm.x = p.y;
+    p.norm.residual = static_cast<const uint16_t *>(args.norm.residual);
+    p.norm.residual_out = static_cast<uint16_t *>(args.norm.residual_out);
+    p.norm.w = static_cast<const uint16_t *>(args.norm.w);
+    p.norm.out = static_cast<uint16_t *>(args.norm.out);
+    p.norm.counter = args.norm.counter;
+    p.norm.rows = args.rows;
+    p.norm.hidden = args.n;
+    p.norm.lanes = args.norm.lanes;
+    p.norm.eps = args.norm.eps;
+    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
+                                 reinterpret_cast<const void *>(fn), args.chain.dependent,
+                                 norm_extra_bytes(*e, config, args));
+  }
   p.staged_words = staged_words(*e, config, args, p);
   if (p.staged_words > 0)
     fn = staged_twin(*e, config, args);

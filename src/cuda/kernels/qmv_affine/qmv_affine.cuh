@@ -39,6 +39,7 @@
 #include "cuda/kernels/common/split_k_reduce.cuh"
 #include "cuda/kernels/common/weight_stream.cuh"
 #include "cuda/kernels/qmv_affine/qmv_affine_shape.h"
+#include "cuda/kernels/rmsnorm/rmsnorm_row.cuh"
 
 namespace hone::cuda::qmv_affine_detail {
 
@@ -61,6 +62,7 @@ struct Params {
                     // (split_k_reduce.cuh); the others ignore it
   int staged_words; // parameter-vector kernels: 32-bit words a weight row takes in each warp's
                     // staged parameters (staged_words, qmv_affine.cu), after the partials; 0: none
+  rmsnorm_row::GridRowsNorm norm; // the NORM kernels: the rmsnorm of y's rows (norm.x = y)
 };
 
 template <int BITS> struct Layout {
@@ -531,8 +533,10 @@ __device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Param
 // J 2 parameter-vector kernels, and of the cp.async ring's int4 kernels (S > 0).
 // DEEP: the staged twin whose register pipeline holds two blocks of words ahead (`deep=2`; see
 // kQmvMmaDeeper above), of the one-tile J 2 kernel of 8-row CTAs only.
+// NORM: the twin whose last CTA then normalises y's rows as the rmsnorm after the linear would
+// (p.norm; rmsnorm_row::grid_norm_rows), of the per-weight register pipeline only.
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
-          bool STAGE = false, bool DEEP = false>
+          bool STAGE = false, bool DEEP = false, bool NORM = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
   // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
   // before its first activation load and lets the next one start; both are no-ops otherwise.
@@ -996,6 +1000,11 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   }
 
   store_mma_partials_and_reduce<MT, NT, SILU>(p, shared_partials, acc, warp, lane, m_cta, row0);
+  if constexpr (NORM) {
+    static_assert(!SILU && !STAGE && S == 0, "the NORM twin is a plain register pipeline's");
+    __syncthreads(); // no thread still reads the partials (split_k 1 has no barrier after them)
+    rmsnorm_row::grid_norm_rows(p.norm, reinterpret_cast<float *>(shared_partials));
+  }
 }
 
 // --- grouped path (4 bits, exact-integer mma for any group) --------------------------------

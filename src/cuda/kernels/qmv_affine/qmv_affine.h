@@ -53,6 +53,20 @@ struct QmvAffineConfig : SplitKCta, StreamRingFields {
   bool operator==(const QmvAffineConfig &) const = default;
 };
 
+// The rmsnorm that follows the linear, done by the linear's last CTA (the NORM twin,
+// qmv_affine.cuh): out = rmsnorm(y (+ residual)) x w in the summation order of `lanes` partials
+// (the rmsnorm config the separate launch would run, RmsnormConfig::lanes), so out and
+// residual_out hold that launch's bits. y's hidden is n.
+struct QmvAffineNorm {
+  const void *residual = nullptr; // bf16 [rows, n] or null
+  void *residual_out = nullptr;   // bf16 [rows, n] with residual (may be residual itself)
+  const void *w = nullptr;        // bf16 [n]
+  void *out = nullptr;            // bf16 [rows, n]; null: no norm
+  unsigned *counter = nullptr;    // device, 0 before the launch; 0 again after it
+  int lanes = 0;
+  float eps = 0.f;
+};
+
 struct QmvAffineArgs {
   const void *x = nullptr;      // bf16 [rows, k]
   const uint32_t *q = nullptr;  // [n, k * bits / 32]
@@ -74,6 +88,8 @@ struct QmvAffineArgs {
   // says it pays (qmv_affine_stages_parameters); 0, never; 1, wherever the kernel can. Tests and
   // A/B timings set it; every other caller leaves it.
   int stage_parameters = -1;
+  // norm.out set: the rmsnorm of y's rows in the same launch (qmv_affine_norm_fits).
+  QmvAffineNorm norm;
 };
 
 // Every config compiled in for `bits` (the candidate universe); filter with
@@ -120,6 +136,13 @@ bool qmv_affine_silu_epilogue_compiled(const QmvAffineConfig &config, int bits, 
 // memory beside its partials at this k (a warp stages 16 rows x (2 slice chunks + 2) words); where
 // they do not, the launch would run the slot's own kernel, so can_implement refuses it. Host only.
 bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits);
+// Whether a launch of `config` with `args` can normalise y's rows at its end (args.norm): where
+// the launch runs the per-weight register pipeline of the one-tile J 2 slot (4 bits, 8-row CTAs,
+// `ahead=2`, unstaged: the NORM twin is compiled for it alone), up to 8 rows, without SiLU, and
+// its CTA can take rmsnorm's order for args.norm.lanes (rmsnorm_row::grid_norm_fits); the
+// tensors 16-byte aligned and a counter given. False with a reason otherwise.
+bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
+                          std::string *reason = nullptr);
 // Whether a launch of `config` with `args` on the current device stages its group parameters in
 // shared memory (QmvAffineArgs::stage_parameters; by default the J 2 parameter-vector kernels on
 // grids of two CTAs an SM or more and long K slices, and the cp.async ring's int4 kernels on

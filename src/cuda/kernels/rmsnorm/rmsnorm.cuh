@@ -116,12 +116,7 @@ __global__ void __launch_bounds__(kRmsnormMaxThreadsPerCta) rmsnorm_kernel(Param
       part[v] = fmaf(f[v], f[v], part[v]);
   }
   // 2. neighbours first: inside the thread, across lanes, across warps.
-#pragma unroll
-  for (int s = 1; s < VEC; s *= 2)
-#pragma unroll
-    for (int v = 0; v < VEC; v += 2 * s)
-      part[v] += part[v + s];
-  float sum = part[0];
+  float sum = rmsnorm_row::tree_sum(part);
   const int lane_span = threads < 32 ? threads : 32;
   for (int offset = 1; offset < lane_span; offset *= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, offset);

@@ -18,6 +18,7 @@
 //   // element i of the normalised row: rmsnorm_row::normalised(h_i, rstd, w_i)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -42,6 +43,17 @@ __device__ __forceinline__ uint16_t normalised(float h, float rstd, uint16_t w) 
   return __bfloat16_as_ushort(__float2bfloat16_rn(y));
 }
 
+// The sum of N partials (N a power of two) as a complete binary tree, neighbours first:
+// rmsnorm's order inside a thread.
+template <int N> __device__ __forceinline__ float tree_sum(float (&part)[N]) {
+#pragma unroll
+  for (int step = 1; step < N; step *= 2)
+#pragma unroll
+    for (int v = 0; v < N; v += 2 * step)
+      part[v] += part[v + step];
+  return part[0];
+}
+
 // The sum of `warps` warp sums (warps <= MAX_WARPS), neighbours first as a complete binary tree
 // over MAX_WARPS leaves padded with +0 (which changes nothing): rmsnorm's cross-warp order.
 template <int MAX_WARPS>
@@ -50,12 +62,7 @@ __device__ __forceinline__ float warp_tree_sum(const float *warp_sums, int warps
 #pragma unroll
   for (int i = 0; i < MAX_WARPS; ++i)
     s[i] = i < warps ? warp_sums[i] : 0.f;
-#pragma unroll
-  for (int step = 1; step < MAX_WARPS; step *= 2)
-#pragma unroll
-    for (int i = 0; i < MAX_WARPS; i += 2 * step)
-      s[i] += s[i + step];
-  return s[0];
+  return tree_sum(s);
 }
 
 // Partials a thread may own (lanes / threads): 2^(kLevels - 1).
@@ -118,12 +125,7 @@ __device__ __forceinline__ float row_rstd(const uint16_t *x, const uint16_t *res
         for (int v = 0; v < 8; ++v)
           part[v] = fmaf(h[v], h[v], part[v]);
       }
-#pragma unroll
-      for (int step = 1; step < 8; step *= 2)
-#pragma unroll
-        for (int v = 0; v < 8; v += 2 * step)
-          part[v] += part[v + step];
-      carry(part[0], q, 3);
+      carry(tree_sum(part), q, 3);
     }
   } else {
     for (int p = 0; p < per_thread; ++p) {
@@ -152,6 +154,236 @@ __device__ __forceinline__ float row_rstd(const uint16_t *x, const uint16_t *res
     __syncthreads(); // warp_sums may be reused after the call
   }
   return rsqrtf(sum / static_cast<float>(hidden) + eps);
+}
+
+// --- rmsnorm of a grid's output rows, by the grid's last CTA --------------------------------
+// A linear whose output is the input of the rmsnorm that follows (a decode step's o_proj or
+// down and the next norm) normalises its own rows at its end: every CTA counts itself done
+// after its stores, and the last one reads the rows back through L2 and normalises them in
+// rmsnorm's own order for `lanes` partials (the launch's rmsnorm config), so that out and
+// residual_out are the separate rmsnorm launch's bits. One CTA's work in place of a launch, its
+// wait for the linear and the next kernel's wait for it.
+// A row's x, residual and w are copied to shared memory first (cp.async through L2, every copy
+// in flight at once, no registers held): from registers, the loads of a row in flight took the
+// linear's one-tile kernel from 109 to 175-184 registers (sm_90a, ptxas), one CTA an SM where it
+// had two.
+struct GridRowsNorm {
+  const uint16_t *x = nullptr;        // bf16 [rows, hidden]: the grid's output, read through L2
+  const uint16_t *residual = nullptr; // bf16 [rows, hidden] or null
+  uint16_t *residual_out = nullptr;   // bf16 [rows, hidden] with residual (may be residual)
+  const uint16_t *w = nullptr;        // bf16 [hidden]
+  uint16_t *out = nullptr;            // bf16 [rows, hidden]
+  unsigned *counter = nullptr; // 0 before the launch, 0 again after it (the last CTA resets it)
+  int rows = 0, hidden = 0, lanes = 0;
+  float eps = 0.f;
+};
+
+// Strides of `lanes` a row may take: rmsnorm's kRmsnormMaxChunks vectors a thread, whatever
+// its vec (hidden <= threads x vec x 8 = lanes x 8).
+inline constexpr int kGridNormMaxStrides = 8;
+// Partials a thread may own (P = lanes / threads).
+inline constexpr int kGridNormMaxPerThread = 8;
+
+// Whether a CTA of `threads` can normalise rows of `hidden` in the order of `lanes` partials:
+// a power of two of at most kGridNormMaxPerThread partials a thread (P = lanes / threads, or 1
+// with idle threads where lanes < threads), at most kGridNormMaxStrides strides, hidden a
+// multiple of 8.
+__host__ __device__ constexpr bool grid_norm_fits(int threads, int hidden, int lanes) {
+  if (threads < 32 || threads > 32 * kMaxWarps || (threads & (threads - 1)) != 0 || lanes < 1 ||
+      (lanes & (lanes - 1)) != 0 || hidden < 8 || hidden % 8 != 0)
+    return false;
+  const int per_thread = lanes >= threads ? lanes / threads : 1;
+  return per_thread <= kGridNormMaxPerThread && hidden <= lanes * kGridNormMaxStrides;
+}
+
+// Shared memory grid_norm_rows takes: a row of x, of the residual (with one) and of w, after
+// kMaxWarps + 2 words (the flag and the warp sums), 16-byte aligned.
+__host__ __device__ constexpr size_t grid_norm_shared_bytes(int hidden, bool residual) {
+  return 4 * static_cast<size_t>(kMaxWarps + 4) +
+         static_cast<size_t>(residual ? 3 : 2) * 2 * static_cast<size_t>(hidden);
+}
+
+namespace grid_norm_detail {
+
+// P bf16 bits as (P + 1) / 2 words, the first value in the low half of word 0.
+template <int P> struct Bits {
+  uint32_t w[(P + 1) / 2];
+  __device__ __forceinline__ uint16_t bits(int v) const {
+    return static_cast<uint16_t>((w[v / 2] >> (16 * (v % 2))) & 0xffffu);
+  }
+  __device__ __forceinline__ float value(int v) const {
+    return __uint_as_float(static_cast<uint32_t>(bits(v)) << 16);
+  }
+  __device__ __forceinline__ void set(int v, uint16_t b) {
+    const uint32_t shift = 16 * (v % 2);
+    w[v / 2] = (w[v / 2] & ~(0xffffu << shift)) | (static_cast<uint32_t>(b) << shift);
+  }
+};
+
+// P contiguous values (2 P-byte aligned) from shared or global memory, or stored to it.
+template <int P> __device__ __forceinline__ Bits<P> load(const uint16_t *p) {
+  Bits<P> b;
+  if constexpr (P == 8) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(p);
+    b.w[0] = v.x, b.w[1] = v.y, b.w[2] = v.z, b.w[3] = v.w;
+  } else if constexpr (P == 4) {
+    const uint2 v = *reinterpret_cast<const uint2 *>(p);
+    b.w[0] = v.x, b.w[1] = v.y;
+  } else if constexpr (P == 2) {
+    b.w[0] = *reinterpret_cast<const uint32_t *>(p);
+  } else {
+    b.w[0] = *p;
+  }
+  return b;
+}
+template <int P> __device__ __forceinline__ void store(uint16_t *p, const Bits<P> &b) {
+  if constexpr (P == 8)
+    *reinterpret_cast<uint4 *>(p) = make_uint4(b.w[0], b.w[1], b.w[2], b.w[3]);
+  else if constexpr (P == 4)
+    *reinterpret_cast<uint2 *>(p) = make_uint2(b.w[0], b.w[1]);
+  else if constexpr (P == 2)
+    *reinterpret_cast<uint32_t *>(p) = b.w[0];
+  else
+    *p = static_cast<uint16_t>(b.w[0]);
+}
+
+// 16-byte copy global -> shared through L2 only (another CTA of this grid wrote x: L1 is not
+// coherent).
+__device__ __forceinline__ void copy_l2(void *dst, const void *src) {
+  const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+
+// h of P values at i: x, or bf16(x + residual) rounded once, as rmsnorm forms it.
+template <int P>
+__device__ __forceinline__ Bits<P> row_h(const uint16_t *sx, const uint16_t *sr, int i) {
+  Bits<P> h = load<P>(sx + i);
+  if (sr != nullptr) {
+    const Bits<P> r = load<P>(sr + i);
+#pragma unroll
+    for (int v = 0; v < P; ++v)
+      h.set(v, __bfloat16_as_ushort(__float2bfloat16_rn(h.value(v) + r.value(v))));
+  }
+  return h;
+}
+
+// One row, staged in shared memory (sx, sr or null, sw), by the whole CTA, thread t owning
+// partials [t P, t P + P) (none where t P >= lanes): their elements at each stride of `lanes`
+// are P consecutive values. A contiguous aligned block of partials is a subtree of rmsnorm's
+// tree (above), and idle threads add +0, so the sum is rmsnorm's.
+template <int P>
+__device__ __forceinline__ void norm_row(const GridRowsNorm &a, int row, const uint16_t *sx,
+                                         const uint16_t *sr, const uint16_t *sw, float *warp_sums) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int lanes = a.lanes;
+  const bool owns = t * P < lanes;
+  float part[P];
+#pragma unroll
+  for (int v = 0; v < P; ++v)
+    part[v] = 0.f;
+#pragma unroll
+  for (int s = 0; s < kGridNormMaxStrides; ++s) {
+    const int i = s * lanes + t * P;
+    if (owns && i < a.hidden) { // hidden % 8 == 0 and P <= 8: a block is whole or absent
+      const Bits<P> h = row_h<P>(sx, sr, i);
+#pragma unroll
+      for (int v = 0; v < P; ++v)
+        part[v] = fmaf(h.value(v), h.value(v), part[v]);
+    }
+  }
+  float sum = tree_sum(part);
+  for (int offset = 1; offset < 32; offset *= 2)
+    sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  if (warps > 1) {
+    if ((t & 31) == 0)
+      warp_sums[t >> 5] = sum;
+    __syncthreads();
+    sum = warp_tree_sum<kMaxWarps>(warp_sums, warps);
+  }
+  const float rstd = rsqrtf(sum / static_cast<float>(a.hidden) + a.eps);
+  const size_t base = static_cast<size_t>(row) * static_cast<size_t>(a.hidden);
+#pragma unroll
+  for (int s = 0; s < kGridNormMaxStrides; ++s) {
+    const int i = s * lanes + t * P;
+    if (owns && i < a.hidden) {
+      const Bits<P> h = row_h<P>(sx, sr, i);
+      const Bits<P> w = load<P>(sw + i);
+      Bits<P> y;
+#pragma unroll
+      for (int v = 0; v < P; ++v)
+        y.set(v, normalised(h.value(v), rstd, w.bits(v)));
+      store<P>(a.out + base + i, y);
+      if (sr != nullptr)
+        store<P>(a.residual_out + base + i, h);
+    }
+  }
+}
+
+} // namespace grid_norm_detail
+
+// Whether this CTA is the last of its grid to get here: every thread's earlier stores are made
+// visible (a fence each) before thread 0 counts the CTA, and the last CTA fences again before
+// it reads what the others wrote. The last CTA sets the counter back to 0 for the next launch
+// (every CTA of this grid has counted by then). Every thread of the CTA calls it. `flag`: an int
+// of shared memory that no thread still reads.
+__device__ __forceinline__ bool grid_last_cta(unsigned *counter, int *flag) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned ctas = gridDim.x * gridDim.y * gridDim.z;
+    const bool last = atomicAdd(counter, 1u) == ctas - 1;
+    if (last)
+      *counter = 0u;
+    *flag = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last)
+    __threadfence();
+  return last;
+}
+
+// The rows of `a`, one after another, by the grid's last CTA; the others return at once. Every
+// thread of every CTA calls it after its last store of a.x. REQUIRES grid_norm_fits(blockDim.x,
+// a.hidden, a.lanes); the rows and w 16-byte aligned; `shared`: grid_norm_shared_bytes(hidden,
+// residual) of 16-byte aligned shared memory that no thread still reads or writes.
+__device__ __forceinline__ void grid_norm_rows(const GridRowsNorm &a, float *shared) {
+  if (!grid_last_cta(a.counter, reinterpret_cast<int *>(shared)))
+    return;
+  float *warp_sums = shared + 4;
+  uint16_t *sx = reinterpret_cast<uint16_t *>(shared + 4 + kMaxWarps);
+  uint16_t *sr = a.residual != nullptr ? sx + a.hidden : nullptr;
+  uint16_t *sw = sx + (a.residual != nullptr ? 2 : 1) * a.hidden;
+  const int threads = static_cast<int>(blockDim.x);
+  const int per_thread = a.lanes >= threads ? a.lanes / threads : 1;
+  for (int r = 0; r < a.rows; ++r) {
+    const size_t base = static_cast<size_t>(r) * static_cast<size_t>(a.hidden);
+    for (int i = 8 * static_cast<int>(threadIdx.x); i < a.hidden; i += 8 * threads) {
+      grid_norm_detail::copy_l2(sx + i, a.x + base + i);
+      if (sr != nullptr)
+        grid_norm_detail::copy_l2(sr + i, a.residual + base + i);
+      if (r == 0)
+        grid_norm_detail::copy_l2(sw + i, a.w + i);
+    }
+    asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    switch (per_thread) {
+    case 8:
+      grid_norm_detail::norm_row<8>(a, r, sx, sr, sw, warp_sums);
+      break;
+    case 4:
+      grid_norm_detail::norm_row<4>(a, r, sx, sr, sw, warp_sums);
+      break;
+    case 2:
+      grid_norm_detail::norm_row<2>(a, r, sx, sr, sw, warp_sums);
+      break;
+    default:
+      grid_norm_detail::norm_row<1>(a, r, sx, sr, sw, warp_sums);
+      break;
+    }
+    __syncthreads(); // the staged row and warp_sums are the next row's
+  }
 }
 
 } // namespace hone::cuda::rmsnorm_row
