@@ -11,6 +11,8 @@
 #   its linears tuned at one row in tolerance numerics (deep=2 a candidate), then `hone step`
 #   with the separate-norm variant beside the fused default, same run.
 # - Two tunes of Qwen2.5-1.5B's rmsnorm buckets compared (two_tunes.sh), in what is left.
+# TESTS="...": the device tests run after the two fused-against-separate ones (default: the four
+# above). TUNE_BUDGET=0: no tune (the step's tuned variants are its defaults).
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_norm.sh OUT
 set -u
@@ -25,7 +27,8 @@ HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 90)" "$BUILD/tests/device/decode_step_
   --gtest_filter='*SeparateLaunchesBitForBit*' >"$R/test_step_fused.log" 2>&1
 stamp "step fused-against-separate tests" $?
 grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_step_fused.log" | head -6
-device_tests gate_counts_test rmsnorm_op_test silu_mul_op_test rmsnorm_row_test
+# shellcheck disable=SC2086 # a list of test names
+device_tests ${TESTS-gate_counts_test rmsnorm_op_test silu_mul_op_test rmsnorm_row_test}
 pack
 for tool in memcheck racecheck; do
   HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 60)" compute-sanitizer --tool $tool --error-exitcode 3 \

@@ -56,6 +56,7 @@ peer_and_int4_tune() {
   stamp peer $?
   grep -E '^\| llama' "$R/peer.md"
   mkdir -p "$2"
+  [ "$3" -gt 0 ] || return 0
   HONE_CACHE_DIR=$2 timeout "$(cap $(($3 + 30)))" "$BUILD/tools/hone/hone" tune --model "$1" \
     --rows 1 --ops qmv.affine,qmv.affine.silu_mul --bits 4 --group 64 --include-lm-head \
     --numerics tolerance --budget "$3s" --json "$R/tune.json" >"$R/tune.log" 2>&1

@@ -205,8 +205,9 @@ TEST_F(LinearNormTest, TheDefaultsGiveTheSeparateLaunchesBits) {
         Outputs first, second;
         const bool fuses = fused(o, mode, d, counter, &first, &second);
         ++cases;
-        if (s.n == 4096 && s.k == 4096 && rows == 1)
+        if (s.n == 4096 && s.k == 4096 && rows == 1) {
           EXPECT_TRUE(fuses) << "the step's o_proj did not fuse: " << what;
+        }
         if (!fuses)
           continue;
         ++ran;

@@ -449,17 +449,6 @@ bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits) 
   return staged_fits(*e, config, staged_row_words(qmv_affine_slice_chunks(config, k, bits)));
 }
 
-namespace {
-// The dynamic shared memory a NORM launch takes beyond its partials: the last CTA stages a row
-// over them (rmsnorm_row::grid_norm_shared_bytes).
-size_t norm_extra_bytes(const KernelEntry &e, const QmvAffineConfig &config,
-                        const QmvAffineArgs &args) {
-  const size_t need = rmsnorm_row::grid_norm_shared_bytes(args.n, args.norm.residual != nullptr);
-  const size_t have = split_k_shared_bytes(e.kernel, config.warps, false);
-  return need > have ? need - have : 0;
-}
-} // namespace
-
 bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
                           std::string *reason) {
   auto no = [&](std::string why) {
@@ -498,9 +487,6 @@ bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &ar
     return no("the shape's dequantisation is factored (the NORM twin is per weight)");
   if (staged_words(*e, config, args, p) > 0)
     return no("the launch stages its group parameters (the NORM twin does not)");
-  if (norm_extra_bytes(*e, config, args) + split_k_shared_bytes(e->kernel, config.warps, false) >
-      kSplitKMaxSharedBytes)
-    return no("hidden=" + std::to_string(args.n) + " does not fit the last CTA's shared memory");
   if (!kernel_spill_free(reinterpret_cast<const void *>(e->norm_fn)))
     return no("the NORM twin spills");
   return true;
@@ -588,8 +574,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     p.norm.lanes = args.norm.lanes;
     p.norm.eps = args.norm.eps;
     return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                                 reinterpret_cast<const void *>(fn), args.chain.dependent,
-                                 norm_extra_bytes(*e, config, args));
+                                 reinterpret_cast<const void *>(fn), args.chain.dependent);
   }
   p.staged_words = staged_words(*e, config, args, p);
   if (p.staged_words > 0)

@@ -163,10 +163,10 @@ __device__ __forceinline__ float row_rstd(const uint16_t *x, const uint16_t *res
 // rmsnorm's own order for `lanes` partials (the launch's rmsnorm config), so that out and
 // residual_out are the separate rmsnorm launch's bits. One CTA's work in place of a launch, its
 // wait for the linear and the next kernel's wait for it.
-// A row's x, residual and w are copied to shared memory first (cp.async through L2, every copy
-// in flight at once, no registers held): from registers, the loads of a row in flight took the
-// linear's one-tile kernel from 109 to 175-184 registers (sm_90a, ptxas), one CTA an SM where it
-// had two.
+// The last CTA reads its row into registers through L2, every load of it in flight at once.
+// (Staged through shared memory instead, 24.7 KB at hidden 4096, the fused step was 8 % slower
+// than the separate launches on an H100, where the fences below were also per thread:
+// docs/benchmark_results/2026-12-07-3, call1.)
 struct GridRowsNorm {
   const uint16_t *x = nullptr;        // bf16 [rows, hidden]: the grid's output, read through L2
   const uint16_t *residual = nullptr; // bf16 [rows, hidden] or null
@@ -194,13 +194,6 @@ __host__ __device__ constexpr bool grid_norm_fits(int threads, int hidden, int l
     return false;
   const int per_thread = lanes >= threads ? lanes / threads : 1;
   return per_thread <= kGridNormMaxPerThread && hidden <= lanes * kGridNormMaxStrides;
-}
-
-// Shared memory grid_norm_rows takes: a row of x, of the residual (with one) and of w, after
-// kMaxWarps + 2 words (the flag and the warp sums), 16-byte aligned.
-__host__ __device__ constexpr size_t grid_norm_shared_bytes(int hidden, bool residual) {
-  return 4 * static_cast<size_t>(kMaxWarps + 4) +
-         static_cast<size_t>(residual ? 3 : 2) * 2 * static_cast<size_t>(hidden);
 }
 
 namespace grid_norm_detail {
@@ -247,50 +240,59 @@ template <int P> __device__ __forceinline__ void store(uint16_t *p, const Bits<P
     *p = static_cast<uint16_t>(b.w[0]);
 }
 
-// 16-byte copy global -> shared through L2 only (another CTA of this grid wrote x: L1 is not
-// coherent).
-__device__ __forceinline__ void copy_l2(void *dst, const void *src) {
-  const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
-
-// h of P values at i: x, or bf16(x + residual) rounded once, as rmsnorm forms it.
-template <int P>
-__device__ __forceinline__ Bits<P> row_h(const uint16_t *sx, const uint16_t *sr, int i) {
-  Bits<P> h = load<P>(sx + i);
-  if (sr != nullptr) {
-    const Bits<P> r = load<P>(sr + i);
-#pragma unroll
-    for (int v = 0; v < P; ++v)
-      h.set(v, __bfloat16_as_ushort(__float2bfloat16_rn(h.value(v) + r.value(v))));
+// P contiguous values of global memory through L2 only (another CTA of this grid may have
+// written them: L1 is not coherent).
+template <int P> __device__ __forceinline__ Bits<P> load_l2(const uint16_t *p) {
+  Bits<P> b;
+  if constexpr (P == 8) {
+    const uint4 v = __ldcg(reinterpret_cast<const uint4 *>(p));
+    b.w[0] = v.x, b.w[1] = v.y, b.w[2] = v.z, b.w[3] = v.w;
+  } else if constexpr (P == 4) {
+    const uint2 v = __ldcg(reinterpret_cast<const uint2 *>(p));
+    b.w[0] = v.x, b.w[1] = v.y;
+  } else if constexpr (P == 2) {
+    b.w[0] = __ldcg(reinterpret_cast<const unsigned *>(p));
+  } else {
+    b.w[0] = __ldcg(reinterpret_cast<const unsigned short *>(p));
   }
-  return h;
+  return b;
 }
 
-// One row, staged in shared memory (sx, sr or null, sw), by the whole CTA, thread t owning
-// partials [t P, t P + P) (none where t P >= lanes): their elements at each stride of `lanes`
-// are P consecutive values. A contiguous aligned block of partials is a subtree of rmsnorm's
-// tree (above), and idle threads add +0, so the sum is rmsnorm's.
+// One row by the whole CTA, thread t owning partials [t P, t P + P) (none where t P >= lanes):
+// their elements at each stride of `lanes` are P consecutive values. A contiguous aligned block
+// of partials is a subtree of rmsnorm's tree (above), and idle threads add +0, so the sum is
+// rmsnorm's. h = x (+ residual, rounded once) stays in registers between the two passes; the
+// weight is read in the second.
 template <int P>
-__device__ __forceinline__ void norm_row(const GridRowsNorm &a, int row, const uint16_t *sx,
-                                         const uint16_t *sr, const uint16_t *sw, float *warp_sums) {
+__device__ __forceinline__ void norm_row(const GridRowsNorm &a, int row, float *warp_sums) {
   const int t = static_cast<int>(threadIdx.x);
   const int lanes = a.lanes;
   const bool owns = t * P < lanes;
+  const size_t base = static_cast<size_t>(row) * static_cast<size_t>(a.hidden);
+  Bits<P> h[kGridNormMaxStrides];
+#pragma unroll
+  for (int s = 0; s < kGridNormMaxStrides; ++s) {
+    const int i = s * lanes + t * P;
+    if (owns && i < a.hidden) { // hidden % 8 == 0 and P <= 8: a block is whole or absent
+      h[s] = load_l2<P>(a.x + base + i);
+      if (a.residual != nullptr) {
+        const Bits<P> r = load_l2<P>(a.residual + base + i);
+#pragma unroll
+        for (int v = 0; v < P; ++v) // bf16(x + residual), rounded once, as rmsnorm
+          h[s].set(v, __bfloat16_as_ushort(__float2bfloat16_rn(h[s].value(v) + r.value(v))));
+      }
+    }
+  }
   float part[P];
 #pragma unroll
   for (int v = 0; v < P; ++v)
     part[v] = 0.f;
 #pragma unroll
-  for (int s = 0; s < kGridNormMaxStrides; ++s) {
-    const int i = s * lanes + t * P;
-    if (owns && i < a.hidden) { // hidden % 8 == 0 and P <= 8: a block is whole or absent
-      const Bits<P> h = row_h<P>(sx, sr, i);
+  for (int s = 0; s < kGridNormMaxStrides; ++s)
+    if (owns && s * lanes + t * P < a.hidden)
 #pragma unroll
       for (int v = 0; v < P; ++v)
-        part[v] = fmaf(h.value(v), h.value(v), part[v]);
-    }
-  }
+        part[v] = fmaf(h[s].value(v), h[s].value(v), part[v]);
   float sum = tree_sum(part);
   for (int offset = 1; offset < 32; offset *= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, offset);
@@ -300,89 +302,77 @@ __device__ __forceinline__ void norm_row(const GridRowsNorm &a, int row, const u
       warp_sums[t >> 5] = sum;
     __syncthreads();
     sum = warp_tree_sum<kMaxWarps>(warp_sums, warps);
+    __syncthreads(); // warp_sums is the next row's
   }
   const float rstd = rsqrtf(sum / static_cast<float>(a.hidden) + a.eps);
-  const size_t base = static_cast<size_t>(row) * static_cast<size_t>(a.hidden);
 #pragma unroll
   for (int s = 0; s < kGridNormMaxStrides; ++s) {
     const int i = s * lanes + t * P;
     if (owns && i < a.hidden) {
-      const Bits<P> h = row_h<P>(sx, sr, i);
-      const Bits<P> w = load<P>(sw + i);
+      const Bits<P> w = load<P>(a.w + i);
       Bits<P> y;
 #pragma unroll
       for (int v = 0; v < P; ++v)
-        y.set(v, normalised(h.value(v), rstd, w.bits(v)));
+        y.set(v, normalised(h[s].value(v), rstd, w.bits(v)));
       store<P>(a.out + base + i, y);
-      if (sr != nullptr)
-        store<P>(a.residual_out + base + i, h);
+      if (a.residual != nullptr)
+        store<P>(a.residual_out + base + i, h[s]);
     }
   }
 }
 
 } // namespace grid_norm_detail
 
-// Whether this CTA is the last of its grid to get here: every thread's earlier stores are made
-// visible (a fence each) before thread 0 counts the CTA, and the last CTA fences again before
-// it reads what the others wrote. The last CTA sets the counter back to 0 for the next launch
-// (every CTA of this grid has counted by then). Every thread of the CTA calls it. `flag`: an int
-// of shared memory that no thread still reads.
+// Whether this CTA is the last of its grid to get here. The barrier orders every store of the
+// CTA before thread 0's count, an acquire-release atomic at GPU scope: its release publishes
+// them, and in the last CTA its acquire makes every other CTA's published stores visible to the
+// threads past the second barrier. The last CTA sets the counter back to 0 for the next launch
+// (every CTA of this grid has counted by then). One atomic a CTA and no fence: a fence in every
+// thread made each CTA's tail wait for its stores. Every thread of the CTA calls it. `flag`: an
+// int of shared memory that no thread still reads.
 __device__ __forceinline__ bool grid_last_cta(unsigned *counter, int *flag) {
-  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned ctas = gridDim.x * gridDim.y * gridDim.z;
-    const bool last = atomicAdd(counter, 1u) == ctas - 1;
+    unsigned ticket;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(ticket)
+                 : "l"(counter)
+                 : "memory");
+    const bool last = ticket == ctas - 1;
     if (last)
       *counter = 0u;
     *flag = last ? 1 : 0;
   }
   __syncthreads();
-  const bool last = *flag != 0;
-  if (last)
-    __threadfence();
-  return last;
+  return *flag != 0;
 }
 
 // The rows of `a`, one after another, by the grid's last CTA; the others return at once. Every
 // thread of every CTA calls it after its last store of a.x. REQUIRES grid_norm_fits(blockDim.x,
-// a.hidden, a.lanes); the rows and w 16-byte aligned; `shared`: grid_norm_shared_bytes(hidden,
-// residual) of 16-byte aligned shared memory that no thread still reads or writes.
+// a.hidden, a.lanes); the rows and w 16-byte aligned; `shared`: kMaxWarps + 4 words of shared
+// memory that no thread still reads or writes.
 __device__ __forceinline__ void grid_norm_rows(const GridRowsNorm &a, float *shared) {
   if (!grid_last_cta(a.counter, reinterpret_cast<int *>(shared)))
     return;
   float *warp_sums = shared + 4;
-  uint16_t *sx = reinterpret_cast<uint16_t *>(shared + 4 + kMaxWarps);
-  uint16_t *sr = a.residual != nullptr ? sx + a.hidden : nullptr;
-  uint16_t *sw = sx + (a.residual != nullptr ? 2 : 1) * a.hidden;
   const int threads = static_cast<int>(blockDim.x);
   const int per_thread = a.lanes >= threads ? a.lanes / threads : 1;
   for (int r = 0; r < a.rows; ++r) {
-    const size_t base = static_cast<size_t>(r) * static_cast<size_t>(a.hidden);
-    for (int i = 8 * static_cast<int>(threadIdx.x); i < a.hidden; i += 8 * threads) {
-      grid_norm_detail::copy_l2(sx + i, a.x + base + i);
-      if (sr != nullptr)
-        grid_norm_detail::copy_l2(sr + i, a.residual + base + i);
-      if (r == 0)
-        grid_norm_detail::copy_l2(sw + i, a.w + i);
-    }
-    asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
-    __syncthreads();
     switch (per_thread) {
     case 8:
-      grid_norm_detail::norm_row<8>(a, r, sx, sr, sw, warp_sums);
+      grid_norm_detail::norm_row<8>(a, r, warp_sums);
       break;
     case 4:
-      grid_norm_detail::norm_row<4>(a, r, sx, sr, sw, warp_sums);
+      grid_norm_detail::norm_row<4>(a, r, warp_sums);
       break;
     case 2:
-      grid_norm_detail::norm_row<2>(a, r, sx, sr, sw, warp_sums);
+      grid_norm_detail::norm_row<2>(a, r, warp_sums);
       break;
     default:
-      grid_norm_detail::norm_row<1>(a, r, sx, sr, sw, warp_sums);
+      grid_norm_detail::norm_row<1>(a, r, warp_sums);
       break;
     }
-    __syncthreads(); // the staged row and warp_sums are the next row's
   }
 }
 
