@@ -78,8 +78,10 @@ struct StepOptions {
   // The rmsnorm after o_proj and after down done by that linear's last CTA
   // (StepLaunch::fuse_norm; ops::cuda::quantized_linear_rmsnorm) in every enqueue that does not
   // say otherwise: 64 of Llama-3.1-8B's 65 rmsnorm launches at batch 1, int4. The same bits
-  // either way (the op's and the step's fused-against-separate device tests).
-  bool fuse_norm = true;
+  // either way (the op's and the step's fused-against-separate device tests). Off: its first form
+  // made the int4 step 8 % slower on an H100 (docs/benchmark_results/2026-12-07-3, call1), and
+  // the second has not been timed; `hone step --norm-variant` times it beside the default.
+  bool fuse_norm = false;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but

@@ -101,9 +101,10 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
   app_->add_flag("--separate-silu-mul", options_.separate_silu_mul,
                  "Also time the tuned PDL step with SiLU x up as its own launch, as before the "
                  "step took it into the epilogue of the gate/up linear (same bits)");
-  app_->add_flag("--separate-norm", options_.separate_norm,
-                 "Also time the tuned PDL step with every rmsnorm its own launch, as before the "
-                 "step took the norms after o_proj and down into those linears (same bits)");
+  app_->add_flag("--norm-variant", options_.norm_variant,
+                 "Also time the tuned PDL step with the rmsnorm after o_proj and down the other "
+                 "way from the step's default: in those linears' launches (fused-norm) or as "
+                 "launches of their own (separate-norm); the same bits");
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -247,9 +248,11 @@ int StepCommand::run() {
     variants.push_back(model::step_variant("tuned+pdl+separate-silu", &tuned, true));
     variants.back().fuse_silu_mul = false;
   }
-  if (options_.separate_norm) {
-    variants.push_back(model::step_variant("tuned+pdl+separate-norm", &tuned, true));
-    variants.back().fuse_norm = false;
+  if (options_.norm_variant) {
+    const bool fuse = !step.options().fuse_norm;
+    variants.push_back(model::step_variant(
+        fuse ? "tuned+pdl+fused-norm" : "tuned+pdl+separate-norm", &tuned, true));
+    variants.back().fuse_norm = fuse;
   }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope

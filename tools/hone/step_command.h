@@ -55,10 +55,9 @@ struct StepOptions {
   // linear (model::StepLaunch::fuse_silu_mul off; the step's default has it in the linear's
   // epilogue).
   bool separate_silu_mul = false;
-  // One more variant: the tuned PDL step with every rmsnorm its own launch
-  // (model::StepLaunch::fuse_norm off; the step's default has the norms after o_proj and down in
-  // those linears' launches where their tactic allows).
-  bool separate_norm = false;
+  // One more variant: the tuned PDL step with the rmsnorm after o_proj and down the other way
+  // from the step's model::StepOptions::fuse_norm.
+  bool norm_variant = false;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
