@@ -547,6 +547,8 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     pdl_wait();
     pdl_launch_dependents();
   }
+  if constexpr (NORM) // the norm's weight, which the last CTA reads after its count, into L2
+    rmsnorm_row::grid_norm_prefetch(p.norm);
   using L = Layout<BITS>;
   using R = LaneRuns<BITS, GROUPS>;
   extern __shared__ float4 shared_partials[];

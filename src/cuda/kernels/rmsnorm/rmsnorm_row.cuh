@@ -323,6 +323,17 @@ __device__ __forceinline__ void norm_row(const GridRowsNorm &a, int row, float *
 
 } // namespace grid_norm_detail
 
+// Asks L2 for the norm's weight (one 128-byte line a thread of CTA 0): a weight, which no kernel
+// of the chain writes, so a dependent launch may do it before its wait. By the time the last
+// CTA reads it, it comes from L2 rather than from memory (the step streams gigabytes of linear
+// weights between two reads of one norm's).
+__device__ __forceinline__ void grid_norm_prefetch(const GridRowsNorm &a) {
+  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+    for (int i = 64 * static_cast<int>(threadIdx.x); i < a.hidden;
+         i += 64 * static_cast<int>(blockDim.x))
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(a.w + i) : "memory");
+}
+
 // Whether this CTA is the last of its grid to get here. The barrier orders every store of the
 // CTA before thread 0's count, an acquire-release atomic at GPU scope: its release publishes
 // them, and in the last CTA its acquire makes every other CTA's published stores visible to the
