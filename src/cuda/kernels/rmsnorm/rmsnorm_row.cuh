@@ -164,9 +164,11 @@ __device__ __forceinline__ float row_rstd(const uint16_t *x, const uint16_t *res
 // residual_out are the separate rmsnorm launch's bits. One CTA's work in place of a launch, its
 // wait for the linear and the next kernel's wait for it.
 // The last CTA reads its row into registers through L2, every load of it in flight at once.
-// (Staged through shared memory instead, 24.7 KB at hidden 4096, the fused step was 8 % slower
-// than the separate launches on an H100, where the fences below were also per thread:
-// docs/benchmark_results/2026-12-07-3, call1.)
+// Measured on an H100 (Llama-3.1-8B int4 step, docs/benchmark_results/2026-12-07-3): this form
+// made the step 3.8 % slower than the separate launches (call2), a first one that staged the
+// row in 24.7 KB of shared memory and fenced every thread's stores 8 % (call1). The tail it adds
+// after the linear's last output costs more than the separate launch under PDL, so the step
+// keeps the norm apart (model::StepOptions::fuse_norm).
 struct GridRowsNorm {
   const uint16_t *x = nullptr;        // bf16 [rows, hidden]: the grid's output, read through L2
   const uint16_t *residual = nullptr; // bf16 [rows, hidden] or null
