@@ -26,32 +26,6 @@ namespace hone::model {
 using cuda::DeviceBuffer;
 namespace ops = hone::ops::cuda;
 
-const char *to_string(StepOp op) {
-  switch (op) {
-  case StepOp::rmsnorm:
-    return "rmsnorm";
-  case StepOp::qkv:
-    return "qkv";
-  case StepOp::rope:
-    return "rope";
-  case StepOp::kv_append:
-    return "kv_append";
-  case StepOp::attention:
-    return "decode.paged";
-  case StepOp::o_proj:
-    return "o_proj";
-  case StepOp::gate_up:
-    return "gate_up";
-  case StepOp::silu_mul:
-    return "silu_mul";
-  case StepOp::down:
-    return "down";
-  case StepOp::lm_head:
-    return "lm_head";
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr size_t kBf16 = 2;
@@ -417,7 +391,9 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
   const int64_t B = o.batch;
   const int64_t R = step_rows(o); // rows through the layers; a request each in the page table
   const int64_t attn_width = m.hq * m.head_dim;
-  auto on = [&](StepOp op) { return only == nullptr || *only == op; };
+  auto on = [&](StepOp op) {
+    return (only == nullptr || *only == op) && ((launch.omit >> static_cast<int>(op)) & 1u) == 0;
+  };
   ops::ChainLaunch chain;
   chain.dependent = pdl;
   chain.weights_once = pdl && launch.weights_once;

@@ -112,6 +112,10 @@ struct StepLaunch {
   // the others launch rmsnorm as before. A whole step only, as fuse_silu_mul.
   // StepOptions::fuse_norm is what enqueue(stream, d, pdl) takes.
   bool fuse_norm = false;
+  // Timing only: the launches of these kinds (bit 1 << StepOp) are left out, so that a step
+  // timed with and without them gives their share of the chain as it runs (the breakdown times
+  // each kind alone, PDL off). The outputs are then not the step's.
+  uint32_t omit = 0;
   bool operator==(const StepLaunch &) const = default;
 };
 
@@ -129,7 +133,32 @@ enum class StepOp {
   lm_head
 };
 constexpr int kStepOpCount = 10;
-const char *to_string(StepOp op);
+// The per-op breakdown's name of a kind (host only, every build: `hone step --omit` reads it).
+constexpr const char *to_string(StepOp op) {
+  switch (op) {
+  case StepOp::rmsnorm:
+    return "rmsnorm";
+  case StepOp::qkv:
+    return "qkv";
+  case StepOp::rope:
+    return "rope";
+  case StepOp::kv_append:
+    return "kv_append";
+  case StepOp::attention:
+    return "decode.paged";
+  case StepOp::o_proj:
+    return "o_proj";
+  case StepOp::gate_up:
+    return "gate_up";
+  case StepOp::silu_mul:
+    return "silu_mul";
+  case StepOp::down:
+    return "down";
+  case StepOp::lm_head:
+    return "lm_head";
+  }
+  return "?";
+}
 
 class DecodeStep {
 public:

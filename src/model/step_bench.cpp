@@ -87,7 +87,8 @@ StepLaunch launch_of(const StepVariant &v, const DecodeStep &step) {
           v.fuse_rope_append.value_or(step.options().fuse_rope_append),
           v.pdl && v.weights_once,
           v.fuse_silu_mul.value_or(step.options().fuse_silu_mul),
-          v.fuse_norm.value_or(step.options().fuse_norm)};
+          v.fuse_norm.value_or(step.options().fuse_norm),
+          v.omit};
 }
 
 int launches_of(StepOp op, const DecodeStep &step) {
@@ -159,7 +160,12 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     const StepVariant &v = variants[i];
     StepVariantResult &r = out.variants[i];
     if (r.launch.pdl && options.check_replays > 0) {
-      step.enqueue(s, *v.dispatcher, false);
+      // The reference: the same launches without PDL (and so without the twins that need it).
+      StepLaunch serial = r.launch;
+      serial.pdl = false;
+      serial.kv_prefetch_kib = 0;
+      serial.weights_once = false;
+      step.enqueue(s, *v.dispatcher, serial);
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_hidden.data(), step.hidden(), hidden * 2,

@@ -35,6 +35,7 @@ struct StepVariant {
   std::optional<bool> fuse_silu_mul;
   // StepLaunch::fuse_norm; unset: the step's StepOptions::fuse_norm.
   std::optional<bool> fuse_norm;
+  uint32_t omit = 0; // StepLaunch::omit (timing only)
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of
@@ -62,7 +63,8 @@ struct StepVariantResult {
   double seconds = 0; // median per step
   double spread = 0;  // (max - min) / median over samples
   // PDL variants: 16-bit words of the logits and final hidden state that differed from the
-  // same dispatcher's PDL-off step, summed over check_replays replays (0: bit-identical).
+  // same launches' PDL-off step (same dispatcher), summed over check_replays replays (0:
+  // bit-identical).
   int64_t mismatches = -1; // -1: not checked
   int check_replays = 0;
   // 16-bit words of the logits and final hidden state that differ from the first variant's

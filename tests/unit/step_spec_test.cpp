@@ -66,14 +66,35 @@ TEST(StepArguments, VariantJsonNamesItsFusions) {
   EXPECT_EQ(j.at("pdl"), true);
   EXPECT_EQ(j.at("fuse_silu_mul"), true);
   EXPECT_EQ(j.at("fuse_rope_append"), true);
+  EXPECT_EQ(j.at("fuse_norm"), false);
   EXPECT_FALSE(j.contains("kv_prefetch_kib"));
   EXPECT_FALSE(j.contains("weights_once"));
+  EXPECT_FALSE(j.contains("omit_mask"));
   v.name = "tuned+pdl+separate-silu";
   v.launch.fuse_silu_mul = false;
   v.launch.kv_prefetch_kib = 256;
   j = cli::step_variant_json(v);
   EXPECT_EQ(j.at("fuse_silu_mul"), false);
   EXPECT_EQ(j.at("kv_prefetch_kib"), 256);
+  v.launch.fuse_norm = true;
+  v.launch.omit = 1u << static_cast<int>(model::StepOp::rmsnorm);
+  j = cli::step_variant_json(v);
+  EXPECT_EQ(j.at("fuse_norm"), true);
+  EXPECT_EQ(j.at("omit_mask"), 1);
+}
+
+// --omit takes the per-op breakdown's names (decode.paged for the attention); an unknown one is
+// named, with the kinds listed.
+TEST(StepArguments, OmitTakesTheBreakdownsNames) {
+  const auto kinds = cli::parse_omit({"rmsnorm", "decode.paged", "lm_head"});
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0], (std::pair<std::string, int>{"rmsnorm", int(model::StepOp::rmsnorm)}));
+  EXPECT_EQ(kinds[1].second, int(model::StepOp::attention));
+  EXPECT_EQ(kinds[2].second, int(model::StepOp::lm_head));
+  const std::string m = invalid_message([] { cli::parse_omit({"rmsnorm", "norm"}); });
+  EXPECT_NE(m.find("--omit"), std::string::npos) << m;
+  EXPECT_NE(m.find(quoted("norm")), std::string::npos) << m;
+  EXPECT_NE(m.find("silu_mul, down, lm_head"), std::string::npos) << m;
 }
 
 // The step's options fuse SiLU x up into the gate/up linear by default, and rope with the K/V
@@ -82,6 +103,8 @@ TEST(StepArguments, TheStepFusesSiluAndRopeAppendByDefault) {
   const model::StepOptions o = cli::quant_step_options(4, 64, 16, 1);
   EXPECT_TRUE(o.fuse_silu_mul);
   EXPECT_TRUE(o.fuse_rope_append);
+  // The norm inside the linear before it is not: measured slower (StepOptions::fuse_norm).
+  EXPECT_FALSE(o.fuse_norm);
 }
 
 TEST(ModelSpec, LlamaAndQwenConfigsGiveTheStepShapes) {

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -14,6 +17,7 @@
 #include "hone/format.h"
 #include "hone/registry.h"
 #include "hone/tuner.h"
+#include "model/decode_step.h"
 #if HONE_WITH_CUDA
 #include "hone/bf16.h"
 #include "hone/chain_tactic.h"
@@ -22,12 +26,29 @@
 #include "hone/npy.h"
 #include "hone/ops/cuda.h"
 #include "hone/settings.h"
-#include "model/decode_step.h"
 #include "model/model_spec.h"
 #include "model/step_bench.h"
 #endif
 
 namespace hone::cli {
+
+std::vector<std::pair<std::string, int>> parse_omit(const std::vector<std::string> &names) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const std::string &name : names) {
+    int kind = -1;
+    std::string kinds;
+    for (int k = 0; k < model::kStepOpCount; ++k) {
+      const char *kind_name = model::to_string(static_cast<model::StepOp>(k));
+      kinds += std::string(k ? ", " : "") + kind_name;
+      if (name == kind_name)
+        kind = k;
+    }
+    if (kind < 0)
+      HONE_INVALID_ARGUMENT("--omit: unknown kind of launch '" + name + "' (" + kinds + ")");
+    out.emplace_back(name, kind);
+  }
+  return out;
+}
 
 std::pair<int, int> parse_quant(const std::string &text) {
   if (text == "bf16")
@@ -105,6 +126,11 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                  "Also time the tuned PDL step with the rmsnorm after o_proj and down the other "
                  "way from the step's default: in those linears' launches (fused-norm) or as "
                  "launches of their own (separate-norm); the same bits");
+  app_->add_option("--omit", options_.omit,
+                   "Also time the tuned PDL step without the launches of these kinds (the names "
+                   "of the per-op breakdown, e.g. rmsnorm; one variant each): their share of the "
+                   "chain as it runs. Timing only: such a step's outputs are not the step's")
+      ->delimiter(',');
   app_->add_option("--kv-prefetch", options_.kv_prefetch_kib,
                    "Also time the tuned PDL step with decode.paged asking L2 for this many KiB "
                    "per CTA of cached K and V before its wait (a comma-separated list: one "
@@ -181,6 +207,7 @@ int export_step(model::DecodeStep &step, Dispatcher &defaults, const std::filesy
 
 int StepCommand::run() {
   const auto [bits, group] = parse_quant(options_.quant);
+  const std::vector<std::pair<std::string, int>> omitted = parse_omit(options_.omit);
   model::StepOptions so = quant_step_options(bits, group, options_.page_size, options_.seed);
   so.batch = options_.batch;
   // A prefill may start from an empty cache (a prompt); a decode step needs a token cached.
@@ -253,6 +280,10 @@ int StepCommand::run() {
     variants.push_back(model::step_variant(
         fuse ? "tuned+pdl+fused-norm" : "tuned+pdl+separate-norm", &tuned, true));
     variants.back().fuse_norm = fuse;
+  }
+  for (const auto &[name, kind] : omitted) {
+    variants.push_back(model::step_variant("tuned+pdl-without-" + name, &tuned, true));
+    variants.back().omit = 1u << kind;
   }
   const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope

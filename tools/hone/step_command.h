@@ -58,10 +58,16 @@ struct StepOptions {
   // One more variant: the tuned PDL step with the rmsnorm after o_proj and down the other way
   // from the step's model::StepOptions::fuse_norm.
   bool norm_variant = false;
+  // One more variant per name: the tuned PDL step without that kind's launches (timing only;
+  // model::StepLaunch::omit), e.g. "rmsnorm".
+  std::vector<std::string> omit;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
 std::pair<int, int> parse_quant(const std::string &text);
+// --omit's names (the per-op breakdown's, model::to_string(StepOp)) -> {name, StepOp index}.
+// Throws Error(invalid_argument) naming an unknown one and listing the kinds.
+std::vector<std::pair<std::string, int>> parse_omit(const std::vector<std::string> &names);
 // "4096", "4k", "32K" -> tokens (k = 1024). Throws Error(invalid_argument) naming `option`.
 int64_t parse_tokens(const std::string &text, std::string_view option);
 // The options of a step with `bits`-bit weights in groups of `group` (parse_quant's pair; bf16's
@@ -76,8 +82,9 @@ bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_m
 // HONE_TACTIC_* override.
 DispatcherOptions default_path_options();
 // One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
-// spread, mismatches, check_replays; where a step variant has them, fuse_rope_append and
-// fuse_silu_mul, and kv_prefetch_kib and weights_once where they are on) as both commands
+// spread, mismatches, check_replays; where a step variant has them, fuse_rope_append,
+// fuse_silu_mul and fuse_norm, and kv_prefetch_kib, weights_once and omit_mask where they are
+// on) as both commands
 // write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
   nlohmann::json j = {{"name", v.name},
@@ -93,6 +100,9 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
     if (v.launch.weights_once)
       j["weights_once"] = true;
     j["fuse_silu_mul"] = v.launch.fuse_silu_mul;
+    j["fuse_norm"] = v.launch.fuse_norm;
+    if (v.launch.omit != 0)
+      j["omit_mask"] = v.launch.omit; // timing only (model::StepLaunch::omit)
   } else {
     j["pdl"] = v.pdl;
   }
