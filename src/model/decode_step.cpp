@@ -560,7 +560,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       if (i + 1 < st.layers.size())
         norm1_done = linear_norm(l.down, st.act, st.mlp_out, st.resid, st.resid,
                                  st.layers[i + 1].norm1, st.xn, counter);
-      else if (o.prefill == 0 && R == B)
+      else if (o.prefill == 0) // a decode step: R == B rows
         final_done = linear_norm(l.down, st.act, st.mlp_out, st.resid, st.resid, st.final_norm,
                                  st.hidden_out, counter);
       if (!norm1_done && !final_done)

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <cuda_runtime.h>
 
 #include "cuda/backend/cuda_check.h"
 #include "cuda/backend/device_buffer.h"
+#include "cuda/gate/count_bf16.h"
 #include "hone/error.h"
-#include "model/step_kernels.h"
 
 namespace hone::model {
 namespace {
@@ -149,8 +150,8 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
                                       cudaMemcpyDeviceToDevice, s));
     } else {
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
-      count_mismatches_u16(step.logits(), first_logits.data(), logits, count, s);
-      count_mismatches_u16(step.hidden(), first_hidden.data(), hidden, count, s);
+      cuda::add_count_bf16(static_cast<const uint16_t *>(step.logits()), first_logits.as<const uint16_t>(), logits, count, s);
+      cuda::add_count_bf16(static_cast<const uint16_t *>(step.hidden()), first_hidden.as<const uint16_t>(), hidden, count, s);
       r.differs_from_first = read_count();
     }
     out.variants.push_back(std::move(r));
@@ -173,8 +174,8 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       Graph check(s, [&] {
         step.enqueue(s, *v.dispatcher, r.launch);
-        count_mismatches_u16(step.logits(), ref_logits.data(), logits, count, s);
-        count_mismatches_u16(step.hidden(), ref_hidden.data(), hidden, count, s);
+        cuda::add_count_bf16(static_cast<const uint16_t *>(step.logits()), ref_logits.as<const uint16_t>(), logits, count, s);
+        cuda::add_count_bf16(static_cast<const uint16_t *>(step.hidden()), ref_hidden.as<const uint16_t>(), hidden, count, s);
       });
       check.replay(options.check_replays);
       r.mismatches = read_count();

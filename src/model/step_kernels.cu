@@ -42,16 +42,6 @@ __global__ void gather_rows_kernel(__nv_bfloat16 *dst, const __nv_bfloat16 *src,
   }
 }
 
-__global__ void mismatch_kernel(const uint16_t *a, const uint16_t *b, size_t count,
-                                unsigned long long *mismatches) {
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    local += a[i] != b[i];
-  if (local)
-    atomicAdd(mismatches, local);
-}
-
 int blocks_for(size_t count) {
   const size_t b = (count + 255) / 256;
   return static_cast<int>(b < 4096 ? (b ? b : 1) : 4096);
@@ -77,13 +67,6 @@ void gather_rows_bf16(void *dst, const void *src, int64_t rows, int64_t src_rows
   gather_rows_kernel<<<blocks_for(size_t(rows * width)), 256, 0, stream>>>(
       static_cast<__nv_bfloat16 *>(dst), static_cast<const __nv_bfloat16 *>(src), rows,
       src_rows_per_row, offset, width);
-  HONE_CUDA_CHECK(cudaGetLastError());
-}
-
-void count_mismatches_u16(const void *a, const void *b, size_t count,
-                          unsigned long long *mismatches, cudaStream_t stream) {
-  mismatch_kernel<<<blocks_for(count), 256, 0, stream>>>(
-      static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b), count, mismatches);
   HONE_CUDA_CHECK(cudaGetLastError());
 }
 

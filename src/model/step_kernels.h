@@ -19,8 +19,4 @@ void add_bias_bf16(void *y, const void *bias, int64_t rows, int64_t width, cudaS
 // every group of src_rows_per_row rows (a prefill's last token of each request).
 void gather_rows_bf16(void *dst, const void *src, int64_t rows, int64_t src_rows_per_row,
                       int64_t offset, int64_t width, cudaStream_t stream);
-// Sets *mismatches += the count of 16-bit words where a and b differ (bit patterns).
-void count_mismatches_u16(const void *a, const void *b, size_t count,
-                          unsigned long long *mismatches, cudaStream_t stream);
-
 } // namespace hone::model

@@ -1,8 +1,9 @@
-// rmsnorm_row.cuh: one row normalised by a whole CTA of 32-256 threads gives rmsnorm's own bits
-// (out, and h = x + residual where there is one), against rmsnorm_launch with the default and,
-// where one takes the row, with another config of the same lanes, on fresh random rows of every
-// hidden size a decode step has, with and without the residual. This is what a linear that
-// normalises its own activations must reproduce (docs/notes/decode_step.md).
+// rmsnorm_row.cuh: one row normalised by a whole CTA of 32-512 threads (grid_norm_rows, as the
+// grid's last CTA: here the only one) gives rmsnorm's own bits (out, and h = x + residual where
+// there is one), against rmsnorm_launch with the default and, where one takes the row, with
+// another config of the same lanes, on fresh random rows of every hidden size a decode step has,
+// with and without the residual. This is what a linear that normalises its own output must
+// reproduce (quantized_linear_rmsnorm; docs/notes/decode_step.md).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,16 +30,9 @@ class RmsnormRowTest : public DeviceTest {};
 
 constexpr float kEps = 1e-6f;
 
-__global__ void row_kernel(const uint16_t *x, const uint16_t *residual, const uint16_t *w,
-                           uint16_t *out, uint16_t *residual_out, int hidden, int lanes) {
-  __shared__ float warp_sums[rmsnorm_row::kMaxWarps];
-  const float rstd = rmsnorm_row::row_rstd(x, residual, hidden, lanes, kEps, warp_sums);
-  for (int i = static_cast<int>(threadIdx.x); i < hidden; i += static_cast<int>(blockDim.x)) {
-    const float h = rmsnorm_row::row_value(x, residual, i);
-    out[i] = rmsnorm_row::normalised(h, rstd, w[i]);
-    if (residual != nullptr)
-      residual_out[i] = static_cast<uint16_t>(__float_as_uint(h) >> 16); // h is a bf16 value
-  }
+__global__ void row_kernel(rmsnorm_row::GridRowsNorm a) {
+  __shared__ float shared[rmsnorm_row::kMaxWarps + 4];
+  rmsnorm_row::grid_norm_rows(a, shared);
 }
 
 size_t differing(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
@@ -65,6 +59,8 @@ TEST_F(RmsnormRowTest, ACtaOfAnySizeGivesRmsnormsBits) {
       twin = def;
     const int lanes = def.lanes();
     DeviceBuffer x(hidden * 2), r(hidden * 2), w(hidden * 2), out(hidden * 2), ro(hidden * 2);
+    DeviceBuffer counter(sizeof(unsigned)); // 0, and 0 again after each launch
+    HONE_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, counter.size(), stream));
     for (bool residual : {false, true})
       for (int round = 0; round < 3; ++round) { // fresh rows each round
         for (const DeviceBuffer *b : {&x, &r, &w})
@@ -90,14 +86,23 @@ TEST_F(RmsnormRowTest, ACtaOfAnySizeGivesRmsnormsBits) {
         }
         // The two configs of one order agree, as the gate relies on.
         ASSERT_EQ(differing(expected[0], expected[residual ? 2 : 1]), 0u) << hidden;
-        for (int threads = 32; threads <= 256 && threads <= lanes; threads *= 2) {
-          if (lanes / threads > (1 << (rmsnorm_row::kLevels - 1)))
+        for (int threads = 32; threads <= 512; threads *= 2) {
+          if (!rmsnorm_row::grid_norm_fits(threads, hidden, lanes))
             continue;
           HONE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xff, out.size(), stream));
           HONE_CUDA_CHECK(cudaMemsetAsync(ro.data(), 0xff, ro.size(), stream));
-          row_kernel<<<1, threads, 0, stream>>>(
-              x.as<const uint16_t>(), residual ? r.as<const uint16_t>() : nullptr,
-              w.as<const uint16_t>(), out.as<uint16_t>(), ro.as<uint16_t>(), hidden, lanes);
+          rmsnorm_row::GridRowsNorm a;
+          a.x = x.as<const uint16_t>();
+          a.residual = residual ? r.as<const uint16_t>() : nullptr;
+          a.residual_out = ro.as<uint16_t>();
+          a.w = w.as<const uint16_t>();
+          a.out = out.as<uint16_t>();
+          a.counter = counter.as<unsigned>();
+          a.rows = 1;
+          a.hidden = hidden;
+          a.lanes = lanes;
+          a.eps = kEps;
+          row_kernel<<<1, threads, 0, stream>>>(a);
           HONE_CUDA_CHECK(cudaGetLastError());
           const std::vector<uint16_t> got =
               download<uint16_t>(out.data(), static_cast<size_t>(hidden), stream);

@@ -31,16 +31,21 @@ __global__ void count_bf16_kernel(const uint16_t *a, const uint16_t *b, size_t c
 
 } // namespace
 
+void add_count_bf16(const uint16_t *a, const uint16_t *b, size_t count, unsigned long long *out,
+                    cudaStream_t stream) {
+  if (count == 0)
+    return;
+  const int blocks = static_cast<int>(std::min<size_t>((count + kThreads - 1) / kThreads, 4096));
+  count_bf16_kernel<<<blocks, kThreads, 0, stream>>>(a, b, count, out);
+  HONE_CUDA_CHECK(cudaGetLastError());
+}
+
 uint64_t count_bf16(const uint16_t *a, const uint16_t *b, size_t count, const DeviceBuffer &counter,
                     cudaStream_t stream) {
   HONE_CHECK(counter.size() >= sizeof(unsigned long long), "count_bf16 needs an 8-byte counter");
   auto *out = counter.as<unsigned long long>();
   HONE_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(unsigned long long), stream));
-  if (count > 0) {
-    const int blocks = static_cast<int>(std::min<size_t>((count + kThreads - 1) / kThreads, 4096));
-    count_bf16_kernel<<<blocks, kThreads, 0, stream>>>(a, b, count, out);
-    HONE_CUDA_CHECK(cudaGetLastError());
-  }
+  add_count_bf16(a, b, count, out, stream);
   unsigned long long host = 0;
   HONE_CUDA_CHECK(cudaMemcpyAsync(&host, out, sizeof(host), cudaMemcpyDeviceToHost, stream));
   HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
