@@ -30,7 +30,7 @@ class RmsnormRowTest : public DeviceTest {};
 
 constexpr float kEps = 1e-6f;
 
-__global__ void row_kernel(rmsnorm_row::GridRowsNorm a) {
+__global__ void __launch_bounds__(512) row_kernel(rmsnorm_row::GridRowsNorm a) {
   __shared__ float shared[rmsnorm_row::kMaxWarps + 4];
   rmsnorm_row::grid_norm_rows(a, shared);
 }
