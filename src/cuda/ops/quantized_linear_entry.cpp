@@ -135,4 +135,89 @@ bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scal
                                   stream, dispatcher());
 }
 
+namespace {
+
+// rmsnorm_quantized_linear and its SiLU form: `inter` > 0 for gate/up (n = 2 inter).
+bool norm_in_linear(const RmsnormInput &norm, const uint32_t *q, const void *scales,
+                    const void *biases, void *y, int64_t rows, int64_t n, int64_t inter, int64_t k,
+                    int bits, int group, void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  if (!(norm.eps >= 0))
+    HONE_INVALID_ARGUMENT("rmsnorm_quantized_linear: eps=" + std::to_string(norm.eps) +
+                          " is negative or NaN");
+  // The cheap refusals first: the fused form is a 4-bit decode kernel's, and the weights-once
+  // twin (ChainLaunch::weights_once) has none.
+  if (rows < 1 || rows > 8 || bits != 4 || norm.h == nullptr || norm.w == nullptr ||
+      (chain.dependent && chain.weights_once) || !runs_qmv(rows, n, k, bits, group, d))
+    return false;
+  const Resolution *r = nullptr;
+  if (inter > 0) {
+    const auto &op = entry_op<hone::cuda::QmvAffineSiluMulOp>();
+    if (rows > op.buckets().dims[0].hi || inter % 8 != 0)
+      return false;
+    try {
+      r = &d.resolve(op, Shape{{rows, inter, k, bits, group}, DType::bf16});
+    } catch (const Error &e) {
+      if (e.kind() != ErrorKind::invalid_argument)
+        throw;
+      return false;
+    }
+  } else {
+    r = &d.resolve(entry_op<hone::cuda::QmvAffineOp>(),
+                   Shape{{rows, n, k, bits, group}, DType::bf16});
+  }
+  const Resolution &rn = d.resolve(entry_op<hone::cuda::RmsnormOp>(),
+                                   Shape{{rows, k, norm.residual ? 1 : 0}, DType::bf16});
+  const auto &config = r->compiled.as<hone::cuda::QmvAffineConfig>();
+  hone::cuda::QmvAffineArgs args = hone::cuda::qmv_affine_entry_args(
+      norm.h, q, scales, biases, y, rows, n, k, bits, group, chain.dependent);
+  args.silu_inter = static_cast<int>(inter);
+  args.norm_in.w = norm.w;
+  args.norm_in.lanes = rn.compiled.as<hone::cuda::RmsnormConfig>().lanes();
+  args.norm_in.eps = norm.eps;
+  if (!hone::cuda::qmv_affine_norm_in_fits(config, args))
+    return false;
+  if (!norm.check_only)
+    check_launch("qmv.affine", *r, hone::cuda::qmv_affine_launch(config, args, stream));
+  return true;
+}
+
+} // namespace
+
+bool rmsnorm_quantized_linear(const RmsnormInput &norm, const uint32_t *q, const void *scales,
+                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
+                              int bits, int group, void *stream, Dispatcher &d,
+                              const ChainLaunch &chain) {
+  return norm_in_linear(norm, q, scales, biases, y, rows, n, 0, k, bits, group, stream, d, chain);
+}
+
+bool rmsnorm_quantized_linear_silu_mul(const RmsnormInput &norm, const uint32_t *q,
+                                       const void *scales, const void *biases, void *y,
+                                       int64_t rows, int64_t inter, int64_t k, int bits, int group,
+                                       void *stream, Dispatcher &d, const ChainLaunch &chain) {
+  return norm_in_linear(norm, q, scales, biases, y, rows, 2 * inter, inter, k, bits, group, stream,
+                        d, chain);
+}
+
+bool quantized_linear_add(const void *x, const uint32_t *q, const void *scales, const void *biases,
+                          void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
+                          const void *residual, void *stream, Dispatcher &d,
+                          const ChainLaunch &chain, bool check_only) {
+  // The weights-once twin (ChainLaunch::weights_once) would run the ring: not taken here.
+  if (residual == nullptr || (chain.dependent && chain.weights_once) ||
+      !runs_qmv(rows, n, k, bits, group, d))
+    return false;
+  const Resolution &r =
+      d.resolve(entry_op<hone::cuda::QmvAffineOp>(), Shape{{rows, n, k, bits, group}, DType::bf16});
+  const auto &config = r.compiled.as<hone::cuda::QmvAffineConfig>();
+  hone::cuda::QmvAffineArgs args = hone::cuda::qmv_affine_entry_args(
+      x, q, scales, biases, y, rows, n, k, bits, group, chain.dependent);
+  require_aligned("quantized_linear_add", {{"residual", residual}}, 2);
+  args.residual = residual;
+  if (!hone::cuda::qmv_affine_residual_fits(config, args))
+    return false;
+  if (!check_only)
+    check_launch("qmv.affine", r, hone::cuda::qmv_affine_launch(config, args, stream));
+  return true;
+}
+
 } // namespace hone::ops::cuda

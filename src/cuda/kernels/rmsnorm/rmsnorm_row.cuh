@@ -283,4 +283,166 @@ __device__ __forceinline__ void grid_norm_rows(const GridRowsNorm &a, float *sha
   }
 }
 
+// --- rmsnorm of a linear's input rows in its own prologue (the NORM_IN twin) ----------------
+// A decode step's qkv or gate_up linear whose input is rmsnorm(h) x w takes h itself (the
+// residual already added by the linear before it, quantized_linear_add) and normalises it in
+// every CTA after its wait, into shared memory, where its activation loads then read it: the
+// norm's launch, its wait for the linear before and the linear's wait for it become one wait.
+// Every CTA sums the squares in rmsnorm's own order for `lanes` partials (above: thread t of T
+// owns the contiguous partials [t P, t P + P), P = lanes / T, or one with idle threads where
+// lanes < T) and rounds x_n = bf16((h x rstd) x w) as rmsnorm does, so the linear multiplies the
+// separate launch's bits. The row comes in through L2 (cp.async.cg) in one round trip.
+struct RowsNormIn {
+  const uint16_t *w = nullptr; // bf16 [hidden]: the norm's weight
+  int lanes = 0;               // rmsnorm's order (RmsnormConfig::lanes of the separate launch)
+  float eps = 0.f;
+  // [bytes] where the norm's shared memory starts in the kernel's dynamic shared memory
+  // (16-byte aligned): kMaxWarps floats of warp sums, then the CTA's rows, [rows][hidden] bf16.
+  unsigned shared_offset = 0;
+};
+
+// Partials a thread may own in the prologue (P = lanes / threads).
+inline constexpr int kNormInMaxPerThread = 32;
+
+// Whether a CTA of `threads` can normalise rows of `hidden` in the order of `lanes` partials.
+__host__ __device__ constexpr bool norm_in_fits(int threads, int hidden, int lanes) {
+  if (threads < 32 || threads > 32 * kMaxWarps || (threads & (threads - 1)) != 0 || lanes < 1 ||
+      (lanes & (lanes - 1)) != 0 || hidden < 8 || hidden % 8 != 0)
+    return false;
+  const int per_thread = lanes >= threads ? lanes / threads : 1;
+  return per_thread <= kNormInMaxPerThread && (per_thread < 8 || lanes % 8 == 0);
+}
+// The dynamic shared memory the prologue takes for `rows` rows of `hidden`.
+__host__ __device__ constexpr unsigned norm_in_shared_bytes(int rows, int hidden) {
+  return static_cast<unsigned>(kMaxWarps * 4 + rows * hidden * 2);
+}
+
+// Asks this SM's L1 (and L2) for the norm's weight: a weight, so a dependent launch may do it
+// before its wait; every CTA reads all of it after the wait.
+__device__ __forceinline__ void norm_in_prefetch(const RowsNormIn &a, int hidden) {
+  for (int i = 64 * static_cast<int>(threadIdx.x); i < hidden;
+       i += 64 * static_cast<int>(blockDim.x))
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(a.w + i) : "memory");
+}
+
+namespace norm_in_detail {
+
+// Thread t's partials [t P, t P + P) of one row in shared memory, each over the strides of
+// `lanes` in increasing order (fmaf), summed as their subtree; idle threads give +0.
+template <int P>
+__device__ __forceinline__ float thread_sum(const uint16_t *row, int hidden, int lanes) {
+  const int t = static_cast<int>(threadIdx.x);
+  float part[P];
+#pragma unroll
+  for (int v = 0; v < P; ++v)
+    part[v] = 0.f;
+  if (t * P < lanes) {
+    for (int base = t * P; base < hidden; base += lanes) {
+      if constexpr (P >= 8) {
+#pragma unroll
+        for (int u = 0; u < P / 8; ++u) {
+          if (base + 8 * u < hidden) { // hidden % 8 == 0: eight values are whole or absent
+            const uint4 q = *reinterpret_cast<const uint4 *>(row + base + 8 * u);
+            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              const float h = __uint_as_float(j % 2 ? w[j / 2] & 0xffff0000u : w[j / 2] << 16);
+              part[8 * u + j] = fmaf(h, h, part[8 * u + j]);
+            }
+          }
+        }
+      } else {
+        const grid_norm_detail::Bits<P> b = grid_norm_detail::load<P>(row + base);
+#pragma unroll
+        for (int v = 0; v < P; ++v)
+          part[v] = fmaf(b.value(v), b.value(v), part[v]);
+      }
+    }
+  }
+  return tree_sum(part);
+}
+
+} // namespace norm_in_detail
+
+// The prologue: the CTA's `rows` rows of h (bf16 [rows, hidden], contiguous, 16-byte aligned,
+// written by the kernel before: read after the caller's griddepcontrol.wait) into shared memory
+// at a.shared_offset past `dynamic_shared`, normalised there in place. Returns the rows' base in
+// shared memory (row r at r x hidden). Every thread of the CTA calls it; on return every thread
+// sees every row. REQUIRES norm_in_fits(blockDim.x, hidden, a.lanes); no cp.async group of the
+// caller's in flight (it waits for all).
+__device__ __forceinline__ const uint16_t *
+norm_in_rows(const RowsNormIn &a, const uint16_t *h, int rows, int hidden, char *dynamic_shared) {
+  float *warp_sums = reinterpret_cast<float *>(dynamic_shared + a.shared_offset);
+  uint16_t *srow = reinterpret_cast<uint16_t *>(dynamic_shared + a.shared_offset + kMaxWarps * 4);
+  const int t = static_cast<int>(threadIdx.x);
+  const int threads = static_cast<int>(blockDim.x);
+  const int vectors = rows * hidden / 8;
+  for (int i = t; i < vectors; i += threads) {
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(srow + 8 * i));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(h + 8 * i) : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+  const int per_thread = a.lanes >= threads ? a.lanes / threads : 1;
+  const int warps = threads >> 5;
+  for (int r = 0; r < rows; ++r) {
+    uint16_t *row = srow + static_cast<size_t>(r) * hidden;
+    float sum;
+    switch (per_thread) {
+    case 32:
+      sum = norm_in_detail::thread_sum<32>(row, hidden, a.lanes);
+      break;
+    case 16:
+      sum = norm_in_detail::thread_sum<16>(row, hidden, a.lanes);
+      break;
+    case 8:
+      sum = norm_in_detail::thread_sum<8>(row, hidden, a.lanes);
+      break;
+    case 4:
+      sum = norm_in_detail::thread_sum<4>(row, hidden, a.lanes);
+      break;
+    case 2:
+      sum = norm_in_detail::thread_sum<2>(row, hidden, a.lanes);
+      break;
+    default:
+      sum = norm_in_detail::thread_sum<1>(row, hidden, a.lanes);
+      break;
+    }
+    for (int offset = 1; offset < 32; offset *= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (warps > 1) {
+      if ((t & 31) == 0)
+        warp_sums[t >> 5] = sum;
+      __syncthreads();
+      sum = warp_tree_sum<kMaxWarps>(warp_sums, warps);
+    }
+    const float rstd = rsqrtf(sum / static_cast<float>(hidden) + a.eps);
+    // Every thread has read the row for its sum (the barrier above, or one warp's own reads).
+    if (warps > 1)
+      __syncthreads();
+    else
+      __syncwarp();
+#pragma unroll 4
+    for (int i = 8 * t; i < hidden; i += 8 * threads) {
+      const uint4 hv = *reinterpret_cast<const uint4 *>(row + i);
+      const uint4 wv = __ldg(reinterpret_cast<const uint4 *>(a.w + i));
+      const uint32_t hw[4] = {hv.x, hv.y, hv.z, hv.w};
+      const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
+      uint32_t y[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint16_t lo =
+            normalised(__uint_as_float(hw[j] << 16), rstd, static_cast<uint16_t>(ww[j] & 0xffffu));
+        const uint16_t hi = normalised(__uint_as_float(hw[j] & 0xffff0000u), rstd,
+                                       static_cast<uint16_t>(ww[j] >> 16));
+        y[j] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+      }
+      *reinterpret_cast<uint4 *>(row + i) = make_uint4(y[0], y[1], y[2], y[3]);
+    }
+  }
+  __syncthreads();
+  return srow;
+}
+
 } // namespace hone::cuda::rmsnorm_row
