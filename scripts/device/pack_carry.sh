@@ -26,7 +26,7 @@ programs=(tests/device/qmv_affine_kernel_test tests/device/qmv_affine_op_test
           lib/libhone.so tests/device/c_api_rope_kv_append_bf16_test
           tests/device/rmsnorm_op_test tests/device/silu_mul_op_test
           tests/device/gate_counts_test tests/device/rmsnorm_row_test
-          tests/device/linear_norm_test tests/device/norm_in_test)
+          tests/device/linear_norm_test)
 [ -f "$build/CMakeCache.txt" ] ||
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHONE_CUDA_ARCHS=90 \
     -DHONE_QMM_TACTICS=full

@@ -370,8 +370,8 @@ DecodeStep::~DecodeStep() = default;
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, bool pdl) {
   run(nullptr, stream, d,
-      StepLaunch{pdl, 0, s_->opt.fuse_rope_append, false, s_->opt.fuse_silu_mul, s_->opt.fuse_norm,
-                 0, s_->opt.fuse_norm_in});
+      StepLaunch{pdl, 0, s_->opt.fuse_rope_append, false, s_->opt.fuse_silu_mul,
+                 s_->opt.fuse_norm});
 }
 
 void DecodeStep::enqueue(void *stream, Dispatcher &d, const StepLaunch &launch) {
@@ -436,59 +436,6 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
                x, l.q, l.scales, l.biases, y, R, l.n, l.k, o.bits, o.group,
                norm_tensors(y, residual, residual_out, w, out, R), counter, stream, d, chain);
   };
-  // The norms in the next linear's prologue (StepLaunch::fuse_norm_in): per layer, whether the
-  // norm before qkv (norm1) and before gate/up (norm2) is, decided before the linear before it
-  // launches, since that one then adds the residual in its epilogue. h: the norm's input.
-  const uint32_t norm_in =
-      only == nullptr && launch.omit == 0 && !fuse_norm && o.bits != 16 && R <= 8 && o.prefill == 0
-          ? launch.fuse_norm_in
-          : 0u;
-  const bool silu_fused = only == nullptr && launch.fuse_silu_mul && R <= kMaxGemvRows;
-  auto norm_input = [&](const void *h, const void *w, bool residual, bool check_only) {
-    ops::RmsnormInput in;
-    in.check_only = check_only;
-    in.h = h;
-    in.w = w;
-    in.eps = float(m.rms_eps);
-    in.residual = residual;
-    return in;
-  };
-  // The norm before qkv of layer i (h = the input, or the residual stream the down before wrote).
-  // check_only: whether it would launch.
-  auto qkv_norm_in = [&](size_t i, bool check_only) {
-    const Layer &l = st.layers[i];
-    return ops::rmsnorm_quantized_linear(
-        norm_input(i == 0 ? st.input : st.resid, l.norm1, i > 0, check_only), l.qkv.q, l.qkv.scales,
-        l.qkv.biases, st.qkv, R, l.qkv.n, l.qkv.k, o.bits, o.group, stream, d, chain);
-  };
-  auto gate_up_norm_in = [&](size_t i, bool check_only) {
-    const Layer &l = st.layers[i];
-    const Linear &gu = l.gate_up;
-    const ops::RmsnormInput in = norm_input(st.resid, l.norm2, true, check_only);
-    return silu_fused
-               ? ops::rmsnorm_quantized_linear_silu_mul(in, gu.q, gu.scales, gu.biases, st.act, R,
-                                                        m.inter, gu.k, o.bits, o.group, stream, d,
-                                                        chain)
-               : ops::rmsnorm_quantized_linear(in, gu.q, gu.scales, gu.biases, st.gate_up, R, gu.n,
-                                               gu.k, o.bits, o.group, stream, d, chain);
-  };
-  std::vector<char> norm1_in(st.layers.size(), 0), norm2_in(st.layers.size(), 0);
-  if (norm_in != 0u)
-    for (size_t i = 0; i < st.layers.size(); ++i) {
-      const Layer &l = st.layers[i];
-      if (norm_in & 1u)
-        norm1_in[i] = qkv_norm_in(i, true) &&
-                      (i == 0 || ops::quantized_linear_add(
-                                     st.act, st.layers[i - 1].down.q, st.layers[i - 1].down.scales,
-                                     st.layers[i - 1].down.biases, st.resid, R,
-                                     st.layers[i - 1].down.n, st.layers[i - 1].down.k, o.bits,
-                                     o.group, st.resid, stream, d, chain, true));
-      if (norm_in & 2u)
-        norm2_in[i] = gate_up_norm_in(i, true) &&
-                      ops::quantized_linear_add(
-                          st.attn, l.o.q, l.o.scales, l.o.biases, st.resid, R, l.o.n, l.o.k, o.bits,
-                          o.group, i == 0 ? st.input : st.resid, stream, d, chain, true);
-    }
   bool norm1_done = false; // the down linear before normalised this layer's input
   bool final_done = false; // the last down linear normalised the final hidden state
   // One plan per step: every layer has the same lengths, heads and page size.
@@ -499,7 +446,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
   char *qkv = static_cast<char *>(st.qkv);
   for (size_t i = 0; i < st.layers.size(); ++i) {
     const Layer &l = st.layers[i];
-    if (on(StepOp::rmsnorm) && !norm1_done && !norm1_in[i]) {
+    if (on(StepOp::rmsnorm) && !norm1_done) {
       if (i == 0)
         norm(st.input, nullptr, nullptr, l.norm1, st.xn, R);
       else
@@ -522,10 +469,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
     append.page_size = o.page_size;
     append.dependent = pdl;
     if (on(StepOp::qkv)) {
-      if (norm1_in[i])
-        HONE_CHECK(qkv_norm_in(i, false), "decode step: the norm before qkv refused its launch");
-      else
-        linear(l.qkv, st.xn, st.qkv);
+      linear(l.qkv, st.xn, st.qkv);
       if (l.qkv_bias && !fuse)
         add_bias_bf16(st.qkv, l.qkv_bias, R, m.qkv_width(), static_cast<cudaStream_t>(stream));
     }
@@ -582,13 +526,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
       ops::decode_paged(t, plan, stream);
     }
     bool norm2_done = false;
-    if (on(StepOp::o_proj) && norm2_in[i]) {
-      HONE_CHECK(ops::quantized_linear_add(st.attn, l.o.q, l.o.scales, l.o.biases, st.resid, R,
-                                           l.o.n, l.o.k, o.bits, o.group,
-                                           i == 0 ? st.input : st.resid, stream, d, chain),
-                 "decode step: o_proj's residual epilogue refused its launch");
-      norm2_done = true;
-    } else if (on(StepOp::o_proj)) {
+    if (on(StepOp::o_proj)) {
       norm2_done = linear_norm(l.o, st.attn, st.o_out, i == 0 ? st.input : st.resid, st.resid,
                                l.norm2, st.xn, st.norm_counters + 2 * i);
       if (!norm2_done)
@@ -599,17 +537,13 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
     bool silu_done = false; // the gate/up linear's epilogue wrote st.act
     if (on(StepOp::gate_up)) {
       const Linear &gu = l.gate_up;
-      if (norm2_in[i]) {
-        HONE_CHECK(gate_up_norm_in(i, false),
-                   "decode step: the norm before gate/up refused its launch");
-        silu_done = silu_fused;
-      } else if (silu_fused)
+      if (only == nullptr && launch.fuse_silu_mul && R <= kMaxGemvRows)
         silu_done =
             o.bits == 16
                 ? ops::gemv_bf16_silu_mul(st.xn, gu.w, st.act, R, m.inter, gu.k, stream, d, chain)
                 : ops::quantized_linear_silu_mul(st.xn, gu.q, gu.scales, gu.biases, st.act, R,
                                                  m.inter, gu.k, o.bits, o.group, stream, d, chain);
-      if (!silu_done && !norm2_in[i])
+      if (!silu_done)
         linear(l.gate_up, st.xn, st.gate_up);
     }
     if (on(StepOp::silu_mul) && !silu_done) {
@@ -623,12 +557,7 @@ void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const Step
     }
     if (on(StepOp::down)) {
       unsigned *counter = st.norm_counters + 2 * i + 1;
-      if (i + 1 < st.layers.size() && norm1_in[i + 1])
-        HONE_CHECK(ops::quantized_linear_add(st.act, l.down.q, l.down.scales, l.down.biases,
-                                             st.resid, R, l.down.n, l.down.k, o.bits, o.group,
-                                             st.resid, stream, d, chain),
-                   "decode step: down's residual epilogue refused its launch");
-      else if (i + 1 < st.layers.size())
+      if (i + 1 < st.layers.size())
         norm1_done = linear_norm(l.down, st.act, st.mlp_out, st.resid, st.resid,
                                  st.layers[i + 1].norm1, st.xn, counter);
       else if (o.prefill == 0) // a decode step: R == B rows

@@ -82,10 +82,6 @@ struct StepOptions {
   // made the int4 step 8 % slower on an H100 (docs/benchmark_results/2026-12-07-3, call1), and
   // the second has not been timed; `hone step --norm-variant` times it beside the default.
   bool fuse_norm = false;
-  // The rmsnorm before qkv (bit 1) and before gate/up (bit 2) in that linear's prologue, its
-  // residual added by the linear before it (StepLaunch::fuse_norm_in), in every enqueue that does
-  // not say otherwise. The same bits either way. Off until timed (`hone step --norm-in-variant`).
-  uint32_t fuse_norm_in = 0;
 };
 
 // How a step's chain is launched (no bit of its outputs changes): `pdl`, every kernel but
@@ -120,15 +116,6 @@ struct StepLaunch {
   // timed with and without them gives their share of the chain as it runs (the breakdown times
   // each kind alone, PDL off). The outputs are then not the step's.
   uint32_t omit = 0;
-  // The rmsnorm before qkv (bit 1) and before gate/up (bit 2) done in that linear's prologue by
-  // every CTA (ops::cuda::rmsnorm_quantized_linear, _silu_mul), the residual added in the
-  // epilogue of the linear before it (down of the layer before, o_proj; quantized_linear_add):
-  // the same bits, a launch and a grid wait fewer a norm. Decode steps of 4-bit weights up to 8
-  // rows where both linears' tactics have those forms (the norm's prologue: qmv.affine's
-  // per-weight one-tile ahead=2 kernel); elsewhere rmsnorm launches as before. A whole step only,
-  // and not with fuse_norm or omit. StepOptions::fuse_norm_in is what enqueue(stream, d, pdl)
-  // takes.
-  uint32_t fuse_norm_in = 0;
   bool operator==(const StepLaunch &) const = default;
 };
 

@@ -36,8 +36,6 @@ struct StepVariant {
   // StepLaunch::fuse_norm; unset: the step's StepOptions::fuse_norm.
   std::optional<bool> fuse_norm;
   uint32_t omit = 0; // StepLaunch::omit (timing only)
-  // StepLaunch::fuse_norm_in; unset: the step's StepOptions::fuse_norm_in.
-  std::optional<uint32_t> fuse_norm_in;
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of

@@ -361,59 +361,6 @@ TEST_F(DecodeStepPrefillTest, TheLinearsNormIsTheSeparateLaunchesBitForBit) {
   }
 }
 
-// A 4-bit decode step whose qkv and gate/up linears normalise their own inputs in their
-// prologues, the residual added by the linear before (StepLaunch::fuse_norm_in), gives the
-// separate launches' bits, PDL off and on, Llama-like and Qwen2-like (whose qkv bias follows),
-// the norm before qkv alone and both. The linears are pinned to a config of the fused kernels'
-// slot, so that the fused path is what ran (checked on the qkv and gate/up shapes).
-TEST_F(DecodeStepPrefillTest, TheNormInTheNextLinearIsTheSeparateLaunchesBitForBit) {
-  for (ModelSpec (*make)() : {llama_like, qwen2_like}) {
-    const ModelSpec m = make();
-    SCOPED_TRACE(m.name);
-    DecodeStep step(m, small_step(4, 5));
-    DispatcherOptions pinned = default_tactics();
-    pinned.settings.use_cache = false;
-    const char *slot =
-        "qmv.affine.mma:rows_per_cta=8,warps=4,warps_k=4,outputs_per_warp=16,split_k=1,ahead=2";
-    pinned.settings.tactics[tactic_env_name("cuda", "qmv.affine")] = slot;
-    pinned.settings.tactics[tactic_env_name("cuda", "qmv.affine.silu_mul")] = slot;
-    Dispatcher d(ops::cuda::dispatcher().backend(), pinned);
-    StepLaunch separate;
-    separate.fuse_silu_mul = true;
-    step.enqueue(nullptr, d, separate);
-    const HostStepOutputs want = step.host_outputs();
-    {
-      const int64_t k = m.hidden;
-      DeviceBuffer x(size_t(kBatch * k) * 2), w(size_t(k) * 2), q(size_t(2 * m.inter * k) / 2),
-          params(size_t(2 * m.inter * k) / 64 * 2), y(size_t(kBatch * 2 * m.inter) * 2);
-      ops::cuda::RmsnormInput in;
-      in.h = x.data();
-      in.w = w.data();
-      in.residual = true;
-      in.check_only = true;
-      EXPECT_TRUE(ops::cuda::rmsnorm_quantized_linear(in, q.as<const uint32_t>(), params.data(),
-                                                      params.data(), y.data(), kBatch,
-                                                      m.qkv_width(), k, 4, 64, nullptr, d))
-          << "the qkv linear does not take the norm";
-      EXPECT_TRUE(ops::cuda::rmsnorm_quantized_linear_silu_mul(
-          in, q.as<const uint32_t>(), params.data(), params.data(), y.data(), kBatch, m.inter, k, 4,
-          64, nullptr, d))
-          << "the gate/up linear does not take the norm";
-    }
-    for (uint32_t mask : {1u, 3u})
-      for (bool pdl : {false, true}) {
-        StepLaunch launch;
-        launch.pdl = pdl;
-        launch.fuse_silu_mul = true;
-        launch.fuse_norm_in = mask;
-        step.enqueue(nullptr, d, launch);
-        expect_same_outputs(step.host_outputs(), want,
-                            std::string(mask == 1u ? ", before qkv" : ", before qkv and gate/up") +
-                                (pdl ? ", PDL" : ""));
-      }
-  }
-}
-
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and
 // biases).
 void expect_same_linear(const HostLinear &a, const HostLinear &b, const std::string &what) {

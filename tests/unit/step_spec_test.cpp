@@ -81,9 +81,6 @@ TEST(StepArguments, VariantJsonNamesItsFusions) {
   j = cli::step_variant_json(v);
   EXPECT_EQ(j.at("fuse_norm"), true);
   EXPECT_EQ(j.at("omit_mask"), 1);
-  EXPECT_FALSE(j.contains("fuse_norm_in"));
-  v.launch.fuse_norm_in = 3;
-  EXPECT_EQ(cli::step_variant_json(v).at("fuse_norm_in"), 3);
 }
 
 // --omit takes the per-op breakdown's names (decode.paged for the attention); an unknown one is
@@ -108,8 +105,6 @@ TEST(StepArguments, TheStepFusesSiluAndRopeAppendByDefault) {
   EXPECT_TRUE(o.fuse_rope_append);
   // The norm inside the linear before it is not: measured slower (StepOptions::fuse_norm).
   EXPECT_FALSE(o.fuse_norm);
-  // Nor the norm in the next linear's prologue, until timed (StepOptions::fuse_norm_in).
-  EXPECT_EQ(o.fuse_norm_in, 0u);
 }
 
 TEST(ModelSpec, LlamaAndQwenConfigsGiveTheStepShapes) {

@@ -126,10 +126,6 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                  "Also time the tuned PDL step with the rmsnorm after o_proj and down the other "
                  "way from the step's default: in those linears' launches (fused-norm) or as "
                  "launches of their own (separate-norm); the same bits");
-  app_->add_flag("--norm-in-variant", options_.norm_in_variant,
-                 "Also time the tuned PDL step with the rmsnorm before qkv (norm-in-qkv), and "
-                 "before qkv and gate/up (norm-in), in those linears' prologues, the residual "
-                 "added by the linear before; the same bits");
   app_->add_option("--omit", options_.omit,
                    "Also time the tuned PDL step without the launches of these kinds (the names "
                    "of the per-op breakdown, e.g. rmsnorm; one variant each): their share of the "
@@ -285,13 +281,6 @@ int StepCommand::run() {
         fuse ? "tuned+pdl+fused-norm" : "tuned+pdl+separate-norm", &tuned, true));
     variants.back().fuse_norm = fuse;
   }
-  if (options_.norm_in_variant)
-    for (const auto &[name, mask] : {std::pair<const char *, uint32_t>{"norm-in-qkv", 1u},
-                                     std::pair<const char *, uint32_t>{"norm-in", 3u}})
-      if (step.options().fuse_norm_in != mask) {
-        variants.push_back(model::step_variant(std::string("tuned+pdl+") + name, &tuned, true));
-        variants.back().fuse_norm_in = mask;
-      }
   for (const auto &[name, kind] : omitted) {
     variants.push_back(model::step_variant("tuned+pdl-without-" + name, &tuned, true));
     variants.back().omit = 1u << kind;
@@ -302,8 +291,7 @@ int StepCommand::run() {
   const auto index_of = [&](const ChainChoice &c) {
     const model::StepLaunch want{
         c.pdl, c.pdl ? c.kv_prefetch_kib : 0,      r.variants[3].launch.fuse_rope_append,
-        false, r.variants[3].launch.fuse_silu_mul, r.variants[3].launch.fuse_norm,
-        0,     r.variants[3].launch.fuse_norm_in};
+        false, r.variants[3].launch.fuse_silu_mul, r.variants[3].launch.fuse_norm};
     for (size_t i = 2; i < r.variants.size(); ++i)
       if (r.variants[i].launch == want)
         return i;

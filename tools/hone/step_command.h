@@ -58,10 +58,6 @@ struct StepOptions {
   // One more variant: the tuned PDL step with the rmsnorm after o_proj and down the other way
   // from the step's model::StepOptions::fuse_norm.
   bool norm_variant = false;
-  // Two more variants: the tuned PDL step with the rmsnorm before qkv (norm-in-qkv), and before
-  // qkv and gate/up (norm-in), in those linears' prologues (model::StepLaunch::fuse_norm_in),
-  // where the step's default (model::StepOptions::fuse_norm_in) does not already.
-  bool norm_in_variant = false;
   // One more variant per name: the tuned PDL step without that kind's launches (timing only;
   // model::StepLaunch::omit), e.g. "rmsnorm".
   std::vector<std::string> omit;
@@ -87,8 +83,7 @@ bool pdl_chain_wins(double pdl_off_seconds, double pdl_on_seconds, int64_t pdl_m
 DispatcherOptions default_path_options();
 // One timed variant of a step (model::StepVariantResult, SweepVariant: name, pdl, seconds,
 // spread, mismatches, check_replays; where a step variant has them, fuse_rope_append,
-// fuse_silu_mul and fuse_norm, and kv_prefetch_kib, weights_once, omit_mask and fuse_norm_in where
-// they are
+// fuse_silu_mul and fuse_norm, and kv_prefetch_kib, weights_once and omit_mask where they are
 // on) as both commands
 // write it in their JSON.
 template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
@@ -108,8 +103,6 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
     j["fuse_norm"] = v.launch.fuse_norm;
     if (v.launch.omit != 0)
       j["omit_mask"] = v.launch.omit; // timing only (model::StepLaunch::omit)
-    if (v.launch.fuse_norm_in != 0)
-      j["fuse_norm_in"] = v.launch.fuse_norm_in; // bit 1: before qkv, bit 2: before gate/up
   } else {
     j["pdl"] = v.pdl;
   }

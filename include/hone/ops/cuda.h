@@ -251,42 +251,6 @@ bool quantized_linear_rmsnorm(const void *x, const uint32_t *q, const void *scal
                               int bits, int group, const RmsnormTensors &norm, unsigned *counter,
                               void *stream);
 
-// The rmsnorm before a quantized linear, done in that linear's prologue (a decode step's norm
-// before qkv or gate/up): the linear multiplies rmsnorm(h) x w with the bits of rmsnorm then
-// quantized_linear, in the order of the rmsnorm tactic the dispatcher picks for (rows, k,
-// residual). h is the norm's input with its residual already added (quantized_linear_add wrote
-// it), so the launch reads no residual and writes no residual_out; `residual` says whether the
-// separate rmsnorm took one (whose pick's order the launch must then follow).
-struct RmsnormInput {
-  const void *h = nullptr; // bf16 [rows, k]: x, or x + residual as rmsnorm forms it
-  const void *w = nullptr; // bf16 [k]
-  float eps = 1e-6f;
-  bool residual = false;   // the separate rmsnorm's shape: (rows, k, residual)
-  bool check_only = false; // launch nothing: only say whether the launch would run
-};
-// quantized_linear of rmsnorm(norm) into y in one launch, where quantized_linear runs qmv_affine
-// at this shape and its tactic has the prologue (hone::cuda::qmv_affine_norm_in_fits: 4 bits, up
-// to 8 rows, the per-weight one-tile ahead=2 register pipeline, the normalised rows in 48 KB of
-// shared memory): true. False, having launched nothing, otherwise. A negative eps throws
-// Error(invalid_argument).
-bool rmsnorm_quantized_linear(const RmsnormInput &norm, const uint32_t *q, const void *scales,
-                              const void *biases, void *y, int64_t rows, int64_t n, int64_t k,
-                              int bits, int group, void *stream, Dispatcher &d,
-                              const ChainLaunch &chain = {});
-// The same with the gate/up linear's SiLU x up epilogue (quantized_linear_silu_mul).
-bool rmsnorm_quantized_linear_silu_mul(const RmsnormInput &norm, const uint32_t *q,
-                                       const void *scales, const void *biases, void *y,
-                                       int64_t rows, int64_t inter, int64_t k, int bits, int group,
-                                       void *stream, Dispatcher &d, const ChainLaunch &chain = {});
-// y = bf16(bf16(quantized_linear(x)) + residual), the residual added as rmsnorm adds it (the
-// input of rmsnorm_quantized_linear), in one launch where quantized_linear runs qmv_affine on its
-// mma path at this shape: true. False, having launched nothing, otherwise. residual may be y.
-// check_only: launch nothing, only say whether it would.
-bool quantized_linear_add(const void *x, const uint32_t *q, const void *scales, const void *biases,
-                          void *y, int64_t rows, int64_t n, int64_t k, int bits, int group,
-                          const void *residual, void *stream, Dispatcher &d,
-                          const ChainLaunch &chain = {}, bool check_only = false);
-
 // Rotary position embedding, half rotation (Llama, Qwen2), of every query and key head of
 // `rows` tokens: with a = positions[r] x inv_freq[i], inv_freq[i] = theta^(-2i / head_dim)
 // (remapped by Llama-3.1 scaling when llama3_factor != 0, as transformers does),

@@ -92,15 +92,8 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
       p.y[static_cast<size_t>(r) * p.silu_inter + ((m >> 4) << 3) + (m & 7)] =
           __bfloat16_as_ushort(__float2bfloat16_rn(silu_mul_value(gate, up)));
     } else {
-      float v = reduce(m_local, r_local);
-      // qmv.affine's residual epilogue (Params::y_residual): y = bf16(bf16(y) + residual), the
-      // residual added as rmsnorm adds it to the linear's bf16 output.
-      if constexpr (requires { p.y_residual; })
-        if (p.y_residual != nullptr)
-          v = __bfloat162float(__float2bfloat16_rn(v)) +
-              __uint_as_float(static_cast<uint32_t>(p.y_residual[static_cast<size_t>(r) * p.n + m])
-                              << 16);
-      p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      p.y[static_cast<size_t>(r) * p.n + m] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(reduce(m_local, r_local)));
     }
   }
 #if __CUDA_ARCH__ >= 900

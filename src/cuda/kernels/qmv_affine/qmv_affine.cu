@@ -82,10 +82,6 @@ struct KernelEntry {
   // The per-weight fn whose last CTA normalises y's rows (the NORM twin; the one-tile J 2 slot
   // only, the decode default of o_proj and down at one row); null elsewhere.
   KernelFn norm_fn;
-  // [staged][SiLU] the per-weight fn, staged_fn, silu_fn and staged_silu_fn that normalise x's
-  // rows in their prologue (the NORM_IN twins; the one-tile J 2 slot only, the decode default
-  // of qkv and gate_up at one row); null elsewhere.
-  KernelFn norm_in_fn[2][2];
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -99,18 +95,8 @@ constexpr KernelEntry entry() {
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
   KernelFn staged = nullptr, staged_silu = nullptr, staged_async = nullptr;
   KernelFn staged_deep = nullptr, staged_deep_silu = nullptr, norm = nullptr;
-  KernelFn norm_in[2][2] = {};
-  if constexpr (BITS == 4 && NT == 1 && MT == 1 && J == 2 && ALT) {
+  if constexpr (BITS == 4 && NT == 1 && MT == 1 && J == 2 && ALT)
     norm = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, false, false, true>;
-    norm_in[0][0] = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, false, false,
-                                           false, true>;
-    norm_in[0][1] =
-        &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, false, false, false, true>;
-    norm_in[1][0] =
-        &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, true, false, false, true>;
-    norm_in[1][1] =
-        &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, true, true, false, false, true>;
-  }
   if constexpr (BITS == 4 && !ALT)
     staged_async = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, S, 0, false, true>;
   if constexpr (BITS == 4 && NT == 1 && J == 2) {
@@ -155,8 +141,7 @@ constexpr KernelEntry entry() {
           staged_deep,
           staged_deep_silu,
           staged_async,
-          norm,
-          {{norm_in[0][0], norm_in[0][1]}, {norm_in[1][0], norm_in[1][1]}}};
+          norm};
 }
 
 // NOTE: J (chunks of weights in flight per warp) is sized so that the weight fragments, their
@@ -507,114 +492,6 @@ bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &ar
   return true;
 }
 
-namespace {
-
-// The NORM_IN twin a launch of `config` with `args` runs, its shared-memory offset for the norm
-// and the dynamic shared memory past the partials in all (staged parameters and the norm), or
-// a reason it has none.
-struct NormInLaunch {
-  KernelFn fn = nullptr;
-  int staged_words = 0;
-  unsigned offset = 0;
-  size_t extra_bytes = 0;
-  std::string why;
-};
-NormInLaunch norm_in_launch(const QmvAffineConfig &config, const QmvAffineArgs &args) {
-  NormInLaunch l;
-  const KernelEntry *e = config.path == KernelPath::mma && !config.async && config.deep == 0
-                             ? find_kernel(config, args.bits)
-                             : nullptr;
-  if (!e || !e->norm_in_fn[0][0]) {
-    l.why = "no NORM_IN twin for " + config.to_tactic().str() +
-            " (the per-weight 4-bit one-tile ahead=2 register pipeline has them)";
-    return l;
-  }
-  if (args.chunk_groups != -1 || args.norm.out != nullptr) {
-    l.why = "the NORM_IN twins take the shape's own dequantisation and no NORM epilogue";
-    return l;
-  }
-  if (args.rows < 1 || args.rows > 8) {
-    l.why = "rows=" + std::to_string(args.rows) + " outside 1..8 (one CTA's rows)";
-    return l;
-  }
-  const int threads = config.warps * 32;
-  if (!rmsnorm_row::norm_in_fits(threads, args.k, args.norm_in.lanes)) {
-    l.why = "a CTA of " + std::to_string(threads) +
-            " threads cannot sum hidden=" + std::to_string(args.k) +
-            " in the order of lanes=" + std::to_string(args.norm_in.lanes);
-    return l;
-  }
-  if ((reinterpret_cast<uintptr_t>(args.x) | reinterpret_cast<uintptr_t>(args.norm_in.w)) % 16 !=
-          0 ||
-      !(args.norm_in.eps >= 0)) {
-    l.why = "x and the norm's w must be 16-byte aligned, eps not negative";
-    return l;
-  }
-  if (args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||
-      config.warps_k < 1 || config.split_k < 1) {
-    l.why = "shape";
-    return l;
-  }
-  Params p = mma_params(config, args);
-  p.factored = qmv_affine_launch_chunk_groups(-1, args.bits, args.group, args.k);
-  if (p.factored != 0) {
-    l.why = "the shape's dequantisation is factored (the NORM_IN twins are per weight)";
-    return l;
-  }
-  p.silu_inter = args.silu_inter;
-  l.staged_words = staged_words(*e, config, args, p);
-  l.fn = e->norm_in_fn[l.staged_words > 0 ? 1 : 0][args.silu_inter > 0 ? 1 : 0];
-  const size_t before = split_k_shared_bytes(e->kernel, config.warps, false) +
-                        staged_bytes(*e, config, l.staged_words);
-  l.offset = static_cast<unsigned>((before + 15) / 16 * 16);
-  l.extra_bytes = l.offset - split_k_shared_bytes(e->kernel, config.warps, false) +
-                  rmsnorm_row::norm_in_shared_bytes(args.rows, args.k);
-  if (split_k_shared_bytes(e->kernel, config.warps, false) + l.extra_bytes >
-      kSplitKMaxSharedBytes) {
-    l.fn = nullptr;
-    l.why = "the normalised rows (" + std::to_string(args.rows) + " x " + std::to_string(args.k) +
-            ") do not fit the 48 KB of shared memory beside the kernel's own";
-    return l;
-  }
-  if (!kernel_spill_free(reinterpret_cast<const void *>(l.fn))) {
-    l.fn = nullptr;
-    l.why = "the NORM_IN twin spills";
-  }
-  return l;
-}
-
-} // namespace
-
-bool qmv_affine_norm_in_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
-                             std::string *reason) {
-  if (args.silu_inter != 0 &&
-      !qmv_affine_silu_epilogue_fits(config, args.bits, args.group, args.k, args.silu_inter)) {
-    if (reason)
-      *reason = "the config has no SiLU epilogue at this shape";
-    return false;
-  }
-  NormInLaunch l = norm_in_launch(config, args);
-  if (!l.fn && reason)
-    *reason = std::move(l.why);
-  return l.fn != nullptr;
-}
-
-bool qmv_affine_residual_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
-                              std::string *reason) {
-  auto no = [&](const char *why) {
-    if (reason)
-      *reason = why;
-    return false;
-  };
-  if (config.path != KernelPath::mma)
-    return no("the residual epilogue is the mma path's (the register pipeline or its ring)");
-  if (args.silu_inter != 0 || args.norm.out != nullptr)
-    return no("the residual epilogue has no SiLU and no NORM twin beside it");
-  if (reinterpret_cast<uintptr_t>(args.residual) % 2 != 0)
-    return no("the residual must be 2-byte aligned");
-  return true;
-}
-
 bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffineArgs &args) {
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 || args.group <= 0 || args.k % args.group != 0 ||
@@ -630,10 +507,6 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   if (args.silu_inter != 0 &&
       (!qmv_affine_silu_epilogue_fits(config, args.bits, args.group, args.k, args.silu_inter) ||
        args.n != 2 * args.silu_inter || args.chunk_groups != -1))
-    return LaunchStatus::invalid_value();
-  // The residual epilogue and the NORM_IN prologue are the mma path's (checked again below).
-  if ((args.residual != nullptr && !qmv_affine_residual_fits(config, args)) ||
-      (args.norm_in.w != nullptr && config.path != KernelPath::mma))
     return LaunchStatus::invalid_value();
   if (config.path == KernelPath::ring)
     return qmv_affine_ring_launch(config, args, stream);
@@ -686,24 +559,6 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   KernelFn fn = p.factored < 0 ? nullptr : fns[p.factored];
   if (!fn || (p.factored == 2 && !qmv_affine_parameter_pairs_aligned(args.scales, args.biases)))
     return LaunchStatus::invalid_value();
-  if (args.residual != nullptr) {
-    if (!qmv_affine_residual_fits(config, args))
-      return LaunchStatus::invalid_value();
-    p.y_residual = static_cast<const uint16_t *>(args.residual);
-  }
-  if (args.norm_in.w != nullptr) {
-    const NormInLaunch l = norm_in_launch(config, args);
-    if (!l.fn)
-      return LaunchStatus::invalid_value();
-    p.staged_words = l.staged_words;
-    p.norm_in.w = static_cast<const uint16_t *>(args.norm_in.w);
-    p.norm_in.lanes = args.norm_in.lanes;
-    p.norm_in.eps = args.norm_in.eps;
-    p.norm_in.shared_offset = l.offset;
-    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                                 reinterpret_cast<const void *>(l.fn), args.chain.dependent,
-                                 l.extra_bytes);
-  }
   if (args.norm.out != nullptr) {
     if (!qmv_affine_norm_fits(config, args))
       return LaunchStatus::invalid_value();

@@ -63,12 +63,6 @@ struct Params {
   int staged_words; // parameter-vector kernels: 32-bit words a weight row takes in each warp's
                     // staged parameters (staged_words, qmv_affine.cu), after the partials; 0: none
   rmsnorm_row::GridRowsNorm norm; // the NORM kernels: the rmsnorm of y's rows (norm.x = y)
-  // The NORM_IN kernels: x holds h, and each CTA multiplies rmsnorm(h) x norm_in.w, normalised
-  // in its prologue (rmsnorm_row::norm_in_rows).
-  rmsnorm_row::RowsNormIn norm_in;
-  // Not null (the plain epilogue of the mma kernels): y = bf16(bf16(y) + y_residual), the
-  // residual added as rmsnorm adds it (quantized_linear_add); may be y itself.
-  const uint16_t *y_residual;
 };
 
 template <int BITS> struct Layout {
@@ -541,14 +535,9 @@ __device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Param
 // kQmvMmaDeeper above), of the one-tile J 2 kernel of 8-row CTAs only.
 // NORM: the twin whose last CTA then normalises y's rows as the rmsnorm after the linear would
 // (p.norm; rmsnorm_row::grid_norm_rows), of the per-weight register pipeline only.
-// NORM_IN: the twin that multiplies rmsnorm(x) x p.norm_in.w, normalised by every CTA after its
-// wait into shared memory (rmsnorm_row::norm_in_rows), where its activation loads read it; the
-// register pipeline's one-tile J 2 kernels only.
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
-          bool STAGE = false, bool DEEP = false, bool NORM = false, bool NORM_IN = false>
+          bool STAGE = false, bool DEEP = false, bool NORM = false>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
-  static_assert(!NORM_IN || (S == 0 && NT == 1 && !NORM && !DEEP),
-                "the NORM_IN twins are the one-tile register pipeline's");
   // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
   // before its first activation load and lets the next one start; both are no-ops otherwise.
   // The register pipeline (S = 0) issues its first block of weights and group parameters,
@@ -560,8 +549,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   }
   if constexpr (NORM) // the norm's weight, which the last CTA reads after its count, into L2
     rmsnorm_row::grid_norm_prefetch(p.norm);
-  if constexpr (NORM_IN) // the norm's weight, which every CTA reads after its wait, into L1
-    rmsnorm_row::norm_in_prefetch(p.norm_in, p.k);
   using L = Layout<BITS>;
   using R = LaneRuns<BITS, GROUPS>;
   extern __shared__ float4 shared_partials[];
@@ -589,28 +576,10 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   if constexpr (kOffsets)
     lane_row_offsets<MT, SILU>(qo, po, p, words_per_row, m_warp, g, R::kRunWords * t, 0u);
   const uint16_t *xp[NT];
-  // NORM_IN: the CTA's rows [row0, row0 + norm_rows), normalised in shared memory.
-  const int norm_rows = min(NT * 8, p.rows - row0);
-  const uint16_t *norm_base = nullptr;
-  if constexpr (NORM_IN)
-    norm_base =
-        reinterpret_cast<const uint16_t *>(reinterpret_cast<const char *>(shared_partials) +
-                                           p.norm_in.shared_offset + rmsnorm_row::kMaxWarps * 4);
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int row = min(row0 + nt * 8 + g, p.rows - 1);
-    if constexpr (NORM_IN)
-      xp[nt] = norm_base + static_cast<size_t>(row - row0) * p.k + R::kRunValues * t;
-    else
-      xp[nt] = p.x + static_cast<size_t>(row) * p.k + R::kRunValues * t;
-  }
-  // 16 bytes of activations: from L1, or from the normalised rows in shared memory (NORM_IN).
-  auto activation = [&](const uint16_t *a) {
-    if constexpr (NORM_IN)
-      return *reinterpret_cast<const uint4 *>(a);
-    else
-      return load_activation(a);
-  };
+  for (int nt = 0; nt < NT; ++nt)
+    xp[nt] =
+        p.x + static_cast<size_t>(min(row0 + nt * 8 + g, p.rows - 1)) * p.k + R::kRunValues * t;
 
   float acc[MT][NT][4]; // m16n8 accumulators, fp32
   zero_accumulators(acc);
@@ -683,7 +652,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int v = 0; v < L::kXVectors; ++v)
-        x[nt][v] = in_k ? activation(xp[nt] + chunk * L::kChunkK + R::x_offset(v))
+        x[nt][v] = in_k ? load_activation(xp[nt] + chunk * L::kChunkK + R::x_offset(v))
                         : make_uint4(0, 0, 0, 0);
   };
   // The activations of the chunk being multiplied. Where registers allow (kXAhead), the next
@@ -703,9 +672,6 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
       pdl_wait();
       pdl_launch_dependents();
     }
-    if constexpr (NORM_IN)
-      rmsnorm_row::norm_in_rows(p.norm_in, p.x + static_cast<size_t>(row0) * p.k, norm_rows, p.k,
-                                reinterpret_cast<char *>(shared_partials));
     if constexpr (kXAhead)
       load_x(c, x);
   };
@@ -744,7 +710,7 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
 #pragma unroll
       for (int v = 0; v < L::kXVectors; ++v)
         x_next[nt][v] =
-            activation(xp[nt] + ahead * static_cast<uint32_t>(L::kChunkK) + R::x_offset(v));
+            load_activation(xp[nt] + ahead * static_cast<uint32_t>(L::kChunkK) + R::x_offset(v));
     mma_chunk<BITS, NT, MT, GROUPS>(acc, f, x, half);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)

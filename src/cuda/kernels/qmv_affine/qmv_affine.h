@@ -67,16 +67,6 @@ struct QmvAffineNorm {
   float eps = 0.f;
 };
 
-// The rmsnorm that precedes the linear, done in its prologue by every CTA (the NORM_IN twins,
-// qmv_affine.cuh): the linear multiplies rmsnorm(x) x w, x being h (the residual already added),
-// normalised in the summation order of `lanes` partials (the rmsnorm config the separate launch
-// would run), so that y holds the separate launches' bits. x's hidden is k.
-struct QmvAffineNormIn {
-  const void *w = nullptr; // bf16 [k]; null: no norm
-  int lanes = 0;
-  float eps = 0.f;
-};
-
 struct QmvAffineArgs {
   const void *x = nullptr;      // bf16 [rows, k]
   const uint32_t *q = nullptr;  // [n, k * bits / 32]
@@ -100,12 +90,6 @@ struct QmvAffineArgs {
   int stage_parameters = -1;
   // norm.out set: the rmsnorm of y's rows in the same launch (qmv_affine_norm_fits).
   QmvAffineNorm norm;
-  // norm_in.w set: the rmsnorm of x's rows in the same launch, before the linear
-  // (qmv_affine_norm_in_fits).
-  QmvAffineNormIn norm_in;
-  // Not null: y = bf16(bf16(x W^T) + residual), bf16 [rows, n], the residual added as rmsnorm
-  // adds it (may be y itself); the mma path without SiLU (qmv_affine_residual_fits).
-  const void *residual = nullptr;
 };
 
 // Every config compiled in for `bits` (the candidate universe); filter with
@@ -159,18 +143,6 @@ bool qmv_affine_deep_stage_fits(const QmvAffineConfig &config, int k, int bits);
 // tensors 16-byte aligned and a counter given. False with a reason otherwise.
 bool qmv_affine_norm_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
                           std::string *reason = nullptr);
-// Whether a launch of `config` with `args` can normalise x's rows in its prologue (args.norm_in):
-// where the launch runs the register pipeline of the one-tile J 2 slot (4 bits, 8-row CTAs,
-// `ahead=2`, per weight, staged or not, with or without SiLU: the NORM_IN twins are compiled for
-// it alone; no `deep`), up to 8 rows, its CTA can take rmsnorm's order for args.norm_in.lanes
-// (rmsnorm_row::norm_in_fits), the rows fit 48 KB of shared memory beside the kernel's own, and x
-// and w are 16-byte aligned. False with a reason otherwise.
-bool qmv_affine_norm_in_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
-                             std::string *reason = nullptr);
-// Whether a launch of `config` can add a residual to its output (QmvAffineArgs::residual): the
-// mma path (the register pipeline or its cp.async ring), without SiLU and without the NORM twin.
-bool qmv_affine_residual_fits(const QmvAffineConfig &config, const QmvAffineArgs &args,
-                              std::string *reason = nullptr);
 // Whether a launch of `config` with `args` on the current device stages its group parameters in
 // shared memory (QmvAffineArgs::stage_parameters; by default the J 2 parameter-vector kernels on
 // grids of two CTAs an SM or more and long K slices, and the cp.async ring's int4 kernels on
