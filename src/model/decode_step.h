@@ -116,6 +116,11 @@ struct StepLaunch {
   // timed with and without them gives their share of the chain as it runs (the breakdown times
   // each kind alone, PDL off). The outputs are then not the step's.
   uint32_t omit = 0;
+  // With `pdl`: the L1 / shared-memory split every dependent launch of the chain asks for (the
+  // percent of the most shared memory an SM can have; cuda/kernels/common/chain_carveout.h), so
+  // that no kernel waits for an SM to empty before it can change the split; -1: each kernel's
+  // the driver's choice. No bit of the outputs changes.
+  int shared_carveout = -1;
   bool operator==(const StepLaunch &) const = default;
 };
 

@@ -36,6 +36,7 @@ struct StepVariant {
   // StepLaunch::fuse_norm; unset: the step's StepOptions::fuse_norm.
   std::optional<bool> fuse_norm;
   uint32_t omit = 0; // StepLaunch::omit (timing only)
+  int shared_carveout = -1; // with pdl: StepLaunch::shared_carveout
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of

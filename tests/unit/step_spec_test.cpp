@@ -81,6 +81,9 @@ TEST(StepArguments, VariantJsonNamesItsFusions) {
   j = cli::step_variant_json(v);
   EXPECT_EQ(j.at("fuse_norm"), true);
   EXPECT_EQ(j.at("omit_mask"), 1);
+  EXPECT_FALSE(j.contains("shared_carveout"));
+  v.launch.shared_carveout = 100;
+  EXPECT_EQ(cli::step_variant_json(v).at("shared_carveout"), 100);
 }
 
 // --omit takes the per-op breakdown's names (decode.paged for the attention); an unknown one is

@@ -126,6 +126,12 @@ StepCommand::StepCommand(CLI::App &parent, const GlobalOptions &global)
                  "Also time the tuned PDL step with the rmsnorm after o_proj and down the other "
                  "way from the step's default: in those linears' launches (fused-norm) or as "
                  "launches of their own (separate-norm); the same bits");
+  app_->add_option("--carveout", options_.carveouts,
+                   "Also time the tuned PDL step with every dependent launch asking for this "
+                   "L1 / shared-memory split, in percent of the most shared memory (one variant "
+                   "each; the same bits): one split for the whole chain")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 100));
   app_->add_option("--omit", options_.omit,
                    "Also time the tuned PDL step without the launches of these kinds (the names "
                    "of the per-op breakdown, e.g. rmsnorm; one variant each): their share of the "
@@ -280,6 +286,11 @@ int StepCommand::run() {
     variants.push_back(model::step_variant(
         fuse ? "tuned+pdl+fused-norm" : "tuned+pdl+separate-norm", &tuned, true));
     variants.back().fuse_norm = fuse;
+  }
+  for (int percent : options_.carveouts) {
+    variants.push_back(
+        model::step_variant("tuned+pdl+smem" + std::to_string(percent), &tuned, true));
+    variants.back().shared_carveout = percent;
   }
   for (const auto &[name, kind] : omitted) {
     variants.push_back(model::step_variant("tuned+pdl-without-" + name, &tuned, true));

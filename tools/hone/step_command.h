@@ -61,6 +61,10 @@ struct StepOptions {
   // One more variant per name: the tuned PDL step without that kind's launches (timing only;
   // model::StepLaunch::omit), e.g. "rmsnorm".
   std::vector<std::string> omit;
+  // One more variant per value: the tuned PDL step with every dependent launch asking for this
+  // L1 / shared-memory split (percent of the most shared memory; model::StepLaunch::
+  // shared_carveout).
+  std::vector<int> carveouts;
 };
 
 // "bf16" -> {16, 0}; "int4:g64" -> {4, 64}. Throws Error(invalid_argument) naming the value.
@@ -103,6 +107,8 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
     j["fuse_norm"] = v.launch.fuse_norm;
     if (v.launch.omit != 0)
       j["omit_mask"] = v.launch.omit; // timing only (model::StepLaunch::omit)
+    if (v.launch.shared_carveout >= 0)
+      j["shared_carveout"] = v.launch.shared_carveout;
   } else {
     j["pdl"] = v.pdl;
   }

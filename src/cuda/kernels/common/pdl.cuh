@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/chain_carveout.h"
 #include "cuda/kernels/common/kernel_types.h"
 
 namespace hone::cuda::kernel_detail {
@@ -45,12 +46,17 @@ LaunchStatus launch_maybe_dependent(void (*kernel)(Params), dim3 grid, dim3 bloc
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attribute{};
+  cudaLaunchAttribute attributes[2]{};
   if (dependent && hone::cuda::pdl_supported()) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
+    attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attributes;
     config.numAttrs = 1;
+    if (const int carveout = hone::cuda::chain_shared_carveout(); carveout >= 0) {
+      attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+      attributes[1].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+      config.numAttrs = 2;
+    }
   }
   Params copy = params;
   void *args[] = {&copy};

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/chain_carveout.h"
 #include "cuda/kernels/common/kernel_types.h"
 
 namespace hone::cuda {
@@ -29,7 +30,7 @@ int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kern
   launch.blockDim = dim3(static_cast<unsigned>(grid.threads));
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchAttribute attributes[3]{};
   unsigned count = 0;
   if (grid.split_k > 1) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
@@ -42,6 +43,11 @@ int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kern
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
+    if (const int carveout = chain_shared_carveout(); carveout >= 0) {
+      attributes[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+      attributes[count].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+      ++count;
+    }
   }
   launch.attrs = count > 0 ? attributes : nullptr;
   launch.numAttrs = count;

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/common/chain_carveout.h"
+
 namespace hone::cuda {
 
 int persistent_ctas(const void *kernel, int threads, size_t shared_bytes, int tiles,
@@ -35,12 +37,17 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
   launch.blockDim = dim3(static_cast<unsigned>(threads));
   launch.dynamicSmemBytes = shared_bytes;
   launch.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attribute{};
+  cudaLaunchAttribute attributes[2]{};
   if (dependent && pdl_supported()) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    launch.attrs = &attribute;
+    attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[0].val.programmaticStreamSerializationAllowed = 1;
+    launch.attrs = attributes;
     launch.numAttrs = 1;
+    if (const int carveout = chain_shared_carveout(); carveout >= 0) { // chain_carveout.h
+      attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+      attributes[1].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+      launch.numAttrs = 2;
+    }
   }
   void *args[] = {params};
   const cudaError_t status = cudaLaunchKernelExC(&launch, kernel, args);
