@@ -20,7 +20,8 @@ DecodeStepChainOp::DecodeStepChainOp()
                 DimSpec::exact("layers", 1, 4096), DimSpec::exact("model", 0, kChainMaxModelId)}} {}
 
 std::vector<Tactic> DecodeStepChainOp::candidates(const Shape &) const {
-  return {chain_tactic(false), chain_tactic(true), chain_tactic(true, kChainKvPrefetchKib)};
+  return {chain_tactic(false), chain_tactic(true), chain_tactic(true, kChainKvPrefetchKib),
+          chain_tactic(true, 0, true)};
 }
 
 Tactic DecodeStepChainOp::default_tactic(const Shape &) const { return chain_tactic(false); }
@@ -59,27 +60,35 @@ CompiledTactic DecodeStepChainOp::compile(const Tactic &tactic) const {
   const auto &ps = tactic.params;
   if (tactic.kernel == kChainOpName && !ps.empty() && ps[0].first == "pdl" &&
       (ps[0].second == 0 || ps[0].second == 1)) {
-    if (ps.size() == 1)
-      return CompiledTactic::of(ChainChoice{ps[0].second == 1, 0});
-    if (ps.size() == 2 && ps[0].second == 1 && ps[1].first == "kv_prefetch" && ps[1].second >= 1 &&
-        ps[1].second <= kChainMaxKvPrefetchKib)
-      return CompiledTactic::of(ChainChoice{true, static_cast<int>(ps[1].second)});
+    ChainChoice c{ps[0].second == 1, 0, false};
+    size_t i = 1;
+    if (c.pdl && i < ps.size() && ps[i].first == "kv_prefetch" && ps[i].second >= 1 &&
+        ps[i].second <= kChainMaxKvPrefetchKib)
+      c.kv_prefetch_kib = static_cast<int>(ps[i++].second);
+    if (c.pdl && i < ps.size() && ps[i].first == "early" && ps[i].second == 1) {
+      c.early_trigger = true;
+      ++i;
+    }
+    if (i == ps.size())
+      return CompiledTactic::of(c);
   }
   HONE_INVALID_ARGUMENT(std::string(kChainOpName) + ": tactic '" + tactic.str() + "' is not " +
                         chain_tactic(false).str() + ", " + chain_tactic(true).str() + " or " +
                         chain_tactic(true).str() + ",kv_prefetch=K (K in 1.." +
-                        str(kChainMaxKvPrefetchKib) + ")");
+                        str(kChainMaxKvPrefetchKib) + "), either optionally followed by ,early=1");
 }
 
-Tactic chain_tactic(bool pdl, int kv_prefetch_kib) {
+Tactic chain_tactic(bool pdl, int kv_prefetch_kib, bool early_trigger) {
   Tactic t{std::string(kChainOpName), {{"pdl", pdl ? 1 : 0}}};
   if (pdl && kv_prefetch_kib > 0)
     t.params.emplace_back("kv_prefetch", kv_prefetch_kib);
+  if (pdl && early_trigger)
+    t.params.emplace_back("early", 1);
   return t;
 }
 
 Tactic chain_tactic(const ChainChoice &choice) {
-  return chain_tactic(choice.pdl, choice.kv_prefetch_kib);
+  return chain_tactic(choice.pdl, choice.kv_prefetch_kib, choice.early_trigger);
 }
 
 } // namespace hone

@@ -24,10 +24,12 @@ inline constexpr int kChainKvPrefetchKib = 256;
 // The largest distance a chain tactic may spell (decode.paged's own limit).
 inline constexpr int kChainMaxKvPrefetchKib = 1 << 20;
 
-// A chain tactic compiled: PDL, and with it decode.paged's KV prefetch distance (0: none).
+// A chain tactic compiled: PDL, and with it decode.paged's KV prefetch distance (0: none) and
+// whether rmsnorm lets the next kernel start at its own start (model::StepLaunch::early_trigger).
 struct ChainChoice {
   bool pdl = false;
   int kv_prefetch_kib = 0;
+  bool early_trigger = false;
   bool operator==(const ChainChoice &) const = default;
 };
 
@@ -35,22 +37,25 @@ struct ChainChoice {
 // backend cuda. batch: the power of two at or above (1, 2, 4, .., 32, the step's range);
 // bits 16 for bf16 weights (group 0), else 4 or 8 with group 32, 64 or 128; page_size 16, 32
 // or 64; hidden and layers for a reader; model: chain_model_id(), every dimension the step's
-// time depends on. Tactics `chain.decode_step:pdl=0` (the default), `:pdl=1` and
+// time depends on. Tactics `chain.decode_step:pdl=0` (the default), `:pdl=1`,
 // `:pdl=1,kv_prefetch=K` (PDL with decode.paged's KV prefetch of K KiB per CTA; the candidate
-// is K = kChainKvPrefetchKib, any K in 1..kChainMaxKvPrefetchKib compiles). It has no per-launch
-// workload: prepare() throws, since the chain is timed as CUDA graphs of the whole step.
+// is K = kChainKvPrefetchKib, any K in 1..kChainMaxKvPrefetchKib compiles) and `...,early=1`
+// after either (rmsnorm lets the next kernel start at its own start; the candidate is
+// `:pdl=1,early=1`). It has no per-launch workload: prepare() throws, since the chain is timed
+// as CUDA graphs of the whole step.
 class DecodeStepChainOp final : public TunableOp {
 public:
   DecodeStepChainOp();
-  // The identity in its keys, chain.decode_step@1 on cuda over bf16 activations. Bump the
-  // version when the dimensions, the fields of chain_model_id() or the meaning of pdl change.
+  // The identity in its keys, chain.decode_step@2 on cuda over bf16 activations. Bump the
+  // version when the dimensions, the fields of chain_model_id(), the meaning of a field or the
+  // candidates change (2: early=1 joined them, so that a pick made without it is re-timed).
   std::string_view name() const override { return kChainOpName; }
   std::string_view backend() const override { return "cuda"; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }
   DType dtype() const override { return DType::bf16; }
   const BucketSpec &buckets() const override { return buckets_; }
   Tactic default_tactic(const Shape &bucket) const override; // pdl=0
-  // pdl=0, pdl=1, pdl=1,kv_prefetch=kChainKvPrefetchKib
+  // pdl=0, pdl=1, pdl=1,kv_prefetch=kChainKvPrefetchKib, pdl=1,early=1
   std::vector<Tactic> candidates(const Shape &bucket) const override;
   // A ChainChoice; throws Error(invalid_argument) naming a tactic of another spelling.
   CompiledTactic compile(const Tactic &tactic) const override;
@@ -65,8 +70,9 @@ private:
   BucketSpec buckets_;
 };
 
-// `chain.decode_step:pdl=0` / `:pdl=1` / `:pdl=1,kv_prefetch=K` (K > 0 only with pdl).
-Tactic chain_tactic(bool pdl, int kv_prefetch_kib = 0);
+// `chain.decode_step:pdl=0` / `:pdl=1` / `:pdl=1,kv_prefetch=K` (K > 0 only with pdl), then
+// `,early=1` where early_trigger (only with pdl).
+Tactic chain_tactic(bool pdl, int kv_prefetch_kib = 0, bool early_trigger = false);
 Tactic chain_tactic(const ChainChoice &choice);
 
 } // namespace hone

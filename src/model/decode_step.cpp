@@ -12,7 +12,7 @@
 #include "cuda/backend/cuda_check.h"
 #include "cuda/backend/device_buffer.h"
 #include "cuda/backend/random_fill.h"
-#include "cuda/kernels/common/chain_carveout.h"
+#include "cuda/kernels/common/chain_settings.h"
 #include "cuda/peers/cublaslt_bf16_gemm.h"
 #include "hone/error.h"
 #include "hone/ops/cuda.h"
@@ -386,7 +386,8 @@ void DecodeStep::enqueue_only(StepOp op, void *stream, Dispatcher &d, bool pdl) 
 void DecodeStep::run(const StepOp *only, void *stream, Dispatcher &d, const StepLaunch &launch) {
   const bool pdl = launch.pdl;
   const bool fuse = launch.fuse_rope_append;
-  const cuda::ScopedChainCarveout carveout(pdl ? launch.shared_carveout : -1);
+  const cuda::ScopedChainSettings chain_settings(pdl ? launch.shared_carveout : -1,
+                                                 pdl && launch.early_trigger);
   State &st = *s_;
   const ModelSpec &m = st.spec;
   const StepOptions &o = st.opt;

@@ -90,7 +90,8 @@ StepLaunch launch_of(const StepVariant &v, const DecodeStep &step) {
           v.fuse_silu_mul.value_or(step.options().fuse_silu_mul),
           v.fuse_norm.value_or(step.options().fuse_norm),
           v.omit,
-          v.pdl ? v.shared_carveout : -1};
+          v.pdl ? v.shared_carveout : -1,
+          v.pdl && v.early_trigger};
 }
 
 int launches_of(StepOp op, const DecodeStep &step) {

@@ -37,6 +37,7 @@ struct StepVariant {
   std::optional<bool> fuse_norm;
   uint32_t omit = 0; // StepLaunch::omit (timing only)
   int shared_carveout = -1; // with pdl: StepLaunch::shared_carveout
+  bool early_trigger = false; // with pdl: StepLaunch::early_trigger
 };
 
 // The variant `name` of `dispatcher`'s tactics, PDL on or off, with the KV prefetch of

@@ -41,7 +41,7 @@ ChainTiming pdl_wins() {
           .mismatches = 0,
           .check_replays = kChainCheckReplays,
           .replays_per_sample = 20,
-          .prefetch = {}};
+          .variants = {}};
 }
 
 TEST(ChainTactic, KeyEncodesBatchBucketFormatAndModel) {
@@ -52,7 +52,7 @@ TEST(ChainTactic, KeyEncodesBatchBucketFormatAndModel) {
                            std::to_string(kLlama8bModelId);
   EXPECT_EQ(chain_op().buckets().describe(bucket), text);
   const std::string key = cache_key(chain_op(), bucket, "NVIDIA H200");
-  EXPECT_EQ(key, "chain.decode_step@1|" + text + "|bf16|NVIDIA H200");
+  EXPECT_EQ(key, "chain.decode_step@2|" + text + "|bf16|NVIDIA H200");
 
   // The key parses back to the same bucket.
   const std::optional<CacheKeyParts> parts = parse_cache_key(key);
@@ -91,12 +91,24 @@ TEST(ChainTactic, KeyEncodesBatchBucketFormatAndModel) {
             chain_model_id(m));
 }
 
-TEST(ChainTactic, OpHasThreeTacticsAndNoWorkload) {
+TEST(ChainTactic, OpHasFourTacticsAndNoWorkload) {
   const DecodeStepChainOp &op = chain_op();
   const Shape bucket = chain_bucket(llama(), 1, 16, 0, 16);
   EXPECT_EQ(op.default_tactic(bucket).str(), "chain.decode_step:pdl=0");
   EXPECT_EQ(op.candidates(bucket), (std::vector<Tactic>{chain_tactic(false), chain_tactic(true),
-                                                        chain_tactic(true, kChainKvPrefetchKib)}));
+                                                        chain_tactic(true, kChainKvPrefetchKib),
+                                                        chain_tactic(true, 0, true)}));
+  // 2: early=1 joined the candidates, so that a pick made without it is timed again.
+  EXPECT_EQ(op.version(), 2);
+  EXPECT_EQ(chain_tactic(true, 0, true).str(), "chain.decode_step:pdl=1,early=1");
+  EXPECT_EQ(chain_tactic(true, 64, true).str(), "chain.decode_step:pdl=1,kv_prefetch=64,early=1");
+  EXPECT_EQ(chain_tactic(false, 0, true), chain_tactic(false)); // no early trigger without PDL
+  EXPECT_EQ(op.compile(chain_tactic(true, 0, true)).as<ChainChoice>(),
+            (ChainChoice{true, 0, true}));
+  EXPECT_EQ(
+      op.compile(Tactic::parse("chain.decode_step:pdl=1,kv_prefetch=64,early=1")).as<ChainChoice>(),
+      (ChainChoice{true, 64, true}));
+  EXPECT_EQ(op.unrunnable_reason(chain_tactic(true, 0, true), bucket), std::nullopt);
   EXPECT_EQ(chain_tactic(true, 256).str(), "chain.decode_step:pdl=1,kv_prefetch=256");
   EXPECT_EQ(chain_tactic(false, 256), chain_tactic(false)); // no prefetch without PDL
   EXPECT_EQ(op.unrunnable_reason(chain_tactic(true), bucket), std::nullopt);
@@ -110,7 +122,9 @@ TEST(ChainTactic, OpHasThreeTacticsAndNoWorkload) {
        {"chain.decode_step:pdl=2", "chain.decode_step", "chain.decode_step:pdl=1,l2=4",
         "chain.decode_step:pdl=0,kv_prefetch=64", "chain.decode_step:pdl=1,kv_prefetch=0",
         "chain.decode_step:pdl=1,kv_prefetch=1048577", "chain.decode_step:kv_prefetch=64,pdl=1",
-        "chain.decode_step:pdl=1,kv_prefetch=64,x=1"}) {
+        "chain.decode_step:pdl=1,kv_prefetch=64,x=1", "chain.decode_step:pdl=0,early=1",
+        "chain.decode_step:pdl=1,early=0", "chain.decode_step:pdl=1,early=2",
+        "chain.decode_step:pdl=1,early=1,kv_prefetch=64"}) {
     EXPECT_NE(op.unrunnable_reason(Tactic::parse(bad), bucket), std::nullopt) << bad;
     EXPECT_NE(invalid_message([&] { op.compile(Tactic::parse(bad)); }).find(bad), std::string::npos)
         << bad;
@@ -162,7 +176,7 @@ TEST(ChainTactic, PdlNeedsBitIdentityAThousandReplaysAndTheMargin) {
 TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
   const auto with = [](double seconds, int kib = kChainKvPrefetchKib, int64_t mismatches = 0) {
     ChainTiming t = pdl_wins(); // PDL 0.96 of PDL off
-    t.prefetch.push_back({kib, seconds, 0.004, mismatches, kChainCheckReplays});
+    t.variants.push_back({kib, seconds, 0.004, mismatches, kChainCheckReplays});
     return t;
   };
   ChainDecision d = decide_chain(with(0.92e-3));
@@ -176,7 +190,7 @@ TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
   // Not bit-identical, or not checked enough: never picked, however fast.
   EXPECT_EQ(decide_chain(with(0.5e-3, 256, 2)).kv_prefetch_kib, 0);
   ChainTiming t = with(0.5e-3);
-  t.prefetch[0].check_replays = 10;
+  t.variants[0].check_replays = 10;
   EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 0);
   // Plain PDL rejected (words differ): the prefetch variant is judged against PDL off.
   t = with(0.95e-3);
@@ -186,7 +200,7 @@ TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
   EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib);
   // The fastest of two.
   t = with(0.93e-3, 64);
-  t.prefetch.push_back({512, 0.90e-3, 0.004, 0, kChainCheckReplays});
+  t.variants.push_back({512, 0.90e-3, 0.004, 0, kChainCheckReplays});
   EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 512);
 
   // As a report: three candidates, the prefetch one picked, plain PDL's reason says so.
@@ -202,6 +216,37 @@ TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
   EXPECT_EQ(failed.result.pick(), chain_tactic(true));
   EXPECT_EQ(failed.result.candidates[2].status, Status::gate_failed);
   EXPECT_NE(failed.result.candidates[2].reason.find("9 words differ"), std::string::npos);
+}
+
+// The early-trigger variant is judged as the prefetch one: picked where it beats the choice so
+// far by the margin, bit-identical over the full check; the fastest variant of all wins.
+TEST(ChainTactic, EarlyTriggerIsJudgedAsTheOtherVariants) {
+  const auto with = [](double seconds, int64_t mismatches = 0) {
+    ChainTiming t = pdl_wins(); // PDL 0.96 of PDL off
+    t.variants.push_back({0, seconds, 0.004, mismatches, kChainCheckReplays, true});
+    return t;
+  };
+  ChainDecision d = decide_chain(with(0.92e-3));
+  EXPECT_TRUE(d.pdl);
+  EXPECT_TRUE(d.early_trigger) << d.reason;
+  EXPECT_EQ(d.kv_prefetch_kib, 0);
+  EXPECT_NE(d.reason.find("early=1"), std::string::npos) << d.reason;
+  EXPECT_EQ(d.choice(), (ChainChoice{true, 0, true}));
+  // Within the margin of plain PDL, or not bit-identical: plain PDL stays.
+  EXPECT_FALSE(decide_chain(with(0.95e-3)).early_trigger);
+  EXPECT_FALSE(decide_chain(with(0.5e-3, 1)).early_trigger);
+  // Beside a faster prefetch variant: the prefetch one.
+  ChainTiming t = with(0.92e-3);
+  t.variants.push_back({kChainKvPrefetchKib, 0.90e-3, 0.004, 0, kChainCheckReplays});
+  d = decide_chain(t);
+  EXPECT_FALSE(d.early_trigger);
+  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib);
+  // As a report: the early candidate picked and spelled as the op's.
+  const Shape bucket = chain_bucket(llama(), 1, 4, 64, 16);
+  const TuneReport r = chain_report(bucket, "NVIDIA H200", with(0.92e-3));
+  ASSERT_EQ(r.result.candidates.size(), 3u);
+  EXPECT_EQ(r.result.pick(), chain_tactic(true, 0, true));
+  EXPECT_EQ(r.result.candidates[2].reason, "picked");
 }
 
 // Each test gets an empty directory for its cache file; warnings are collected.
@@ -265,7 +310,7 @@ TEST_F(ChainCacheTest, APickReadsBackFromTheFile) {
 
 TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
   ChainTiming t = pdl_wins();
-  t.prefetch.push_back({kChainKvPrefetchKib, 0.9e-3, 0.004, 0, kChainCheckReplays});
+  t.variants.push_back({kChainKvPrefetchKib, 0.9e-3, 0.004, 0, kChainCheckReplays});
   const CacheEntry saved = save(bucket_, t);
   EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,kv_prefetch=256");
   EXPECT_DOUBLE_EQ(saved.median_s, 0.9e-3);
@@ -273,6 +318,18 @@ TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
   ASSERT_TRUE(found.usable()) << found.reason;
   EXPECT_TRUE(found.pdl);
   EXPECT_EQ(found.kv_prefetch_kib, kChainKvPrefetchKib);
+}
+
+TEST_F(ChainCacheTest, AnEarlyTriggerPickReadsBack) {
+  ChainTiming t = pdl_wins();
+  t.variants.push_back({0, 0.9e-3, 0.004, 0, kChainCheckReplays, true});
+  const CacheEntry saved = save(bucket_, t);
+  EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,early=1");
+  const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
+  ASSERT_TRUE(found.usable()) << found.reason;
+  EXPECT_TRUE(found.pdl);
+  EXPECT_TRUE(found.early_trigger);
+  EXPECT_EQ(found.kv_prefetch_kib, 0);
 }
 
 TEST_F(ChainCacheTest, AnEntryOfOtherMetadataOrAnotherDeviceIsNotUsed) {

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "hone/error.h"
+#include "hone/format.h"
 #include "hone/registry.h"
 #include "hone/step_command.h"
 #include "hone/tuner.h"
@@ -94,16 +95,17 @@ ChainDecision decide_chain(const ChainTiming &t) {
     d.reason = "picked";
     best_s = t.on_s;
   }
-  // A prefetch variant where it beats the choice so far by the margin; the fastest such.
-  const ChainPrefetchTiming *best = nullptr;
-  for (const ChainPrefetchTiming &p : t.prefetch)
+  // A variant where it beats the choice so far by the margin; the fastest such.
+  const ChainVariantTiming *best = nullptr;
+  for (const ChainVariantTiming &p : t.variants)
     if (admission_problem(p.mismatches, p.check_replays).empty() &&
         pdl_chain_wins(best_s, p.seconds, p.mismatches) && (!best || p.seconds < best->seconds))
       best = &p;
   if (best) {
     d.pdl = true;
     d.kv_prefetch_kib = best->kv_prefetch_kib;
-    d.reason = "picked with kv_prefetch=" + std::to_string(best->kv_prefetch_kib);
+    d.early_trigger = best->early_trigger;
+    d.reason = "picked with " + short_tactic(chain_tactic(d.choice()).str(), kChainOpName);
   }
   return d;
 }
@@ -120,7 +122,7 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   r.numerics = Numerics::batch_invariant;
   r.batch = t.replays_per_sample;
   TuneResult &res = r.result;
-  res.candidates.resize(2 + t.prefetch.size());
+  res.candidates.resize(2 + t.variants.size());
   CandidateReport &off = res.candidates[0];
   off.tactic = chain_tactic(false);
   off.median_s = t.off_s;
@@ -131,13 +133,14 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
                                                     t.mismatches, t.check_replays, t.off_s);
   res.default_index = 0;
   res.pick_index = decision.pdl ? 1 : 0;
-  for (size_t i = 0; i < t.prefetch.size(); ++i) {
-    const ChainPrefetchTiming &p = t.prefetch[i];
+  for (size_t i = 0; i < t.variants.size(); ++i) {
+    const ChainVariantTiming &p = t.variants[i];
     CandidateReport &c = res.candidates[2 + i];
     const std::string problem =
-        fill_pdl_candidate(c, chain_tactic(true, p.kv_prefetch_kib), p.seconds, p.spread,
-                           p.mismatches, p.check_replays, t.off_s);
-    const bool picked = decision.kv_prefetch_kib == p.kv_prefetch_kib && decision.pdl;
+        fill_pdl_candidate(c, chain_tactic(true, p.kv_prefetch_kib, p.early_trigger), p.seconds,
+                           p.spread, p.mismatches, p.check_replays, t.off_s);
+    const bool picked = decision.pdl && decision.kv_prefetch_kib == p.kv_prefetch_kib &&
+                        decision.early_trigger == p.early_trigger;
     c.reason = picked             ? "picked"
                : !problem.empty() ? problem
                                   : "not faster by the " + margin_text();
@@ -153,7 +156,7 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   res.margin = TunerOptions{}.min_margin;
   res.pick_s = res.pick_index == 0   ? t.off_s
                : res.pick_index == 1 ? t.on_s
-                                     : t.prefetch[res.pick_index - 2].seconds;
+                                     : t.variants[res.pick_index - 2].seconds;
   res.ratio = t.off_s > 0 && res.pick_index != 0 ? res.pick_s / t.off_s : 1;
   res.default_s = t.off_s;
   return r;
@@ -176,6 +179,7 @@ ChainLookup find_chain_pick(const Cache &cache, const Shape &bucket,
     const ChainChoice choice = op.compile(pick).as<ChainChoice>();
     r.pdl = choice.pdl;
     r.kv_prefetch_kib = choice.kv_prefetch_kib;
+    r.early_trigger = choice.early_trigger;
     return r;
   }
   const std::string bucket_text = op.buckets().describe(bucket);

@@ -6,7 +6,7 @@
 // PDL is picked only when its graph replays were bit-identical to PDL off over
 // kChainCheckReplays replays and it beat PDL off by the switch margin (2 %).
 //
-//   chain.decode_step@1|batch=4,bits=4,group=64,page_size=16,hidden=4096,layers=32,
+//   chain.decode_step@2|batch=4,bits=4,group=64,page_size=16,hidden=4096,layers=32,
 //     model=2077950130|bf16|NVIDIA H200                         (one line; docs/cache-format.md)
 //
 //   Shape bucket = chain_bucket(spec, /*batch=*/4, /*bits=*/4, /*group=*/64, /*page_size=*/16);
@@ -52,13 +52,15 @@ Shape chain_bucket(const model::ModelSpec &spec, int64_t batch, int bits, int gr
                    int64_t page_size);
 using hone::chain_tactic;
 
-// A PDL variant with decode.paged's KV prefetch, as timed beside plain PDL.
-struct ChainPrefetchTiming {
+// A PDL variant as timed beside plain PDL: with decode.paged's KV prefetch, or with rmsnorm's
+// early trigger.
+struct ChainVariantTiming {
   int kv_prefetch_kib = 0;
   double seconds = 0; // [seconds] median per step
   double spread = 0;
   int64_t mismatches = -1; // as ChainTiming::mismatches
   int check_replays = 0;
+  bool early_trigger = false;
 };
 
 // What one timing of the tuned step measured (bench_decode_step's variants).
@@ -72,20 +74,22 @@ struct ChainTiming {
   int64_t mismatches = -1;
   int check_replays = 0;
   int replays_per_sample = 0;
-  // PDL with the KV prefetch (the candidates with kv_prefetch), each checked like PDL.
-  std::vector<ChainPrefetchTiming> prefetch;
+  // PDL with the KV prefetch or the early trigger (the candidates with kv_prefetch or early),
+  // each checked like PDL.
+  std::vector<ChainVariantTiming> variants;
 };
 
 struct ChainDecision {
   bool pdl = false;
-  int kv_prefetch_kib = 0; // with pdl: the picked prefetch distance (0: none)
-  std::string reason;      // why PDL was or was not picked
-  ChainChoice choice() const { return {pdl, kv_prefetch_kib}; }
+  int kv_prefetch_kib = 0;    // with pdl: the picked prefetch distance (0: none)
+  bool early_trigger = false; // with pdl: the picked variant's early trigger
+  std::string reason;         // why PDL was or was not picked
+  ChainChoice choice() const { return {pdl, kv_prefetch_kib, early_trigger}; }
 };
 // PDL when checked over at least kChainCheckReplays replays and pdl_chain_wins() (bit-identical,
-// faster than PDL off by the tuner's switch margin floor, 2 %); else PDL off. Then a prefetch
-// variant, checked the same way, where it beats the choice so far (PDL, or PDL off) by the same
-// margin: the fastest such.
+// faster than PDL off by the tuner's switch margin floor, 2 %); else PDL off. Then a variant
+// (KV prefetch, early trigger), checked the same way, where it beats the choice so far (PDL, or
+// PDL off) by the same margin: the fastest such.
 ChainDecision decide_chain(const ChainTiming &timing);
 // The timing as a tune of chain_op(): candidates pdl=0 (the default), pdl=1 and each prefetch
 // variant (gate_failed when not bit-identical, or not checked enough), the pick by
@@ -101,6 +105,7 @@ struct ChainLookup {
   std::optional<CacheEntry> entry; // the entry under the key, usable or not
   bool pdl = false;                // the pick, when usable
   int kv_prefetch_kib = 0;         // with pdl: the pick's KV prefetch distance
+  bool early_trigger = false;      // with pdl: the pick's early trigger
   // Why the entry cannot be used (stale, unrunnable); when absent, the entries of the same
   // bucket that exist for another device or op version ("measured on NVIDIA A100"), or empty.
   std::string reason;

@@ -89,10 +89,10 @@ double chain_cell_seconds(const model::ModelSpec &spec, const ChainCell &cell,
 #if HONE_WITH_CUDA
   const double step_s = static_cast<double>(model::decode_step_bytes(spec, step_options(cell, o))) /
                         kPriorStepBytesPerSecond;
-  // Per variant (PDL off, PDL, PDL with the KV prefetch) two eager runs; per PDL variant a
-  // reference run and the check replays; then per sample and variant the replays of at least
-  // 0.02 s (StepBenchOptions::sample_seconds).
-  constexpr int kVariants = 3, kPdlVariants = 2;
+  // Per variant (PDL off, PDL, PDL with the KV prefetch, PDL with the early trigger) two eager
+  // runs; per PDL variant a reference run and the check replays; then per sample and variant the
+  // replays of at least 0.02 s (StepBenchOptions::sample_seconds).
+  constexpr int kVariants = 4, kPdlVariants = 3;
   return kPriorStepSetupSeconds +
          step_s * (2 * kVariants + kPdlVariants * (kChainCheckReplays + 1)) +
          kVariants * o.samples * std::max(0.02, 3 * step_s);
@@ -115,13 +115,12 @@ ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, cons
   bo.samples = o.samples;
   bo.check_replays = kChainCheckReplays;
   bo.breakdown = false;
-  const model::StepBenchResult r =
-      model::bench_decode_step(step,
-                               {model::step_variant("tuned", &tuned, false),
-                                model::step_variant("tuned+pdl", &tuned, true),
-                                model::step_variant("tuned+pdl+kv", &tuned, true,
-                                                    kChainKvPrefetchKib)},
-                               bo);
+  std::vector<model::StepVariant> variants = {
+      model::step_variant("tuned", &tuned, false), model::step_variant("tuned+pdl", &tuned, true),
+      model::step_variant("tuned+pdl+kv", &tuned, true, kChainKvPrefetchKib),
+      model::step_variant("tuned+pdl+early", &tuned, true)};
+  variants.back().early_trigger = true;
+  const model::StepBenchResult r = model::bench_decode_step(step, variants, bo);
   return chain_timing(r, 0);
 #else
   (void)spec, (void)cell, (void)o;
@@ -142,12 +141,13 @@ ChainTiming chain_timing(const model::StepBenchResult &r, size_t off) {
   t.replays_per_sample = r.replays_per_sample;
   for (size_t i = off + 2; i < r.variants.size(); ++i) {
     const model::StepVariantResult &v = r.variants[i];
-    // PDL with a KV prefetch, and otherwise what the PDL variant ran.
+    // PDL with a KV prefetch or the early trigger, and otherwise what the PDL variant ran.
     model::StepLaunch without = v.launch;
     without.kv_prefetch_kib = 0;
-    if (v.launch.kv_prefetch_kib > 0 && without == on.launch)
-      t.prefetch.push_back(
-          {v.launch.kv_prefetch_kib, v.seconds, v.spread, v.mismatches, v.check_replays});
+    without.early_trigger = false;
+    if ((v.launch.kv_prefetch_kib > 0 || v.launch.early_trigger) && without == on.launch)
+      t.variants.push_back({v.launch.kv_prefetch_kib, v.seconds, v.spread, v.mismatches,
+                            v.check_replays, v.launch.early_trigger});
   }
   return t;
 }

@@ -59,7 +59,8 @@ double chain_cell_seconds(const model::ModelSpec &spec, const ChainCell &cell,
 ChainTiming time_chain_cell(Backend &backend, const model::ModelSpec &spec, const ChainCell &cell,
                             const ChainPlanOptions &options);
 // The chain timing in a step bench's results: variant `off` (PDL off), `off + 1` (PDL on) and
-// every later variant that runs `off + 1`'s launch but for a KV prefetch. CUDA builds.
+// every later variant that runs `off + 1`'s launch but for a KV prefetch or the early trigger.
+// CUDA builds.
 // REQUIRES: off + 1 < r.variants.size().
 ChainTiming chain_timing(const model::StepBenchResult &r, size_t off);
 

@@ -268,6 +268,12 @@ int StepCommand::run() {
     if (kib > 0)
       variants.push_back(
           model::step_variant("tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib));
+  // PDL with rmsnorm's early trigger (the chain candidate pdl=1,early=1), with the cached pick's
+  // KV prefetch where it has one.
+  variants.push_back(model::step_variant(
+      "tuned+pdl+early", &tuned, true,
+      cached_chain.usable() && cached_chain.early_trigger ? cached_chain.kv_prefetch_kib : 0));
+  variants.back().early_trigger = true;
   // Measured beside the chain tactics, not one of them: never the chain pick.
   if (options_.separate_rope_append) {
     variants.push_back(model::step_variant("tuned+pdl+separate", &tuned, true));
@@ -300,9 +306,10 @@ int StepCommand::run() {
   // The variant of a chain choice: tuned, tuned+pdl or a tuned+pdl+kv variant (the rope
   // launches of tuned+pdl, no twins).
   const auto index_of = [&](const ChainChoice &c) {
-    const model::StepLaunch want{
-        c.pdl, c.pdl ? c.kv_prefetch_kib : 0,      r.variants[3].launch.fuse_rope_append,
-        false, r.variants[3].launch.fuse_silu_mul, r.variants[3].launch.fuse_norm};
+    model::StepLaunch want = r.variants[3].launch; // tuned+pdl's fusions
+    want.pdl = c.pdl;
+    want.kv_prefetch_kib = c.pdl ? c.kv_prefetch_kib : 0;
+    want.early_trigger = c.pdl && c.early_trigger;
     for (size_t i = 2; i < r.variants.size(); ++i)
       if (r.variants[i].launch == want)
         return i;
@@ -313,9 +320,10 @@ int StepCommand::run() {
   // margin (2 %, the tuner's floor); a KV prefetch where it beats that choice by the margin.
   const ChainDecision measured = decide_chain(chain_timing(r, 2));
   const size_t measured_pick = index_of(measured.choice());
-  const size_t pick = cached_chain.usable()
-                          ? index_of({cached_chain.pdl, cached_chain.kv_prefetch_kib})
-                          : measured_pick;
+  const size_t pick =
+      cached_chain.usable()
+          ? index_of({cached_chain.pdl, cached_chain.kv_prefetch_kib, cached_chain.early_trigger})
+          : measured_pick;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
 
@@ -357,8 +365,9 @@ int StepCommand::run() {
       << (chosen.launch.kv_prefetch_kib > 0
               ? ", kv_prefetch=" + std::to_string(chosen.launch.kv_prefetch_kib)
               : std::string())
-      << " (" << chosen.name << ", " << fixed(r.variants[2].seconds / chosen.seconds, 3)
-      << "x tuned PDL-off, " << fixed(base / chosen.seconds, 3) << "x default)\n";
+      << (chosen.launch.early_trigger ? ", early trigger" : "") << " (" << chosen.name << ", "
+      << fixed(r.variants[2].seconds / chosen.seconds, 3) << "x tuned PDL-off, "
+      << fixed(base / chosen.seconds, 3) << "x default)\n";
   out << "chain pick: "
       << (cached_chain.usable()
               ? "the cache's (" + cached_chain.key + ", tuned " + cached_chain.entry->date + ")"

@@ -109,6 +109,8 @@ template <class Variant> nlohmann::json step_variant_json(const Variant &v) {
       j["omit_mask"] = v.launch.omit; // timing only (model::StepLaunch::omit)
     if (v.launch.shared_carveout >= 0)
       j["shared_carveout"] = v.launch.shared_carveout;
+    if (v.launch.early_trigger)
+      j["early_trigger"] = true;
   } else {
     j["pdl"] = v.pdl;
   }

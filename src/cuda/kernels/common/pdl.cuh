@@ -17,7 +17,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/kernels/common/chain_carveout.h"
+#include "cuda/kernels/common/chain_settings.h"
 #include "cuda/kernels/common/kernel_types.h"
 
 namespace hone::cuda::kernel_detail {

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/kernels/common/chain_carveout.h"
+#include "cuda/kernels/common/chain_settings.h"
 
 namespace hone::cuda {
 
@@ -43,7 +43,7 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
     attributes[0].val.programmaticStreamSerializationAllowed = 1;
     launch.attrs = attributes;
     launch.numAttrs = 1;
-    if (const int carveout = chain_shared_carveout(); carveout >= 0) { // chain_carveout.h
+    if (const int carveout = chain_shared_carveout(); carveout >= 0) { // chain_settings.h
       attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
       attributes[1].val.sharedMemCarveout = static_cast<unsigned>(carveout);
       launch.numAttrs = 2;

@@ -80,6 +80,7 @@ LaunchStatus rmsnorm_launch(const RmsnormConfig &config, const RmsnormArgs &args
       return LaunchStatus::invalid_value();
   p.eps = args.eps;
   p.threads_log2 = std::countr_zero(static_cast<unsigned>(config.threads));
+  p.trigger_early = args.dependent && chain_early_trigger() ? 1 : 0;
   const unsigned grid =
       static_cast<unsigned>((args.rows + config.rows_per_cta - 1) / config.rows_per_cta);
   return kernel_detail::launch_maybe_dependent(fn, dim3(grid), dim3(cta), 0, stream, args.dependent,

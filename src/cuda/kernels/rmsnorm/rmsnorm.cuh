@@ -44,11 +44,14 @@ struct Params {
   int64_t x_stride, residual_stride, residual_out_stride, out_stride; // [elements]
   float eps;
   int threads_log2; // threads per row = 1 << threads_log2
+  int trigger_early; // griddepcontrol.launch_dependents at the start (chain_early_trigger)
 };
 
 template <int VEC, bool RESIDUAL>
 __global__ void __launch_bounds__(kRmsnormMaxThreadsPerCta) rmsnorm_kernel(Params p) {
   __shared__ float warp_sums[kMaxWarps];
+  if (p.trigger_early)
+    pdl_launch_dependents();
   const int threads = 1 << p.threads_log2;
   const int t = threadIdx.x & (threads - 1);
   const int row_in_cta = threadIdx.x >> p.threads_log2;
