@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call (~6 min on an H200): issue 14's step bars with the chain tactic early=1 (rmsnorm
+# letting the next kernel start at its own start). The PyTorch bf16 peer of the Llama-3.1-8B
+# step (batch 1, context 4k); its int4 g64 linears tuned at one row in tolerance numerics
+# (TUNE_BUDGET, default 100 s; `deep=2` a candidate); the chain cells of batch 1 (bf16 and int4
+# g64: PDL off, on, with the KV prefetch, with the early trigger, each checked over 1000 replays)
+# tuned into the same cache; then `hone step` int4 g64 and bf16, which run the cached chain pick
+# as their tuned step and time the others, same run as the peer.
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/call_step_bars.sh OUT
+set -u
+source "$(dirname "$0")/env.sh"
+run_begin step_bars "${BUDGET:-560}" "${1:?OUTDIR}" build
+H=$BUILD/tools/hone/hone
+M=models/llama-3.1-8b.json
+unset HONE_CACHE HONE_AUTOTUNE
+cat "$R/gpu.txt"
+peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-100}"
+pack
+HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" --backend cuda tune --model "$M" \
+  --ops chain.decode_step --bits 4 --group 64 --chain-batches 1 --json "$R/tune_chain.json" \
+  >"$R/tune_chain.log" 2>&1
+stamp "tune the chain cells of batch 1" $?
+grep -E '^chain' "$R/tune_chain.log"
+pack
+for quant in int4:g64 bf16; do
+  HONE_CACHE_DIR=$R/cache timeout "$(cap 120)" "$H" step --model "$M" --batch 1 --context 4k \
+    --quant $quant --samples 9 --no-breakdown --json "$R/step_${quant/:/_}.json" \
+    >"$R/step_${quant/:/_}.log" 2>&1
+  stamp "step $quant" $?
+  sed -n '/| variant/,/^$/p' "$R/step_${quant/:/_}.log"
+  grep -E '^chain (tactic|pick)' "$R/step_${quant/:/_}.log"
+  pack
+done
