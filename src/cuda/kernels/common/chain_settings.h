@@ -17,6 +17,8 @@
 // it triggers at its start too (not yet measured apart from the norm's).
 #pragma once
 
+#include <cuda_runtime.h>
+
 namespace hone::cuda {
 
 // The split every dependent launch asks for (cudaLaunchAttributePreferredSharedMemoryCarveout:
@@ -25,6 +27,16 @@ namespace hone::cuda {
 int chain_shared_carveout();
 // Sets it (0..100, or -1) and returns the value before.
 int set_chain_shared_carveout(int percent);
+// A dependent launch's attributes with the split appended where one is set: `attributes[count]`
+// is written then (the array must have room); returns the new count.
+inline unsigned add_chain_carveout(cudaLaunchAttribute *attributes, unsigned count) {
+  const int carveout = chain_shared_carveout();
+  if (carveout < 0)
+    return count;
+  attributes[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+  attributes[count].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+  return count + 1;
+}
 
 // Whether rmsnorm's dependent launches (and decode.paged's merge kernel's) let the next kernel
 // start at their own start (griddepcontrol.launch_dependents before their wait) instead of after

@@ -51,12 +51,7 @@ LaunchStatus launch_maybe_dependent(void (*kernel)(Params), dim3 grid, dim3 bloc
     attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attributes;
-    config.numAttrs = 1;
-    if (const int carveout = hone::cuda::chain_shared_carveout(); carveout >= 0) {
-      attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-      attributes[1].val.sharedMemCarveout = static_cast<unsigned>(carveout);
-      config.numAttrs = 2;
-    }
+    config.numAttrs = hone::cuda::add_chain_carveout(attributes, 1);
   }
   Params copy = params;
   void *args[] = {&copy};

@@ -43,11 +43,7 @@ int launch_split_k(const SplitKGrid &grid, size_t shared_bytes, const void *kern
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
-    if (const int carveout = chain_shared_carveout(); carveout >= 0) {
-      attributes[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-      attributes[count].val.sharedMemCarveout = static_cast<unsigned>(carveout);
-      ++count;
-    }
+    count = add_chain_carveout(attributes, count);
   }
   launch.attrs = count > 0 ? attributes : nullptr;
   launch.numAttrs = count;

@@ -42,12 +42,7 @@ LaunchStatus launch_persistent(const void *kernel, int ctas, int threads, size_t
     attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[0].val.programmaticStreamSerializationAllowed = 1;
     launch.attrs = attributes;
-    launch.numAttrs = 1;
-    if (const int carveout = chain_shared_carveout(); carveout >= 0) { // chain_settings.h
-      attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-      attributes[1].val.sharedMemCarveout = static_cast<unsigned>(carveout);
-      launch.numAttrs = 2;
-    }
+    launch.numAttrs = add_chain_carveout(attributes, 1);
   }
   void *args[] = {params};
   const cudaError_t status = cudaLaunchKernelExC(&launch, kernel, args);
