@@ -361,6 +361,32 @@ TEST_F(DecodeStepPrefillTest, TheLinearsNormIsTheSeparateLaunchesBitForBit) {
   }
 }
 
+// The chain tactic early=1 (StepLaunch::early_trigger: rmsnorm and decode.paged's merge kernel
+// let the next kernel start at their start) gives the PDL-off step's bits, bf16 and int4 g64,
+// Llama-like and Qwen2-like, over repeated enqueues (a race would show as a run that differs;
+// `hone tune --model` and `hone step` check it over 1000 graph replays before it can be picked).
+TEST_F(DecodeStepPrefillTest, TheEarlyTriggerIsThePdlOffStepBitForBit) {
+  for (ModelSpec (*make)() : {llama_like, qwen2_like})
+    for (int bits : {16, 4}) {
+      const ModelSpec m = make();
+      SCOPED_TRACE(m.name + ", " + std::to_string(bits) + " bits");
+      DecodeStep step(m, small_step(bits, 6));
+      Dispatcher defaults(ops::cuda::dispatcher().backend(), default_tactics());
+      StepLaunch off;
+      off.fuse_silu_mul = true;
+      step.enqueue(nullptr, defaults, off);
+      const HostStepOutputs want = step.host_outputs();
+      StepLaunch early = off;
+      early.pdl = true;
+      early.early_trigger = true;
+      for (int run = 0; run < 20; ++run) {
+        step.enqueue(nullptr, defaults, early);
+        expect_same_outputs(step.host_outputs(), want,
+                            ", early trigger, run " + std::to_string(run));
+      }
+    }
+}
+
 // Every weight of two steps' host copies equal bit for bit (the bf16 ones, or q, scales and
 // biases).
 void expect_same_linear(const HostLinear &a, const HostLinear &b, const std::string &what) {
