@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call (~6 min on an H200): issue 14's step bars with the chain tactic early=1 (rmsnorm
-# letting the next kernel start at its own start). The PyTorch bf16 peer of the Llama-3.1-8B
+# letting the next kernel start at its own start). First the step's device tests of early=1
+# (against the PDL-off step, bit for bit) and of the fusions. The PyTorch bf16 peer of the Llama-3.1-8B
 # step (batch 1, context 4k); its int4 g64 linears tuned at one row in tolerance numerics
 # (TUNE_BUDGET, default 100 s; `deep=2` a candidate); the chain cells of batch 1 (bf16 and int4
 # g64: PDL off, on, with the KV prefetch, with the early trigger, each checked over 1000 replays)
@@ -15,6 +16,10 @@ H=$BUILD/tools/hone/hone
 M=models/llama-3.1-8b.json
 unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
+HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/decode_step_reference_test" \
+  --gtest_filter='*EarlyTrigger*:*SeparateLaunchesBitForBit*' >"$R/test_step.log" 2>&1
+stamp "step tests (the early trigger against PDL off, the fusions)" $?
+grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_step.log" | head -6
 peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-100}"
 pack
 HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" --backend cuda tune --model "$M" \
