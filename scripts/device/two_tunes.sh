@@ -7,6 +7,8 @@
 # so two and the comparison may not fit one 600 s call. RUNS=A runs the first alone (up to
 # 540 s); a second call with RUNS=B and PRIOR=DIR (a folder holding A/tuning-cache.json, as the
 # first call returned it, carried in the tree) runs the second and compares the two.
+# A run named in RUNS whose cache PRIOR holds resumes from it (a tune cut at its cap: RUNS=A
+# PRIOR=tunes tunes what A had not reached, then compares with PRIOR's B).
 # TUNE_ARGS: more `hone tune` arguments for both tunes (`--ops rmsnorm`: one op's buckets).
 #
 #   tar xJf .carry/bin.tar.xz && RUNS=A MODEL=models/qwen2.5-1.5b.json scripts/device/two_tunes.sh OUT
@@ -23,6 +25,11 @@ each=${TUNE_CAP:-$(($# == 1 ? 540 : 290))}
 for run in $runs; do
   mkdir -p "$R/$run"
   [ "$(left)" -lt 60 ] && break
+  # A tune cut at its cap resumes from its own cache (PRIOR/<run>/tuning-cache.json): only what
+  # it had not reached is tuned (docs/benchmark_results/2026-12-07-4 call7).
+  if [ -n "${PRIOR:-}" ] && [ -f "$PRIOR/$run/tuning-cache.json" ]; then
+    cp "$PRIOR/$run/tuning-cache.json" "$R/$run/"
+  fi
   ts=$(date +%s)
   # shellcheck disable=SC2086 # TUNE_ARGS is a list of arguments
   HONE_CACHE_DIR=$R/$run timeout "$(cap "$each")" "$H" --backend cuda tune --model "$model" \
