@@ -12,7 +12,6 @@
 set -u
 source "$(dirname "$0")/env.sh"
 run_begin carveout "${BUDGET:-560}" "${1:?OUTDIR}" build
-H=$BUILD/tools/hone/hone
 M=models/llama-3.1-8b.json
 unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
@@ -21,17 +20,8 @@ grep -q H200 "$R/gpu.txt" && tune_budget=100
 splits=${CARVEOUTS:-100,50}
 peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-$tune_budget}"
 pack
-step() { # NAME MODEL QUANT [hone step options...]
-  local name=$1 model=$2 quant=$3
-  shift 3
-  HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" step --model "$model" --batch 1 \
-    --context 4k --quant "$quant" --samples 9 --carveout "$splits" --json "$R/$name.json" "$@" \
-    >"$R/$name.log" 2>&1
-  stamp "step $name" $?
-  sed -n '/| variant/,/^$/p' "$R/$name.log"
-  pack
-}
-step step_int4 "$M" int4:g64
-step step_bf16 "$M" bf16 --no-breakdown
-[ "$(left)" -gt 90 ] && step step_qwen_int4 models/qwen2.5-1.5b.json int4:g64 --no-breakdown
+time_step step_int4 "$M" int4:g64 --carveout "$splits"
+time_step step_bf16 "$M" bf16 --carveout "$splits" --no-breakdown
+[ "$(left)" -gt 90 ] &&
+  time_step step_qwen_int4 models/qwen2.5-1.5b.json int4:g64 --carveout "$splits" --no-breakdown
 pack

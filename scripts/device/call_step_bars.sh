@@ -28,12 +28,5 @@ HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" --backend cuda tune --model "$
 stamp "tune the chain cells of batch 1" $?
 grep -E '^chain' "$R/tune_chain.log"
 pack
-for quant in int4:g64 bf16; do
-  HONE_CACHE_DIR=$R/cache timeout "$(cap 120)" "$H" step --model "$M" --batch 1 --context 4k \
-    --quant $quant --samples 9 --no-breakdown --json "$R/step_${quant/:/_}.json" \
-    >"$R/step_${quant/:/_}.log" 2>&1
-  stamp "step $quant" $?
-  sed -n '/| variant/,/^$/p' "$R/step_${quant/:/_}.log"
-  grep -E '^chain (tactic|pick)' "$R/step_${quant/:/_}.log"
-  pack
-done
+time_step step_int4_g64 "$M" int4:g64 --no-breakdown
+time_step step_bf16 "$M" bf16 --no-breakdown

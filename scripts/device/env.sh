@@ -47,6 +47,21 @@ device_tests() {
   done
 }
 
+# time_step NAME MODEL QUANT [hone step options...]: `hone step` of MODEL at batch 1, context 4k,
+# QUANT weights, 9 samples, with the tuning cache R/cache, into R/NAME.{log,json}; prints its
+# table and chain lines and packs.
+time_step() {
+  local name=$1 model=$2 quant=$3
+  shift 3
+  HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$BUILD/tools/hone/hone" step --model "$model" \
+    --batch 1 --context 4k --quant "$quant" --samples 9 --json "$R/$name.json" "$@" \
+    >"$R/$name.log" 2>&1
+  stamp "step $name" $?
+  sed -n '/| variant/,/^$/p' "$R/$name.log"
+  grep -E '^chain (tactic|pick)' "$R/$name.log"
+  pack
+}
+
 # peer_and_int4_tune MODEL CACHE TUNE_SECONDS: the PyTorch bf16 peer of MODEL's decode step
 # (batch 1, context 4k) into R/peer.{json,md,log}, then MODEL's int4 g64 linears tuned at one
 # row in tolerance numerics (the lm_head included) into CACHE, R/tune.{json,log}.

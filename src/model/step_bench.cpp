@@ -130,6 +130,14 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     HONE_CUDA_CHECK(cudaStreamSynchronize(s));
     return int64_t(host);
   };
+  // Adds to the count the words of the step's logits and final hidden state that differ from
+  // `want_logits` and `want_hidden` (asynchronous: a graph may capture it).
+  auto add_differing = [&](const DeviceBuffer &want_logits, const DeviceBuffer &want_hidden) {
+    cuda::add_count_bf16(static_cast<const uint16_t *>(step.logits()),
+                         want_logits.as<const uint16_t>(), logits, count, s);
+    cuda::add_count_bf16(static_cast<const uint16_t *>(step.hidden()),
+                         want_hidden.as<const uint16_t>(), hidden, count, s);
+  };
   StepBenchResult out;
   std::vector<std::unique_ptr<Graph>> graphs;
   // Every variant runs eagerly before any graph is captured: tactics resolve (a lazy tune may
@@ -152,8 +160,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
                                       cudaMemcpyDeviceToDevice, s));
     } else {
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
-      cuda::add_count_bf16(static_cast<const uint16_t *>(step.logits()), first_logits.as<const uint16_t>(), logits, count, s);
-      cuda::add_count_bf16(static_cast<const uint16_t *>(step.hidden()), first_hidden.as<const uint16_t>(), hidden, count, s);
+      add_differing(first_logits, first_hidden);
       r.differs_from_first = read_count();
     }
     out.variants.push_back(std::move(r));
@@ -163,11 +170,10 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
     const StepVariant &v = variants[i];
     StepVariantResult &r = out.variants[i];
     if (r.launch.pdl && options.check_replays > 0) {
-      // The reference: the same launches without PDL (and so without the twins that need it).
+      // The reference: the same launches without PDL (DecodeStep::run drops what needs it: the
+      // KV prefetch, the weights-once twins, the chain's split and early trigger).
       StepLaunch serial = r.launch;
       serial.pdl = false;
-      serial.kv_prefetch_kib = 0;
-      serial.weights_once = false;
       step.enqueue(s, *v.dispatcher, serial);
       HONE_CUDA_CHECK(cudaMemcpyAsync(ref_logits.data(), step.logits(), logits * 2,
                                       cudaMemcpyDeviceToDevice, s));
@@ -176,8 +182,7 @@ StepBenchResult bench_decode_step(DecodeStep &step, const std::vector<StepVarian
       HONE_CUDA_CHECK(cudaMemsetAsync(mismatches.data(), 0, sizeof(unsigned long long), s));
       Graph check(s, [&] {
         step.enqueue(s, *v.dispatcher, r.launch);
-        cuda::add_count_bf16(static_cast<const uint16_t *>(step.logits()), ref_logits.as<const uint16_t>(), logits, count, s);
-        cuda::add_count_bf16(static_cast<const uint16_t *>(step.hidden()), ref_hidden.as<const uint16_t>(), hidden, count, s);
+        add_differing(ref_logits, ref_hidden);
       });
       check.replay(options.check_replays);
       r.mismatches = read_count();

@@ -35,8 +35,8 @@ struct StepVariant {
   std::optional<bool> fuse_silu_mul;
   // StepLaunch::fuse_norm; unset: the step's StepOptions::fuse_norm.
   std::optional<bool> fuse_norm;
-  uint32_t omit = 0; // StepLaunch::omit (timing only)
-  int shared_carveout = -1; // with pdl: StepLaunch::shared_carveout
+  uint32_t omit = 0;          // StepLaunch::omit (timing only)
+  int shared_carveout = -1;   // with pdl: StepLaunch::shared_carveout
   bool early_trigger = false; // with pdl: StepLaunch::early_trigger
 };
 

@@ -296,8 +296,8 @@ TEST_F(ChainCacheTest, APickReadsBackFromTheFile) {
 
   const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
   ASSERT_TRUE(found.usable()) << found.reason;
-  EXPECT_TRUE(found.pdl);
-  EXPECT_EQ(found.kv_prefetch_kib, 0);
+  EXPECT_TRUE(found.choice.pdl);
+  EXPECT_EQ(found.choice.kv_prefetch_kib, 0);
   EXPECT_EQ(found.key, saved.key);
   ASSERT_TRUE(found.entry.has_value());
   EXPECT_EQ(found.entry->date, saved.date);
@@ -316,8 +316,8 @@ TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
   EXPECT_DOUBLE_EQ(saved.median_s, 0.9e-3);
   const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
   ASSERT_TRUE(found.usable()) << found.reason;
-  EXPECT_TRUE(found.pdl);
-  EXPECT_EQ(found.kv_prefetch_kib, kChainKvPrefetchKib);
+  EXPECT_TRUE(found.choice.pdl);
+  EXPECT_EQ(found.choice.kv_prefetch_kib, kChainKvPrefetchKib);
 }
 
 TEST_F(ChainCacheTest, AnEarlyTriggerPickReadsBack) {
@@ -327,9 +327,9 @@ TEST_F(ChainCacheTest, AnEarlyTriggerPickReadsBack) {
   EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,early=1");
   const ChainLookup found = find(bucket_, "NVIDIA H200", warm());
   ASSERT_TRUE(found.usable()) << found.reason;
-  EXPECT_TRUE(found.pdl);
-  EXPECT_TRUE(found.early_trigger);
-  EXPECT_EQ(found.kv_prefetch_kib, 0);
+  EXPECT_TRUE(found.choice.pdl);
+  EXPECT_TRUE(found.choice.early_trigger);
+  EXPECT_EQ(found.choice.kv_prefetch_kib, 0);
 }
 
 TEST_F(ChainCacheTest, AnEntryOfOtherMetadataOrAnotherDeviceIsNotUsed) {
@@ -405,7 +405,7 @@ TEST_F(ChainCacheTest, TheStepReadsThePickOfItsSettingsCache) {
   save(bucket_, pdl_wins());
   const ChainLookup found = cached_chain_pick(m, 3, 4, 64, 16, h200_, settings); // batch 3 -> 4
   ASSERT_TRUE(found.usable()) << found.reason;
-  EXPECT_TRUE(found.pdl);
+  EXPECT_TRUE(found.choice.pdl);
 
   CacheEntry stale = *found.entry;
   stale.metadata.kernel_build = "feedfacefeedface";

@@ -176,10 +176,7 @@ ChainLookup find_chain_pick(const Cache &cache, const Shape &bucket,
       return r;
     }
     r.status = Lookup::usable;
-    const ChainChoice choice = op.compile(pick).as<ChainChoice>();
-    r.pdl = choice.pdl;
-    r.kv_prefetch_kib = choice.kv_prefetch_kib;
-    r.early_trigger = choice.early_trigger;
+    r.choice = op.compile(pick).as<ChainChoice>();
     return r;
   }
   const std::string bucket_text = op.buckets().describe(bucket);

@@ -11,7 +11,7 @@
 //
 //   Shape bucket = chain_bucket(spec, /*batch=*/4, /*bits=*/4, /*group=*/64, /*page_size=*/16);
 //   ChainLookup found = find_chain_pick(cache, bucket, device_model, warm_metadata);
-//   if (found.usable()) use(found.pdl, found.kv_prefetch_kib);
+//   if (found.usable()) use(found.choice);
 #pragma once
 
 #include <cstdint>
@@ -103,9 +103,7 @@ struct ChainLookup {
   Lookup status = Lookup::absent;
   std::string key;                 // the bucket's cache key on this device
   std::optional<CacheEntry> entry; // the entry under the key, usable or not
-  bool pdl = false;                // the pick, when usable
-  int kv_prefetch_kib = 0;         // with pdl: the pick's KV prefetch distance
-  bool early_trigger = false;      // with pdl: the pick's early trigger
+  ChainChoice choice;              // the pick, when usable
   // Why the entry cannot be used (stale, unrunnable); when absent, the entries of the same
   // bucket that exist for another device or op version ("measured on NVIDIA A100"), or empty.
   std::string reason;

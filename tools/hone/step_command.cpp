@@ -260,8 +260,8 @@ int StepCommand::run() {
                                               model::step_variant("tuned+pdl", &tuned, true)};
   // PDL with decode.paged's KV prefetch: the distances asked for, and the cached pick's.
   std::vector<int> distances = options_.kv_prefetch_kib;
-  if (cached_chain.usable() && cached_chain.kv_prefetch_kib > 0)
-    distances.push_back(cached_chain.kv_prefetch_kib);
+  if (cached_chain.usable() && cached_chain.choice.kv_prefetch_kib > 0)
+    distances.push_back(cached_chain.choice.kv_prefetch_kib);
   std::sort(distances.begin(), distances.end());
   distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
   for (int kib : distances)
@@ -270,9 +270,10 @@ int StepCommand::run() {
           model::step_variant("tuned+pdl+kv" + std::to_string(kib) + "k", &tuned, true, kib));
   // PDL with rmsnorm's early trigger (the chain candidate pdl=1,early=1), with the cached pick's
   // KV prefetch where it has one.
-  variants.push_back(model::step_variant(
-      "tuned+pdl+early", &tuned, true,
-      cached_chain.usable() && cached_chain.early_trigger ? cached_chain.kv_prefetch_kib : 0));
+  variants.push_back(model::step_variant("tuned+pdl+early", &tuned, true,
+                                         cached_chain.usable() && cached_chain.choice.early_trigger
+                                             ? cached_chain.choice.kv_prefetch_kib
+                                             : 0));
   variants.back().early_trigger = true;
   // Measured beside the chain tactics, not one of them: never the chain pick.
   if (options_.separate_rope_append) {
@@ -320,10 +321,7 @@ int StepCommand::run() {
   // margin (2 %, the tuner's floor); a KV prefetch where it beats that choice by the margin.
   const ChainDecision measured = decide_chain(chain_timing(r, 2));
   const size_t measured_pick = index_of(measured.choice());
-  const size_t pick =
-      cached_chain.usable()
-          ? index_of({cached_chain.pdl, cached_chain.kv_prefetch_kib, cached_chain.early_trigger})
-          : measured_pick;
+  const size_t pick = cached_chain.usable() ? index_of(cached_chain.choice) : measured_pick;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
 
