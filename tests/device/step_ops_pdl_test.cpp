@@ -6,7 +6,9 @@
 // (or a stale value), so every replay must give the bits of the same chain launched without PDL.
 // decode.paged, which with ChainLaunch::prefetch_kib reads its page table and asks L2 for cached
 // K and V before its wait, runs after kv_append and a q producer, with the new tokens' cache
-// slots poisoned by every replay.
+// slots poisoned by every replay. With the chain's early trigger (chain_settings.h) rmsnorm and
+// decode.paged's merge kernel let the next kernel start at their own start: a dependent kernel
+// after each, which still must read only their finished outputs.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -18,6 +20,7 @@
 
 #include "cuda/backend/cuda_backend_impl.h"
 #include "cuda/backend/cuda_check.h"
+#include "cuda/kernels/common/chain_settings.h"
 #include "cuda/kernels/gemv_bf16/gemv_bf16.h"
 #include "cuda/kernels/qmv_affine/qmv_affine.h"
 #include "cuda/ops/decode_paged_entry.h"
@@ -171,7 +174,9 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
 // token -> decode.paged over the paged cache, split in chunks of 4 pages; every replay restores
 // the cache with the new tokens' slots poisoned and poisons q and o. decode.paged with
 // prefetch_kib > 0 reads its page table and asks L2 for its first K and V tiles, the new token's
-// among them, before griddepcontrol.wait: its o must still be the serial chain's, bit for bit.
+// among them, before griddepcontrol.wait: its o must still be the serial chain's, bit for bit. A
+// dependent rmsnorm of o follows, also with the early trigger, where the merge kernel lets it
+// start at the merge's start: it must read the finished o.
 TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSerialChain) {
   const int hq = 16, hkv = 4, head_dim = 128, page_size = 16;
   const std::vector<int> lengths{700, 33, 2000}; // with the new token
@@ -203,7 +208,7 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSeria
   DeviceBuffer k_cache = upload(k_host), v_cache = upload(v_host);
   DeviceBuffer q_src = upload(random_bf16(q_count)), norm_w = upload(random_bf16(head_dim));
   DeviceBuffer k_new = upload(random_bf16(new_count)), v_new = upload(random_bf16(new_count));
-  DeviceBuffer q = poisoned(q_count * 2), o = poisoned(q_count * 2);
+  DeviceBuffer q = poisoned(q_count * 2), o = poisoned(q_count * 2), on = poisoned(q_count * 2);
   DeviceBuffer dindptr = upload(indptr), dindices = upload(indices), dlast = upload(last);
   cudaStream_t stream = nullptr;
   HONE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -247,31 +252,46 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSeria
     t.dependent = dependent;
     t.prefetch_kib = prefetch_kib;
     decode_paged_run(t, plan, stream, /*check_pages=*/false);
+    ops::cuda::RmsnormTensors after = n; // of o, after attention
+    after.x = o.data();
+    after.out = on.data();
+    after.dependent = dependent;
+    ops::cuda::rmsnorm(after, stream);
   };
   const auto poison = [&] {
     HONE_CUDA_CHECK(cudaMemcpyAsync(k_cache.data(), k_pristine.data(), k_cache.size(),
                                     cudaMemcpyDeviceToDevice, stream));
     HONE_CUDA_CHECK(cudaMemcpyAsync(v_cache.data(), v_pristine.data(), v_cache.size(),
                                     cudaMemcpyDeviceToDevice, stream));
-    for (DeviceBuffer *b : {&q, &o})
+    for (DeviceBuffer *b : {&q, &o, &on})
       HONE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0xff, b->size(), stream));
   };
-  const auto outputs = [&] {
+  const auto outputs = [&] { // o, then its rmsnorm
     HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return download_bf16(o, q_count);
+    std::vector<uint16_t> v = download_bf16(o, q_count);
+    const std::vector<uint16_t> normed = download_bf16(on, q_count);
+    v.insert(v.end(), normed.begin(), normed.end());
+    return v;
   };
 
   poison();
   chain(false);
   const std::vector<uint16_t> serial = outputs();
   // Every output finite: the appended tokens replaced the poison before attention read them.
-  ASSERT_EQ(count_finite(serial), q_count) << "the serial chain left poison in o";
+  ASSERT_EQ(count_finite(serial), 2 * q_count) << "the serial chain left poison in o";
 
   const int replays = replay_count();
   for (int kib : {0, 8, 64, 1 << 20}) {
     prefetch_kib = kib;
     const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
     EXPECT_EQ(mismatched, 0) << "prefetch_kib=" << kib << ": of " << replays << " replays";
+  }
+  for (int kib : {0, 64}) { // the chain's early trigger, captured into the graph
+    prefetch_kib = kib;
+    const ScopedChainSettings early(-1, true);
+    const int mismatched = mismatched_replays(stream, poison, chain, outputs, serial, replays);
+    EXPECT_EQ(mismatched, 0) << "early trigger, prefetch_kib=" << kib << ": of " << replays
+                             << " replays";
   }
   // Out of range: refused, naming the value.
   prefetch_kib = -1;
@@ -456,6 +476,29 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfWeightsOnceTwinsEqualTheSerialMmaChain) {
     l.last_norm(l.b, dependent);
   };
   EXPECT_EQ(l.mismatches(chain, " weights-once twins"), 0) << "of " << replay_count() << " replays";
+}
+
+// rmsnorm -> qmv.affine (int4 g64) -> rmsnorm -> gemv.bf16 -> rmsnorm through the public entry
+// points with their default tactics, each a dependent launch, under the chain's early trigger:
+// every rmsnorm lets the linear after it start at its own start, and every replay must still
+// give the bits of the same chain launched without PDL.
+TEST_F(StepOpsPdlTest, GraphReplaysWithTheEarlyTriggerEqualTheSerialChain) {
+  LinearChain l(1, 2048, 2048);
+  const int rows = l.rows, n = l.n, k = l.k, bits = LinearChain::kBits, group = LinearChain::kGroup;
+  DispatcherOptions defaults;
+  defaults.use_cache = false;
+  Dispatcher d(cuda_backend(), defaults);
+  const auto chain = [&](bool dependent) {
+    const ScopedChainSettings settings(-1, dependent);
+    l.first_norm();
+    l.norm(l.a, l.b, dependent);
+    ops::cuda::qmv_affine(l.b.data(), l.q.as<const uint32_t>(), l.scales.data(), l.biases.data(),
+                          l.a.data(), rows, n, k, bits, group, l.stream, d, {dependent});
+    l.norm(l.a, l.b, dependent);
+    ops::cuda::gemv_bf16(l.b.data(), l.w.data(), l.a.data(), rows, n, k, l.stream, d, {dependent});
+    l.last_norm(l.a, dependent);
+  };
+  EXPECT_EQ(l.mismatches(chain, " early trigger"), 0) << "of " << replay_count() << " replays";
 }
 
 } // namespace
