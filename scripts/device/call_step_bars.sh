@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call (~6 min on an H200): issue 14's step bars with the chain tactic early=1 (rmsnorm
 # letting the next kernel start at its own start). First the step's device tests of early=1
-# (against the PDL-off step, bit for bit) and of the fusions. The PyTorch bf16 peer of the Llama-3.1-8B
+# (against the PDL-off step, bit for bit) and of the fusions, and step_ops_pdl_test (the early
+# trigger's graph replays with poisoned intermediates). The PyTorch bf16 peer of the Llama-3.1-8B
 # step (batch 1, context 4k); its int4 g64 linears tuned at one row in tolerance numerics
 # (TUNE_BUDGET, default 100 s; `deep=2` a candidate); the chain cells of batch 1 (bf16 and int4
 # g64: PDL off, on, with the KV prefetch, with the early trigger, each checked over 1000 replays)
@@ -20,6 +21,7 @@ HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/decode_step
   --gtest_filter='*EarlyTrigger*:*SeparateLaunchesBitForBit*' >"$R/test_step.log" 2>&1
 stamp "step tests (the early trigger against PDL off, the fusions)" $?
 grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_step.log" | head -6
+device_tests step_ops_pdl_test
 peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-100}"
 pack
 HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" --backend cuda tune --model "$M" \
