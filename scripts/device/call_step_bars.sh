@@ -7,7 +7,8 @@
 # (TUNE_BUDGET, default 100 s; `deep=2` a candidate); the chain cells of batch 1 (bf16 and int4
 # g64: PDL off, on, with the KV prefetch, with the early trigger, each checked over 1000 replays)
 # tuned into the same cache; then `hone step` int4 g64 and bf16, which run the cached chain pick
-# as their tuned step and time the others, same run as the peer.
+# as their tuned step and time the others, same run as the peer; then Qwen2.5-1.5B's int4 g64
+# step, untuned.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_step_bars.sh OUT
 set -u
@@ -32,3 +33,5 @@ grep -E '^chain' "$R/tune_chain.log"
 pack
 time_step step_int4_g64 "$M" int4:g64 --no-breakdown
 time_step step_bf16 "$M" bf16 --no-breakdown
+# Qwen2.5-1.5B int4 g64 (untuned): PDL alone against the early trigger, same run.
+time_step step_qwen_int4_g64 models/qwen2.5-1.5b.json int4:g64 --no-breakdown

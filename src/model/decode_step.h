@@ -121,14 +121,13 @@ struct StepLaunch {
   // that no kernel waits for an SM to empty before it can change the split; -1: each kernel's
   // the driver's choice. No bit of the outputs changes.
   int shared_carveout = -1;
-  // With `pdl`: rmsnorm lets the next kernel start at its own start rather than after its loads,
-  // and decode.paged's merge kernel at its start rather than at its exit
-  // (cuda/kernels/common/chain_settings.h, chain_early_trigger), so that the linear after each
-  // issues its first weights while it still waits. No bit changes. A chain tactic
-  // (`chain.decode_step:pdl=1,early=1`): on an H100 the norm's part took the Llama-3.1-8B int4
-  // step from 2685.9 to 2601.6 us and bf16 from 5614.6 to 5584.5, but Qwen2.5-1.5B int4 from
-  // 1184.6 to 1202.6 (docs/benchmark_results/2026-12-07-4, call10; the merge's part was added
-  // after and has not run), so `hone tune --model` times it per step.
+  // With `pdl`: rmsnorm lets the next kernel start at its own start rather than after its loads
+  // (cuda/kernels/common/chain_settings.h, chain_early_trigger), so that the linear after it
+  // issues its first weights while the norm still waits. No bit changes. A chain tactic
+  // (`chain.decode_step:pdl=1,early=1`): on an H100 it took the Llama-3.1-8B int4 step from
+  // 2685.9 to 2601.6 us and bf16 from 5614.6 to 5584.5, but Qwen2.5-1.5B int4 from 1184.6 to
+  // 1202.6 (docs/benchmark_results/2026-12-07-4, call10), so `hone tune --model` times it per
+  // step.
   bool early_trigger = false;
   bool operator==(const StepLaunch &) const = default;
 };

@@ -13,8 +13,8 @@
 // The early trigger: rmsnorm, one CTA a few rows, waits for the linear before it and lets the
 // linear after it start only after its own loads; triggering at its start lets that linear's
 // CTAs issue their first weights while the norm still waits (a chain tactic, `early=1`).
-// decode.paged's merge kernel, before o_proj, triggered only at its exit; with the early trigger
-// it triggers at its start too (not yet measured apart from the norm's).
+// Not decode.paged's merge kernel: its triggering at its start too made the Llama-3.1-8B steps
+// 3-18 % slower on an H100 (docs/notes/decode_step.md, last section).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,10 +38,9 @@ inline unsigned add_chain_carveout(cudaLaunchAttribute *attributes, unsigned cou
   return count + 1;
 }
 
-// Whether rmsnorm's dependent launches (and decode.paged's merge kernel's) let the next kernel
-// start at their own start (griddepcontrol.launch_dependents before their wait) instead of after
-// their activation loads (the merge: at its exit): the next kernel then issues its weights while
-// the norm or the merge still waits. No bit changes (every kernel still waits for the one before
+// Whether rmsnorm's dependent launches let the next kernel start at their own start
+// (griddepcontrol.launch_dependents before their wait) instead of after their activation loads:
+// the next kernel then issues its weights while the norm still waits. No bit changes (every kernel still waits for the one before
 // to complete before it reads an activation).
 bool chain_early_trigger();
 // Sets it and returns the value before.

@@ -188,8 +188,6 @@ LaunchStatus decode_paged_launch(const DecodePagedConfig &config, const DecodePa
           ? decode_paged_prefetch_tiles(args.chain.prefetch_kib, config.warps, args.head_dim)
           : 0;
 
-  p.merge_trigger_early = args.chain.dependent && chain_early_trigger() ? 1 : 0;
-
   // item x (hkv / kv_heads) + head group
   const dim3 grid(static_cast<unsigned>(args.split.chunks * (args.hkv / config.kv_heads)));
   if (const LaunchStatus s = kernel_detail::launch_maybe_dependent(

@@ -131,8 +131,6 @@ struct Params {
   float scale_log2;                 // softmax scale x log2(e)
   int prefetch_tiles;               // > 0 (a dependent launch): each warp asks L2 for its first
                                     // prefetch_tiles K and V tiles before griddepcontrol.wait
-  int merge_trigger_early;          // the merge kernel lets the next kernel start at its start
-                                    // (chain_early_trigger); else at its exit
 };
 
 // --- PTX ------------------------------------------------------------------------------------
@@ -698,10 +696,6 @@ template <int D> __global__ void __launch_bounds__(kMergeWarps * 32) merge_kerne
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int b = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
-  // The next kernel (a linear, whose first weights go out before its own wait) may become
-  // resident now; it still waits for this grid to complete before it reads the output.
-  if (p.merge_trigger_early)
-    pdl_launch_dependents();
   int before = 0, chunks = 0;
   request_items(p, b, before, chunks);
   if (chunks <= 1)
