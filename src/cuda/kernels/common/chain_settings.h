@@ -40,8 +40,8 @@ inline unsigned add_chain_carveout(cudaLaunchAttribute *attributes, unsigned cou
 
 // Whether rmsnorm's dependent launches let the next kernel start at their own start
 // (griddepcontrol.launch_dependents before their wait) instead of after their activation loads:
-// the next kernel then issues its weights while the norm still waits. No bit changes (every kernel still waits for the one before
-// to complete before it reads an activation).
+// the next kernel then issues its weights while the norm still waits. No bit changes (every kernel
+// still waits for the one before to complete before it reads an activation).
 bool chain_early_trigger();
 // Sets it and returns the value before.
 bool set_chain_early_trigger(bool early);
