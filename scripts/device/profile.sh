@@ -12,9 +12,10 @@
 # at leftover shapes). On request (step `peer`), qmv.affine's rows-1 default beside PyTorch's
 # int4 kernel (tinygemm, torch._weight_int4pack_mm) on the same weights, int4 g64, one launch
 # each, at the SM clock the run would have (--clock-control none): 896 x 896, where hone takes
-# 3.3 us against torch's 2.6 (2026-12-05-h100-4), and 14336 x 4096 (0.91x). Its grid, warps per
-# SM, memory throughput and stalls against torch's (an n8 output tile a CTA, 8 warps splitting
-# K: 4x hone's warps on 896 x 896) say where the small matrices lose.
+# 3.3 us against torch's 2.6 (2026-12-05-h100-4), and 4096 x 4096 (1.16x torch's time,
+# 2026-12-07-5; PEER_MATRICES names others). Its grid, warps per SM, memory throughput and
+# stalls against torch's (an n8 output tile a CTA, 8 warps splitting K: 4x hone's warps on
+# 896 x 896) say where the small matrices lose.
 #
 #   BUILD=build scripts/device/profile.sh OUTDIR [STEPS]
 #     STEPS: ncu,racecheck (default both), peer, pick (the H200 int4 gate_up pick of 2026-12-05)
@@ -158,7 +159,7 @@ fi
 if want peer; then
   command -v ncu >/dev/null || { echo "profile: ncu not on PATH" >&2; exit 1; }
   export NCU_EXTRA="--clock-control none"
-  for m in 896x896 14336x4096; do
+  for m in ${PEER_MATRICES:-896x896 4096x4096}; do
     for who in qmv_affine tinygemm; do
       # The first launch of each: the peer's correctness check, cold (ncu flushes the caches).
       profile "peer_${who}_r1_$m" "$who" 0 env HONE_LIBRARY="$BUILD/lib/libhone.so" \
