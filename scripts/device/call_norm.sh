@@ -31,15 +31,7 @@ grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_step_fused.log" | head -6
 # shellcheck disable=SC2086 # a list of test names
 device_tests ${TESTS-gate_counts_test rmsnorm_op_test silu_mul_op_test rmsnorm_row_test}
 pack
-for tool in memcheck racecheck; do
-  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 60)" compute-sanitizer --tool $tool --error-exitcode 3 \
-    "$BUILD/tests/device/linear_norm_test" --gtest_filter='*TheDefaults*' >"$R/sanitizer_$tool.raw" 2>&1
-  rc=$?
-  echo "$tool linear_norm: rc $rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|\[  (PASSED|FAILED) ' \
-    "$R/sanitizer_$tool.raw" | tr '\n' ' ')" | tee "$R/sanitizer_$tool.log"
-  grep -m 10 -E 'Invalid|Race|Failure' "$R/sanitizer_$tool.raw" >>"$R/sanitizer_$tool.log"
-  rm -f "$R/sanitizer_$tool.raw"
-done
+sanitize linear_norm linear_norm_test '*TheDefaults*'
 pack
 peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-100}"
 pack

@@ -47,6 +47,24 @@ device_tests() {
   done
 }
 
+# sanitize LABEL TEST FILTER: compute-sanitizer memcheck, then racecheck, of BUILD's device test
+# TEST on the reduced shapes with --gtest_filter=FILTER (60 s cap each; the caller's environment,
+# e.g. HONE_TEST_TACTIC_HAS, passes through), the verdict lines into R/sanitizer_TOOL.log.
+sanitize() {
+  local label=$1 test=$2 filter=$3 tool rc
+  for tool in memcheck racecheck; do
+    HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 60)" compute-sanitizer --tool $tool \
+      --error-exitcode 3 "$BUILD/tests/device/$test" --gtest_filter="$filter" \
+      >"$R/sanitizer_$tool.raw" 2>&1
+    rc=$?
+    echo "$tool $label: rc $rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|\[  (PASSED|FAILED) ' \
+      "$R/sanitizer_$tool.raw" | tr '\n' ' ')" | tee "$R/sanitizer_$tool.log"
+    grep -m 10 -E 'Invalid|Race|Failure' "$R/sanitizer_$tool.raw" >>"$R/sanitizer_$tool.log"
+    rm -f "$R/sanitizer_$tool.raw"
+    pack
+  done
+}
+
 # time_step NAME MODEL QUANT [hone step options...]: `hone step` of MODEL at batch 1, context 4k,
 # QUANT weights, 9 samples, with the tuning cache R/cache, into R/NAME.{log,json}; prints its
 # table and chain lines and packs.

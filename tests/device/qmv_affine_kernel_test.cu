@@ -275,7 +275,8 @@ CheckSummary check_problem(const Problem &p) {
   };
 
   // The mma path at each k_slices, all rows in one launch (its configs are batch-invariant, so any
-  // one of an order will do): what a ring config of that k_slices must give bit for bit.
+  // one of an order will do): what a ring or shallow config of that k_slices must give bit for
+  // bit (a register-pipeline config is the reference, never a shallow one).
   std::vector<std::pair<int, std::vector<uint16_t>>> mma_expected;
   const std::vector<uint16_t> *default_rows = &expected;
   auto mma_reference = [&](const QmvAffineConfig &c) -> const std::vector<uint16_t> & {
@@ -286,7 +287,7 @@ CheckSummary check_problem(const Problem &p) {
       if (e.first == slices)
         return e.second;
     for (const QmvAffineConfig &e : qmv_affine_configs(p.bits))
-      if (e.path == KernelPath::mma && qmv_affine_k_slices(e) == slices &&
+      if (e.path == KernelPath::mma && e.shallow == 0 && qmv_affine_k_slices(e) == slices &&
           qmv_affine_can_implement(e, p.rows, p.n, p.k, p.bits, p.group, nullptr)) {
         KT_CHECK(cudaMemset(y1.p, 0xff, elements(p.rows, p.n) * 2));
         KT_CHECK(static_cast<cudaError_t>(p.launch(e, p.x->p, y1.p, p.rows)));
@@ -331,6 +332,14 @@ CheckSummary check_problem(const Problem &p) {
       if (!same)
         out.failures.push_back(
             "ring differs from the mma path of its k_slices: " + c.to_tactic().str() + where(p));
+      continue;
+    }
+    if (c.shallow > 0) { // the register pipeline's bits at its k_slices, whatever the default's
+      const bool same = got == mma_reference(c);
+      ++(same ? out.invariant : out.variant);
+      if (!same)
+        out.failures.push_back(
+            "shallow differs from the mma path of its k_slices: " + c.to_tactic().str() + where(p));
       continue;
     }
     if (c.path == KernelPath::grouped && c.path != single.path) {
@@ -719,6 +728,64 @@ TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
   std::string reason;
   EXPECT_FALSE(qmv_affine_can_implement(no_ahead, 1, 28672, 4096, 4, 64, &reason));
   EXPECT_NE(reason.find("not a compiled"), std::string::npos) << reason;
+}
+
+// `shallow=C` (the shallow kernels: a warp's whole slice at once) is compiled for int4 only, as
+// 8-row CTAs of one m16 tile beside the register pipeline's own configs of the same CTA (the same
+// k_slices, so the same bits), spelled last; can_implement takes shallow=2 for slices of 1-2
+// chunks and shallow=4 for 3-4, at rows 1-8, per weight or factored, and refuses the rest by name.
+TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) {
+  EXPECT_TRUE(std::none_of(qmv_affine_configs(8).begin(), qmv_affine_configs(8).end(),
+                           [](const QmvAffineConfig &c) { return c.shallow != 0; }));
+  const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(4);
+  std::set<int> depths;
+  for (const QmvAffineConfig &c : configs) {
+    if (c.shallow == 0)
+      continue;
+    depths.insert(c.shallow);
+    const std::string t = c.to_tactic().str();
+    EXPECT_EQ(c.path, KernelPath::mma) << t;
+    EXPECT_EQ(c.async + c.ahead + c.deep, 0) << t;
+    EXPECT_EQ(c.rows_per_cta, 8) << t;
+    EXPECT_EQ(c.outputs_per_warp, 16) << t;
+    EXPECT_NE(t.find(",shallow=" + std::to_string(c.shallow)), std::string::npos) << t;
+    EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
+    QmvAffineConfig own = c;
+    own.shallow = 0;
+    EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
+    // 4096 x 4096 holds 32 chunks a row: slices of 2 at 16 K slices, 4 at 8.
+    const int slices = qmv_affine_k_slices(c);
+    const int slice = (32 + slices - 1) / slices;
+    const bool fits = slice <= c.shallow && slice >= (c.shallow == 2 ? 1 : 3);
+    std::string why;
+    for (int group : {32, 64, 128})
+      EXPECT_EQ(qmv_affine_can_implement(c, 1, 4096, 4096, 4, group, &why), fits)
+          << t << " g" << group << " " << why;
+    if (!fits) {
+      EXPECT_NE(why.find("slices of " + std::to_string(slice) + " chunks"), std::string::npos)
+          << why;
+      continue;
+    }
+    EXPECT_TRUE(qmv_affine_can_implement(c, 8, 4096, 4096, 4, 64, &why)) << t << why;
+    EXPECT_FALSE(qmv_affine_can_implement(c, 9, 4096, 4096, 4, 64, &why)) << t;
+    EXPECT_NE(why.find("rows=9 outside 1..8"), std::string::npos) << why;
+  }
+  EXPECT_EQ(depths, (std::set<int>{2, 4}));
+  const std::string base =
+      "qmv.affine.mma:rows_per_cta=8,warps=8,warps_k=8,outputs_per_warp=16,split_k=1";
+  const std::string three = hone::testing::invalid_message(
+      [&] { QmvAffineConfig::from_tactic(Tactic::parse(base + ",shallow=3")); });
+  EXPECT_NE(three.find("shallow=3 is not"), std::string::npos) << three;
+  const std::string one = hone::testing::invalid_message(
+      [&] { QmvAffineConfig::from_tactic(Tactic::parse(base + ",shallow=1")); });
+  EXPECT_NE(one.find("shallow=1 is not compiled"), std::string::npos) << one;
+  // Parsed at 8 bits, then refused there by name.
+  const QmvAffineConfig four = QmvAffineConfig::from_tactic(Tactic::parse(base + ",shallow=4"));
+  EXPECT_EQ(four.shallow, 4);
+  std::string reason;
+  EXPECT_FALSE(qmv_affine_can_implement(four, 1, 4096, 4096, 8, 64, &reason));
+  EXPECT_FALSE(reason.empty());
+  EXPECT_TRUE(qmv_affine_can_implement(four, 1, 4096, 4096, 4, 128, &reason)) << reason;
 }
 
 TEST(QmvAffineConfig, StreamDefaultOrderDoesNotDependOnRowsAndRoundTrips) {
@@ -1131,9 +1198,10 @@ std::string short_name(const QmvAffineConfig &c) {
     std::snprintf(buf, sizeof buf, "grouped r%d w%d k%d o%d s%d", c.rows_per_cta, c.warps,
                   c.warps_k, c.outputs_per_warp, c.split_k);
   else
-    std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s%s", c.rows_per_cta, c.warps, c.warps_k,
-                  c.outputs_per_warp, c.split_k, c.async ? " a" : "",
-                  c.ahead ? (" j" + std::to_string(c.ahead)).c_str() : "");
+    std::snprintf(buf, sizeof buf, "r%d w%d k%d o%d s%d%s%s%s%s", c.rows_per_cta, c.warps,
+                  c.warps_k, c.outputs_per_warp, c.split_k, c.async ? " a" : "",
+                  c.ahead ? (" j" + std::to_string(c.ahead)).c_str() : "", c.deep ? " deep" : "",
+                  c.shallow ? (" sh" + std::to_string(c.shallow)).c_str() : "");
   return buf;
 }
 

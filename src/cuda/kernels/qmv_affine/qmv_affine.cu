@@ -18,6 +18,10 @@
 //                     blocks of words ahead, the group parameters staged in shared memory (the
 //                     DEEP twin of qmv_affine.cuh; int4 g64, 8-row CTAs, one m16 tile, ahead=2);
 //                     bit-identical to deep=0
+//   shallow           (optional, default 0, after deep) 2 or 4: the shallow kernel, a warp's
+//                     whole K slice (1-2 or 3-4 chunks) in registers at once, no pipeline (int4,
+//                     8-row CTAs, one m16 tile, rows 1-8); bit-identical to the mma configs of
+//                     its k_slices
 // `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
 // as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
 // slices (plus one producer warp), outputs_per_warp 16 (weight rows per tile), split_k 1, and
@@ -172,7 +176,39 @@ const KernelEntry kKernels[] = {
 const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
   for (const KernelEntry &e : kKernels)
     if (e.bits == bits && e.rows_per_cta == c.rows_per_cta &&
-        e.outputs_per_warp == c.outputs_per_warp && e.ahead == c.ahead && c.path == KernelPath::mma)
+        e.outputs_per_warp == c.outputs_per_warp && e.ahead == c.ahead && c.shallow == 0 &&
+        c.path == KernelPath::mma)
+      return &e;
+  return nullptr;
+}
+
+// The shallow kernels (`shallow=C`, qmv_affine.cuh): <C, GROUPS, MAX_THREADS, MIN_BLOCKS>, 4 bits,
+// 8-row CTAs of one m16 tile a warp. MIN_BLOCKS holds the registers to what lets a grid of 8-warp
+// CTAs hold more warps an SM than the register pipeline's 98-130 registers allow: 64 at C 2 (two
+// 16-warp CTAs or four 8-warp ones), 80 at C 4 per weight (three 8-warp CTAs). The factored
+// kernel of C 4 spilled 28 bytes at 80 (ptxas, sm_90a), so it keeps two CTAs' 128.
+struct ShallowEntry {
+  int chunks;          // C
+  SplitKKernel kernel; // partials of one m16 x n8 tile a warp
+  KernelFn fn[2];      // [chunk groups]: per weight, factored with one group a chunk
+};
+template <int C, int MAX_THREADS, int MIN_BLOCKS, int FACTORED_MIN_BLOCKS>
+constexpr ShallowEntry shallow_entry() {
+  using qmv_affine_detail::qmv_affine_shallow_kernel;
+  constexpr KernelFn fn0 = &qmv_affine_shallow_kernel<C, 0, MAX_THREADS, MIN_BLOCKS>;
+  return {C,
+          {reinterpret_cast<const void *>(fn0), nullptr, MAX_THREADS, 128, 0},
+          {fn0, &qmv_affine_shallow_kernel<C, 1, MAX_THREADS, FACTORED_MIN_BLOCKS>}};
+}
+const ShallowEntry kShallowKernels[] = {shallow_entry<2, 512, 2, 2>(),
+                                        shallow_entry<4, 256, 3, 2>()};
+
+const ShallowEntry *find_shallow_kernel(const QmvAffineConfig &c, int bits) {
+  if (bits != 4 || c.path != KernelPath::mma || c.rows_per_cta != 8 || c.outputs_per_warp != 16 ||
+      c.ahead != 0 || c.deep != 0 || c.async != 0)
+    return nullptr;
+  for (const ShallowEntry &e : kShallowKernels)
+    if (e.chunks == c.shallow)
       return &e;
   return nullptr;
 }
@@ -354,6 +390,12 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
           }
     }
   if (bits == 4)
+    for (const ShallowEntry &e : kShallowKernels) {
+      QmvAffineConfig base;
+      base.shallow = e.chunks;
+      add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
+    }
+  if (bits == 4)
     for (const GroupedEntry &e : kGroupedKernels)
       for (int rows : kGroupedRowsPerCta) {
         QmvAffineConfig base;
@@ -402,6 +444,14 @@ KernelResources qmv_affine_resources(const QmvAffineConfig &config, int bits) {
                          reinterpret_cast<const void *>(e->fn[1][0]),
                          reinterpret_cast<const void *>(e->fn[1][1]),
                          reinterpret_cast<const void *>(e->fn[2][1])};
+    return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, false));
+  }
+  if (config.shallow > 0) {
+    const ShallowEntry *e = find_shallow_kernel(config, bits);
+    if (!e)
+      return {};
+    const void *all[] = {reinterpret_cast<const void *>(e->fn[0]),
+                         reinterpret_cast<const void *>(e->fn[1])};
     return split_k_resources(all, split_k_shared_bytes(e->kernel, config.warps, false));
   }
   const KernelEntry *e = find_kernel(config, bits);
@@ -546,6 +596,20 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
       return LaunchStatus::invalid_value();
     return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
                                  reinterpret_cast<const void *>(fn), args.chain.dependent);
+  }
+  if (config.shallow > 0) {
+    const ShallowEntry *e = find_shallow_kernel(config, args.bits);
+    const int groups =
+        qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
+    if (!e || args.norm.out != nullptr || args.rows > 8 || groups < 0 || groups > 1 ||
+        !qmv_affine_can_implement(config, args.rows, args.n, args.k, args.bits, args.group,
+                                  nullptr))
+      return LaunchStatus::invalid_value();
+    Params p = mma_params(config, args);
+    p.factored = groups;
+    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
+                                 reinterpret_cast<const void *>(e->fn[groups]),
+                                 args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
   if (!e || args.k < 32 || args.k % 32 != 0 || !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||

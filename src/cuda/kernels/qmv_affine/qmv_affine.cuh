@@ -1009,6 +1009,77 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Param
   }
 }
 
+// --- the shallow kernel (`shallow=C`): a warp's whole K slice in one round trip -------------
+//
+// The register pipeline keeps a block of J chunks in flight while it multiplies the one before,
+// which costs it 98-130 registers whatever the slice; on grids of under a wave (matrices of a few
+// MB at one row) a warp then waits on two or more DRAM round trips in turn, and 2 CTAs of 8 warps
+// fit an SM where PyTorch's int4 kernel fits 4 (docs/notes/qmv_affine.md, v25). This kernel takes
+// the slice (at most C chunks, C = 2 or 4) into registers at once, waits once, and multiplies the
+// chunks in order: no pipeline, no parameter pairs, 32-bit offsets, one m16 tile and one n8
+// activation tile (rows 1-8) a warp, 4 bits, per weight (GROUPS 0) or factored with one group a
+// chunk (GROUPS 1). Every chunk goes through mma_chunk in increasing K and the warps' partials
+// through the mma path's epilogue, so a config gives the bits of the mma configs of its
+// k_slices. The first loads (weights and group parameters, which no kernel of a chain writes) go
+// out before griddepcontrol.wait, the activations after it.
+template <int C, int GROUPS, int MAX_THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
+    qmv_affine_shallow_kernel(const Params p) {
+  static_assert(GROUPS == 0 || GROUPS == 1, "per weight or one group a chunk");
+  using L = Layout<4>;
+  using R = LaneRuns<4, GROUPS>;
+  extern __shared__ float4 shared_partials[];
+  const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<1, 1>(p);
+  uint32_t qo[1][2], po[1][2];
+  lane_row_offsets<1, false>(qo, po, p, p.k / L::kValuesPerWord, m_warp, g, R::kRunWords * t, 0u);
+  const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
+  const int c0 = slice * p.slice_chunks;
+  const int c_end = min(c0 + p.slice_chunks, total_chunks);
+
+  WeightFragment<1> f[C];
+#pragma unroll
+  for (int j = 0; j < C; ++j) {
+    const int chunk = c0 + j;
+    // Lanes whose K range lies past K (K a multiple of 32) take zeros: w = 0.
+    const bool in_k = chunk < c_end && chunk * L::kChunkK + L::kLaneK * t < p.k;
+    const uint32_t group = static_cast<uint32_t>(R::first_k(chunk, t) >> p.group_shift);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (in_k) {
+        f[j].q[0][h] =
+            load_lane_words<4, GROUPS>(p.q + (qo[0][h] + static_cast<uint32_t>(chunk) * 16u));
+        f[j].scale[0][h] = load_parameter(p.scales + (po[0][h] + group));
+        f[j].bias[0][h] = load_parameter(p.biases + (po[0][h] + group));
+      } else {
+        f[j].q[0][h] = make_uint4(0, 0, 0, 0);
+        f[j].scale[0][h] = 0;
+        f[j].bias[0][h] = 0;
+      }
+    }
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+
+  const uint16_t *xp =
+      p.x + static_cast<size_t>(min(row0 + g, p.rows - 1)) * p.k + R::kRunValues * t;
+  float acc[1][1][4];
+  zero_accumulators(acc);
+#pragma unroll
+  for (int j = 0; j < C; ++j) {
+    const int chunk = c0 + j;
+    if (chunk >= c_end) // the slice's chunks only, as every kernel of its order
+      break;
+    const bool in_k = chunk * L::kChunkK + L::kLaneK * t < p.k;
+    uint4 x[1][L::kXVectors];
+#pragma unroll
+    for (int v = 0; v < L::kXVectors; ++v)
+      x[0][v] =
+          in_k ? load_activation(xp + chunk * L::kChunkK + R::x_offset(v)) : make_uint4(0, 0, 0, 0);
+    mma_chunk<4, 1, 1, GROUPS>(acc, f[j], x);
+  }
+  store_mma_partials_and_reduce<1, 1>(p, shared_partials, acc, warp, lane, m_cta, row0);
+}
+
 // --- grouped path (4 bits, exact-integer mma for any group) --------------------------------
 //
 // The factored form of the mma kernel (exact 128 + q in the mma, scale and bias applied to

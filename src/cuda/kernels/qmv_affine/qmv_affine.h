@@ -20,7 +20,7 @@ namespace hone::cuda {
 
 // One compiled kernel configuration of qmv.affine. Its Tactic form is
 // `qmv.affine.mma:rows_per_cta=..,warps=..,warps_k=..,outputs_per_warp=..,split_k=..`
-// plus `async=1`, then `ahead=J`, then `deep=2` where set
+// plus `async=1`, then `ahead=J`, then `deep=2`, then `shallow=C` where set
 // (the kernel-specific fields are documented in qmv_affine.cu).
 // The CTA and cluster fields are the family's (SplitKCta): rows_per_cta 8, 16 or 32;
 // outputs_per_warp 16 or 32; async: the cp.async ring for the packed words (same order).
@@ -43,6 +43,12 @@ struct QmvAffineConfig : SplitKCta, StreamRingFields {
   // stages its group parameters in shared memory wherever it can (the launch rule does not
   // apply). The same K order and bits as deep=0.
   int deep = 0;
+  // C (2 or 4): the shallow kernel (qmv_affine.cuh): a warp's whole K slice of at most C chunks
+  // in registers at once, no pipeline, at most 64 (C 2) or 80 (C 4) registers. int4 per weight
+  // or one group a chunk, 8-row CTAs of one m16 tile a warp, rows 1-8, slices of 1-2 chunks
+  // (C 2) or 3-4 (C 4); 0: the slot's own kernel. The same K order and bits as the mma configs of
+  // its k_slices.
+  int shallow = 0;
   KernelPath path = KernelPath::mma; // mma: mma.sync on weights dequantised in registers;
                                      // stream: the packed words once through a shared ring;
                                      // grouped: exact-integer mma, one column per group;

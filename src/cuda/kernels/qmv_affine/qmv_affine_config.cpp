@@ -23,6 +23,7 @@ constexpr const char *kRingKernel = "qmv.affine.ring";
 constexpr const char *kStreamFields[] = {"stages", "ctas_per_sm"}; // after the family's
 constexpr const char *kAheadField = "ahead"; // the mma path's optional fields, in this order
 constexpr const char *kDeepField = "deep";
+constexpr const char *kShallowField = "shallow";
 
 // SWITCH: true makes qmv_affine_default the stream path's default (qmv_affine_stream_default).
 // Flip it only after the H200 sweep of tests/device/qmv_affine_kernel_test.cu shows the stream
@@ -110,6 +111,8 @@ Tactic QmvAffineConfig::to_tactic() const {
     t.params.emplace_back(kAheadField, ahead);
   if (path == KernelPath::mma && deep > 0)
     t.params.emplace_back(kDeepField, deep);
+  if (path == KernelPath::mma && shallow > 0)
+    t.params.emplace_back(kShallowField, shallow);
   return t;
 }
 
@@ -130,6 +133,10 @@ QmvAffineConfig QmvAffineConfig::from_tactic(const Tactic &tactic) {
   c.path = tactic.kernel == kGroupedKernel ? KernelPath::grouped : KernelPath::mma;
   Tactic rest = tactic;
   if (c.path == KernelPath::mma) {
+    rest = take_last_power_field(rest, kShallowField, "chunks", &c.shallow);
+    if (c.shallow != 0 && c.shallow != 2 && c.shallow != 4)
+      HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': shallow=" + std::to_string(c.shallow) +
+                            " is not compiled (shallow=2 or 4: chunks a warp holds at once)");
     rest = take_last_power_field(rest, kDeepField, "blocks", &c.deep);
     if (c.deep != 0 && c.deep != 2)
       HONE_INVALID_ARGUMENT("tactic '" + tactic.str() + "': deep=" + std::to_string(c.deep) +
@@ -357,6 +364,24 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
   }
   if (config.path == KernelPath::stream)
     return weights_once_rows_fit(config, rows, "stream", reason);
+  if (config.shallow > 0) {
+    // The shallow kernel: int4, per weight or one group a chunk (qmv_affine_chunk_groups), one
+    // activation tile, slices of 1-2 chunks (shallow=2) or 3-4 (shallow=4).
+    if (bits != 4)
+      return refuse(reason, "shallow=" + std::to_string(config.shallow) +
+                                " is 4 bits only (bits=" + std::to_string(bits) + ")");
+    if (qmv_affine_chunk_groups(bits, group, k) == 2)
+      return refuse(reason, "shallow: the two-group chunks are not compiled");
+    if (rows > 8)
+      return refuse(reason, "shallow: rows=" + std::to_string(rows) +
+                                " outside 1..8 (one activation tile)");
+    const int slice = qmv_affine_slice_chunks(config, k, bits);
+    const int least = config.shallow == 2 ? 1 : 3;
+    if (slice > config.shallow || slice < least)
+      return refuse(reason, "shallow=" + std::to_string(config.shallow) + ": slices of " +
+                                std::to_string(slice) + " chunks (" + std::to_string(least) +
+                                " to " + std::to_string(config.shallow) + ")");
+  }
   if (config.deep > 0) {
     // The DEEP twin stages the group parameters: int4 g64 per weight, whole pairs of chunks a
     // slice and 4 groups a pair (qmv_affine.cu, staged_words), and acts from
