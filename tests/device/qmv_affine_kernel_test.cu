@@ -302,7 +302,8 @@ CheckSummary check_problem(const Problem &p) {
   std::vector<QmvAffineConfig> all;
   for (const QmvAffineConfig &c : qmv_affine_configs(p.bits))
     if (std::string why; path_selected(c) && tactic_has(c) &&
-                         qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why))
+                         qmv_affine_can_implement(c, p.rows, p.n, p.k, p.bits, p.group, &why) &&
+                         !(c.shallow > 0 && p.chunk_groups == 2)) // not compiled two-group
       all.push_back(c);
   all.push_back(qmv_affine_default(p.rows, p.n, p.k, p.bits, p.group));
   for (const QmvAffineConfig &c : all) {

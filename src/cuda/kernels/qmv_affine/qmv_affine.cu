@@ -54,8 +54,10 @@ namespace hone::cuda {
 
 namespace {
 
+using qmv_affine_detail::NormParams;
 using qmv_affine_detail::Params;
 using KernelFn = void (*)(Params);
+using NormKernelFn = void (*)(NormParams);
 
 // One compiled kernel: the template parameters it fixes, then its slot in the family table.
 // Each slot has an entry point per pipeline and dequantisation (qmv_affine_chunk_groups: per
@@ -85,7 +87,7 @@ struct KernelEntry {
   KernelFn staged_async_fn;
   // The per-weight fn whose last CTA normalises y's rows (the NORM twin; the one-tile J 2 slot
   // only, the decode default of o_proj and down at one row); null elsewhere.
-  KernelFn norm_fn;
+  NormKernelFn norm_fn;
 };
 
 // ALT: a register pipeline of another J beside the slot's own, spelled `ahead=J`. It has no
@@ -98,7 +100,8 @@ constexpr KernelEntry entry() {
   KernelFn fn2 = nullptr, async0 = nullptr, async1 = nullptr, async2 = nullptr;
   KernelFn silu0 = nullptr, silu1 = nullptr, silu2 = nullptr;
   KernelFn staged = nullptr, staged_silu = nullptr, staged_async = nullptr;
-  KernelFn staged_deep = nullptr, staged_deep_silu = nullptr, norm = nullptr;
+  KernelFn staged_deep = nullptr, staged_deep_silu = nullptr;
+  NormKernelFn norm = nullptr;
   if constexpr (BITS == 4 && NT == 1 && MT == 1 && J == 2 && ALT)
     norm = &qmv_affine_mma_kernel<BITS, NT, MT, J, MAX_THREADS, 0, 0, false, false, false, true>;
   if constexpr (BITS == 4 && !ALT)
@@ -185,8 +188,9 @@ const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
 // The shallow kernels (`shallow=C`, qmv_affine.cuh): <C, GROUPS, MAX_THREADS, MIN_BLOCKS>, 4 bits,
 // 8-row CTAs of one m16 tile a warp. MIN_BLOCKS holds the registers to what lets a grid of 8-warp
 // CTAs hold more warps an SM than the register pipeline's 98-130 registers allow: 64 at C 2 (two
-// 16-warp CTAs or four 8-warp ones), 80 at C 4 per weight (three 8-warp CTAs). The factored
-// kernel of C 4 spilled 28 bytes at 80 (ptxas, sm_90a), so it keeps two CTAs' 128.
+// 16-warp CTAs or four 8-warp ones). At C 4 three 8-warp CTAs (80 registers) spilled 4 bytes
+// per weight and 28 factored (ptxas, sm_90), so C 4 keeps two CTAs' 128 (80 and 96 used): one
+// round trip a warp, not more warps.
 struct ShallowEntry {
   int chunks;          // C
   SplitKKernel kernel; // partials of one m16 x n8 tile a warp
@@ -201,7 +205,7 @@ constexpr ShallowEntry shallow_entry() {
           {fn0, &qmv_affine_shallow_kernel<C, 1, MAX_THREADS, FACTORED_MIN_BLOCKS>}};
 }
 const ShallowEntry kShallowKernels[] = {shallow_entry<2, 512, 2, 2>(),
-                                        shallow_entry<4, 256, 3, 2>()};
+                                        shallow_entry<4, 256, 2, 2>()};
 
 const ShallowEntry *find_shallow_kernel(const QmvAffineConfig &c, int bits) {
   if (bits != 4 || c.path != KernelPath::mma || c.rows_per_cta != 8 || c.outputs_per_warp != 16 ||
@@ -626,19 +630,20 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
   if (args.norm.out != nullptr) {
     if (!qmv_affine_norm_fits(config, args))
       return LaunchStatus::invalid_value();
-    fn = e->norm_fn;
-    p.norm.x = p.y;
-    p.norm.residual = static_cast<const uint16_t *>(args.norm.residual);
-    p.norm.residual_out = static_cast<uint16_t *>(args.norm.residual_out);
-    p.norm.w = static_cast<const uint16_t *>(args.norm.w);
-    p.norm.out = static_cast<uint16_t *>(args.norm.out);
-    p.norm.counter = args.norm.counter;
-    p.norm.rows = args.rows;
-    p.norm.hidden = args.n;
-    p.norm.lanes = args.norm.lanes;
-    p.norm.eps = args.norm.eps;
-    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
-                                 reinterpret_cast<const void *>(fn), args.chain.dependent);
+    NormParams np;
+    static_cast<Params &>(np) = p;
+    np.norm.x = p.y;
+    np.norm.residual = static_cast<const uint16_t *>(args.norm.residual);
+    np.norm.residual_out = static_cast<uint16_t *>(args.norm.residual_out);
+    np.norm.w = static_cast<const uint16_t *>(args.norm.w);
+    np.norm.out = static_cast<uint16_t *>(args.norm.out);
+    np.norm.counter = args.norm.counter;
+    np.norm.rows = args.rows;
+    np.norm.hidden = args.n;
+    np.norm.lanes = args.norm.lanes;
+    np.norm.eps = args.norm.eps;
+    return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &np, stream,
+                                 reinterpret_cast<const void *>(e->norm_fn), args.chain.dependent);
   }
   p.staged_words = staged_words(*e, config, args, p);
   if (p.staged_words > 0)

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -62,8 +63,16 @@ struct Params {
                     // (split_k_reduce.cuh); the others ignore it
   int staged_words; // parameter-vector kernels: 32-bit words a weight row takes in each warp's
                     // staged parameters (staged_words, qmv_affine.cu), after the partials; 0: none
-  rmsnorm_row::GridRowsNorm norm; // the NORM kernels: the rmsnorm of y's rows (norm.x = y)
 };
+
+// The NORM twins' parameters: Params and the rmsnorm of y's rows (norm.x = y). Kept out of Params:
+// with the norm inside it, the 32-row kernels at the register cap (the factored two-tile ones and
+// the two-group J 2 one, 255 registers) spilled 20 bytes (ptxas, sm_90), which they did not
+// with Params as it is.
+struct NormParams : Params {
+  rmsnorm_row::GridRowsNorm norm;
+};
+template <bool NORM> using KernelParams = std::conditional_t<NORM, NormParams, Params>;
 
 template <int BITS> struct Layout {
   static constexpr int kValuesPerWord = 32 / BITS;
@@ -537,7 +546,7 @@ __device__ __forceinline__ int stage_parameter_pairs(uint32_t *base, const Param
 // (p.norm; rmsnorm_row::grid_norm_rows), of the per-weight register pipeline only.
 template <int BITS, int NT, int MT, int J, int MAX_THREADS, int S, int GROUPS, bool SILU = false,
           bool STAGE = false, bool DEEP = false, bool NORM = false>
-__global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Params p) {
+__global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const KernelParams<NORM> p) {
   // A chain link (a dependent launch) waits for the kernel before it (griddepcontrol.wait)
   // before its first activation load and lets the next one start; both are no-ops otherwise.
   // The register pipeline (S = 0) issues its first block of weights and group parameters,

@@ -44,7 +44,7 @@ struct QmvAffineConfig : SplitKCta, StreamRingFields {
   // apply). The same K order and bits as deep=0.
   int deep = 0;
   // C (2 or 4): the shallow kernel (qmv_affine.cuh): a warp's whole K slice of at most C chunks
-  // in registers at once, no pipeline, at most 64 (C 2) or 80 (C 4) registers. int4 per weight
+  // in registers at once, no pipeline, at most 64 registers (C 2) or 128 (C 4). int4 per weight
   // or one group a chunk, 8-row CTAs of one m16 tile a warp, rows 1-8, slices of 1-2 chunks
   // (C 2) or 3-4 (C 4); 0: the slot's own kernel. The same K order and bits as the mma configs of
   // its k_slices.
