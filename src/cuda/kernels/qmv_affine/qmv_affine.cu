@@ -189,8 +189,8 @@ const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
 // 8-row CTAs of one m16 tile a warp. MIN_BLOCKS holds the registers to what lets a grid of 8-warp
 // CTAs hold more warps an SM than the register pipeline's 98-130 registers allow: 64 at C 2 (two
 // 16-warp CTAs or four 8-warp ones). At C 4 three 8-warp CTAs (80 registers) spilled 4 bytes
-// per weight and 28 factored (ptxas, sm_90), so C 4 keeps two CTAs' 128 (80 and 96 used): one
-// round trip a warp, not more warps.
+// per weight and 28 factored (ptxas, sm_90), so C 4 keeps two CTAs' 128 (96 used): one round
+// trip a warp, not more warps.
 struct ShallowEntry {
   int chunks;          // C
   SplitKKernel kernel; // partials of one m16 x n8 tile a warp
@@ -605,12 +605,16 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const ShallowEntry *e = find_shallow_kernel(config, args.bits);
     const int groups =
         qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
-    if (!e || args.norm.out != nullptr || args.rows > 8 || groups < 0 || groups > 1 ||
-        !qmv_affine_can_implement(config, args.rows, args.n, args.k, args.bits, args.group,
-                                  nullptr))
+    if (!e || args.norm.out != nullptr || args.rows < 1 || args.rows > 8 || groups < 0 ||
+        groups > 1 || args.k < 32 || args.k % 32 != 0 ||
+        !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
+        (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
+        config.warps_k < 1 || config.split_k < 1)
       return LaunchStatus::invalid_value();
     Params p = mma_params(config, args);
     p.factored = groups;
+    if (!qmv_affine_shallow_slice_fits(config.shallow, p.slice_chunks))
+      return LaunchStatus::invalid_value();
     return launch_split_k_kernel(e->kernel, config, args.n, args.rows, &p, stream,
                                  reinterpret_cast<const void *>(e->fn[groups]),
                                  args.chain.dependent);

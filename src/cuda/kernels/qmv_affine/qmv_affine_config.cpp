@@ -376,11 +376,10 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
       return refuse(reason, "shallow: rows=" + std::to_string(rows) +
                                 " outside 1..8 (one activation tile)");
     const int slice = qmv_affine_slice_chunks(config, k, bits);
-    const int least = config.shallow == 2 ? 1 : 3;
-    if (slice > config.shallow || slice < least)
+    if (!qmv_affine_shallow_slice_fits(config.shallow, slice))
       return refuse(reason, "shallow=" + std::to_string(config.shallow) + ": slices of " +
-                                std::to_string(slice) + " chunks (" + std::to_string(least) +
-                                " to " + std::to_string(config.shallow) + ")");
+                                std::to_string(slice) + " chunks (" +
+                                (config.shallow == 2 ? "1 to 2" : "3 to 4") + ")");
   }
   if (config.deep > 0) {
     // The DEEP twin stages the group parameters: int4 g64 per weight, whole pairs of chunks a

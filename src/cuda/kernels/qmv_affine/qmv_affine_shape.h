@@ -79,6 +79,11 @@ inline bool qmv_affine_parameter_pairs_aligned(const void *scales, const void *b
          reinterpret_cast<uintptr_t>(biases) % 4 == 0;
 }
 
+// Whether the shallow kernel of C = `shallow` chunks (QmvAffineConfig::shallow) takes slices of
+// `slice` chunks: 1-2 at C 2, 3-4 at C 4 (a shorter slice runs the smaller kernel).
+inline bool qmv_affine_shallow_slice_fits(int shallow, int slice) {
+  return slice <= shallow && slice >= (shallow == 2 ? 1 : 3);
+}
 // Chunks per K slice; depends on k, bits and k_slices only.
 inline int qmv_affine_slice_chunks(const QmvAffineConfig &c, int k, int bits) {
   const int chunk_k = qmv_affine_chunk_k(bits);
