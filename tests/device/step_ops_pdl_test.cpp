@@ -301,12 +301,17 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSeria
 }
 
 // One config of each kernel path that can run (rows, n, k): the first of the compiled table per
-// (path, async, split_k > 1), the default first.
+// (path, the shallow kernels apart, async, split_k > 1), the default first.
 template <class Config, class CanImplement>
 std::vector<Config> one_per_path(const Config &def, const std::vector<Config> &configs,
                                  CanImplement can_implement) {
   std::vector<Config> out{def};
-  const auto kind = [](const Config &c) { return int(c.path) * 4 + c.async * 2 + (c.split_k > 1); };
+  const auto kind = [](const Config &c) {
+    int shallow = 0; // qmv.affine's shallow kernels: a path of their own here
+    if constexpr (requires { c.shallow; })
+      shallow = c.shallow > 0;
+    return int(c.path) * 8 + shallow * 4 + c.async * 2 + (c.split_k > 1);
+  };
   for (const Config &c : configs) {
     bool seen = false;
     for (const Config &o : out)
