@@ -732,27 +732,29 @@ TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
 }
 
 // `shallow=C` (the shallow kernels: a warp's whole slice at once) is compiled for int4 only, as
-// 8-row CTAs of one m16 tile beside the register pipeline's own configs of the same CTA (the same
-// k_slices, so the same bits), spelled last; can_implement takes shallow=2 for slices of 1-2
-// chunks and shallow=4 for 3-4, at rows 1-8, per weight or factored, and refuses the rest by name.
+// 8-row CTAs of one m16 tile or of its lower half (outputs_per_warp 8) beside the register
+// pipeline's own configs of the same CTA (the same k_slices, so the same bits), spelled last;
+// can_implement takes shallow=2 for slices of 1-2 chunks and shallow=4 for 3-4, at rows 1-8, per
+// weight or factored, and refuses the rest by name.
 TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) {
   EXPECT_TRUE(std::none_of(qmv_affine_configs(8).begin(), qmv_affine_configs(8).end(),
                            [](const QmvAffineConfig &c) { return c.shallow != 0; }));
   const std::vector<QmvAffineConfig> &configs = qmv_affine_configs(4);
-  std::set<int> depths;
+  std::set<int> depths, rows;
   for (const QmvAffineConfig &c : configs) {
     if (c.shallow == 0)
       continue;
     depths.insert(c.shallow);
+    rows.insert(c.outputs_per_warp);
     const std::string t = c.to_tactic().str();
     EXPECT_EQ(c.path, KernelPath::mma) << t;
     EXPECT_EQ(c.async + c.ahead + c.deep, 0) << t;
     EXPECT_EQ(c.rows_per_cta, 8) << t;
-    EXPECT_EQ(c.outputs_per_warp, 16) << t;
     EXPECT_NE(t.find(",shallow=" + std::to_string(c.shallow)), std::string::npos) << t;
     EXPECT_EQ(QmvAffineConfig::from_tactic(c.to_tactic()), c) << t;
-    QmvAffineConfig own = c;
+    QmvAffineConfig own = c; // the register pipeline's config of the same CTA and k_slices
     own.shallow = 0;
+    own.outputs_per_warp = 16;
     EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
     // 4096 x 4096 holds 32 chunks a row: slices of 2 at 16 K slices, 4 at 8.
     const int slices = qmv_affine_k_slices(c);
@@ -772,6 +774,11 @@ TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) 
     EXPECT_NE(why.find("rows=9 outside 1..8"), std::string::npos) << why;
   }
   EXPECT_EQ(depths, (std::set<int>{2, 4}));
+  EXPECT_EQ(rows, (std::set<int>{8, 16}));
+  // Warps of 8 rows are the shallow kernels' alone.
+  for (const QmvAffineConfig &c : configs)
+    if (c.outputs_per_warp == 8)
+      EXPECT_GT(c.shallow, 0) << c.to_tactic().str();
   const std::string base =
       "qmv.affine.mma:rows_per_cta=8,warps=8,warps_k=8,outputs_per_warp=16,split_k=1";
   const std::string three = hone::testing::invalid_message(

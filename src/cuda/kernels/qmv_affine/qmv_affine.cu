@@ -20,8 +20,8 @@
 //                     bit-identical to deep=0
 //   shallow           (optional, default 0, after deep) 2 or 4: the shallow kernel, a warp's
 //                     whole K slice (1-2 or 3-4 chunks) in registers at once, no pipeline (int4,
-//                     8-row CTAs, one m16 tile, rows 1-8); bit-identical to the mma configs of
-//                     its k_slices
+//                     8-row CTAs, one m16 tile or, at outputs_per_warp 8, its lower half, rows
+//                     1-8); bit-identical to the mma configs of its k_slices
 // `qmv.affine.stream:...` (weights once, persistent grid; qmv_affine.cuh) reads the same fields
 // as: rows_per_cta 8, 16 or 32 (rows <= rows_per_cta), warps = warps_k = consumer warps = K
 // slices (plus one producer warp), outputs_per_warp 16 (weight rows per tile), split_k 1, and
@@ -193,26 +193,32 @@ const KernelEntry *find_kernel(const QmvAffineConfig &c, int bits) {
 // trip a warp, not more warps.
 struct ShallowEntry {
   int chunks;          // C
+  int rows;            // weight rows a warp: 16, or 8 (the tile's upper half zero)
   SplitKKernel kernel; // partials of one m16 x n8 tile a warp
   KernelFn fn[2];      // [chunk groups]: per weight, factored with one group a chunk
 };
-template <int C, int MAX_THREADS, int MIN_BLOCKS, int FACTORED_MIN_BLOCKS>
+template <int C, int ROWS, int MAX_THREADS, int MIN_BLOCKS, int FACTORED_MIN_BLOCKS>
 constexpr ShallowEntry shallow_entry() {
   using qmv_affine_detail::qmv_affine_shallow_kernel;
-  constexpr KernelFn fn0 = &qmv_affine_shallow_kernel<C, 0, MAX_THREADS, MIN_BLOCKS>;
+  constexpr KernelFn fn0 = &qmv_affine_shallow_kernel<C, 0, ROWS, MAX_THREADS, MIN_BLOCKS>;
   return {C,
+          ROWS,
           {reinterpret_cast<const void *>(fn0), nullptr, MAX_THREADS, 128, 0},
-          {fn0, &qmv_affine_shallow_kernel<C, 1, MAX_THREADS, FACTORED_MIN_BLOCKS>}};
+          {fn0, &qmv_affine_shallow_kernel<C, 1, ROWS, MAX_THREADS, FACTORED_MIN_BLOCKS>}};
 }
-const ShallowEntry kShallowKernels[] = {shallow_entry<2, 512, 2, 2>(),
-                                        shallow_entry<4, 256, 2, 2>()};
+// The 8-row warps (`outputs_per_warp=8`) are for the matrices of a few hundred KB at one row,
+// where the register pipeline's grid holds one warp a scheduler and its dequantisation's
+// dependent chain goes unhidden (docs/notes/qmv_affine.md, v26).
+const ShallowEntry kShallowKernels[] = {
+    shallow_entry<2, 16, 512, 2, 2>(), shallow_entry<4, 16, 256, 2, 2>(),
+    shallow_entry<2, 8, 512, 2, 2>(), shallow_entry<4, 8, 256, 2, 2>()};
 
 const ShallowEntry *find_shallow_kernel(const QmvAffineConfig &c, int bits) {
-  if (bits != 4 || c.path != KernelPath::mma || c.rows_per_cta != 8 || c.outputs_per_warp != 16 ||
-      c.ahead != 0 || c.deep != 0 || c.async != 0)
+  if (bits != 4 || c.path != KernelPath::mma || c.rows_per_cta != 8 || c.ahead != 0 ||
+      c.deep != 0 || c.async != 0)
     return nullptr;
   for (const ShallowEntry &e : kShallowKernels)
-    if (e.chunks == c.shallow)
+    if (e.chunks == c.shallow && e.rows == c.outputs_per_warp)
       return &e;
   return nullptr;
 }
@@ -397,6 +403,7 @@ std::vector<QmvAffineConfig> build_configs(int bits) {
     for (const ShallowEntry &e : kShallowKernels) {
       QmvAffineConfig base;
       base.shallow = e.chunks;
+      base.outputs_per_warp = e.rows;
       add_split_k_configs(e.kernel, base, kMmaCtaShapes, out);
     }
   if (bits == 4)

@@ -1027,22 +1027,29 @@ __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_mma_kernel(const Kerne
 // the slice (at most C chunks, C = 2 or 4) into registers at once, waits once, and multiplies the
 // chunks in order: no pipeline, no parameter pairs, 32-bit offsets, one m16 tile and one n8
 // activation tile (rows 1-8) a warp, 4 bits, per weight (GROUPS 0) or factored with one group a
-// chunk (GROUPS 1). Every chunk goes through mma_chunk in increasing K and the warps' partials
-// through the mma path's epilogue, so a config gives the bits of the mma configs of its
+// chunk (GROUPS 1). ROWS 8: a warp takes 8 weight rows, the tile's upper half zero and never
+// loaded, so that a small matrix has twice the warps (each output's arithmetic is its own row's,
+// so the bits are the same). Every chunk goes through mma_chunk in increasing K and the warps'
+// partials through the mma path's epilogue, so a config gives the bits of the mma configs of its
 // k_slices. The first loads (weights and group parameters, which no kernel of a chain writes) go
 // out before griddepcontrol.wait, the activations after it.
-template <int C, int GROUPS, int MAX_THREADS, int MIN_BLOCKS>
+template <int C, int GROUPS, int ROWS, int MAX_THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
     qmv_affine_shallow_kernel(const Params p) {
   static_assert(GROUPS == 0 || GROUPS == 1, "per weight or one group a chunk");
+  static_assert(ROWS == 8 || ROWS == 16, "a warp's weight rows: the m16 tile or its lower half");
   using L = Layout<4>;
   using R = LaneRuns<4, GROUPS>;
   extern __shared__ float4 shared_partials[];
-  const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<1, 1>(p);
+  const MmaWarpCoords w = mma_warp_coords<1, 1>(p);
+  const int lane = w.lane, warp = w.warp, g = w.g, t = w.t, row0 = w.row0;
+  // Warps of 8 weight rows (ROWS 8) leave the tile's upper half zero.
+  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * ROWS;
+  const int m_warp = m_cta + warp % p.warps_n * ROWS;
   uint32_t qo[1][2], po[1][2];
   lane_row_offsets<1, false>(qo, po, p, p.k / L::kValuesPerWord, m_warp, g, R::kRunWords * t, 0u);
   const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
-  const int c0 = slice * p.slice_chunks;
+  const int c0 = w.slice * p.slice_chunks;
   const int c_end = min(c0 + p.slice_chunks, total_chunks);
 
   WeightFragment<1> f[C];
@@ -1054,7 +1061,7 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
     const uint32_t group = static_cast<uint32_t>(R::first_k(chunk, t) >> p.group_shift);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (in_k) {
+      if (in_k && (ROWS == 16 || h == 0)) {
         f[j].q[0][h] =
             load_lane_words<4, GROUPS>(p.q + (qo[0][h] + static_cast<uint32_t>(chunk) * 16u));
         f[j].scale[0][h] = load_parameter(p.scales + (po[0][h] + group));
@@ -1086,7 +1093,9 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
           in_k ? load_activation(xp + chunk * L::kChunkK + R::x_offset(v)) : make_uint4(0, 0, 0, 0);
     mma_chunk<4, 1, 1, GROUPS>(acc, f[j], x);
   }
-  store_mma_partials_and_reduce<1, 1>(p, shared_partials, acc, warp, lane, m_cta, row0);
+  store_mma_partials(shared_partials, acc, warp, lane);
+  reduce_and_store(p, reinterpret_cast<const float *>(shared_partials), 128, ROWS, 8, m_cta, row0,
+                   mma_partial_offset<1>);
 }
 
 // --- grouped path (4 bits, exact-integer mma for any group) --------------------------------

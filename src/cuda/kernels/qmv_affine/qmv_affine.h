@@ -45,7 +45,8 @@ struct QmvAffineConfig : SplitKCta, StreamRingFields {
   int deep = 0;
   // C (2 or 4): the shallow kernel (qmv_affine.cuh): a warp's whole K slice of at most C chunks
   // in registers at once, no pipeline, at most 64 registers (C 2) or 128 (C 4). int4 per weight
-  // or one group a chunk, 8-row CTAs of one m16 tile a warp, rows 1-8, slices of 1-2 chunks
+  // or one group a chunk, 8-row CTAs of one m16 tile a warp (outputs_per_warp 16) or of its
+  // lower half (8: twice the warps on a small matrix), rows 1-8, slices of 1-2 chunks
   // (C 2) or 3-4 (C 4); 0: the slot's own kernel. The same K order and bits as the mma configs of
   // its k_slices.
   int shallow = 0;
