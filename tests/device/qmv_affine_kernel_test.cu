@@ -756,11 +756,27 @@ TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) 
     own.shallow = 0;
     own.outputs_per_warp = 16;
     EXPECT_TRUE(std::find(configs.begin(), configs.end(), own) != configs.end()) << t;
-    // 4096 x 4096 holds 32 chunks a row: slices of 2 at 16 K slices, 4 at 8.
+    // 4096 x 4096 holds 32 chunks a row: slices of 2 at 16 K slices, 4 at 8. Its 16-row grid
+    // holds 256 x k_slices warps, too many for 8-row warps at 8 slices or more.
     const int slices = qmv_affine_k_slices(c);
     const int slice = (32 + slices - 1) / slices;
-    const bool fits = slice <= c.shallow && slice >= (c.shallow == 2 ? 1 : 3);
     std::string why;
+    if (c.outputs_per_warp == 8) {
+      // Refused at every k_slices: slices too long for the kernel below 8, the grid from 8.
+      EXPECT_EQ(qmv_affine_can_implement(c, 1, 4096, 4096, 4, 64, &why), false) << t;
+      if (slices >= 8)
+        EXPECT_NE(why.find("outputs_per_warp=8 where the 16-row grid holds " +
+                           std::to_string(256 * slices) + " warps"),
+                  std::string::npos)
+            << why;
+      // 896 x 896: 56 m16 tiles, 7 chunks a row; shallow=2 takes slices of 2 (4 K slices).
+      const bool small = qmv_affine_slice_chunks(c, 896, 4) <= c.shallow &&
+                         qmv_affine_slice_chunks(c, 896, 4) >= (c.shallow == 2 ? 1 : 3) &&
+                         slices <= 7;
+      EXPECT_EQ(qmv_affine_can_implement(c, 1, 896, 896, 4, 64, &why), small) << t << why;
+      continue;
+    }
+    const bool fits = slice <= c.shallow && slice >= (c.shallow == 2 ? 1 : 3);
     for (int group : {32, 64, 128})
       EXPECT_EQ(qmv_affine_can_implement(c, 1, 4096, 4096, 4, group, &why), fits)
           << t << " g" << group << " " << why;

@@ -375,6 +375,15 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
     if (rows > 8)
       return refuse(reason, "shallow: rows=" + std::to_string(rows) +
                                 " outside 1..8 (one activation tile)");
+    // Warps of 8 rows where the 16-row grid of the same k_slices is small: at most
+    // 2 x kSplitKFillWarps warps (about 8 an SM of an H100 or H200), where one or two a scheduler
+    // leave the dequantisation's chain unhidden; past it they would only add loads of the same
+    // activations and more partials to reduce.
+    const long long warps16 = (n + 15LL) / 16 * qmv_affine_k_slices(config);
+    if (config.outputs_per_warp == 8 && warps16 > 2LL * kSplitKFillWarps)
+      return refuse(reason, "shallow: outputs_per_warp=8 where the 16-row grid holds " +
+                                std::to_string(warps16) + " warps (at most " +
+                                std::to_string(2 * kSplitKFillWarps) + ")");
     const int slice = qmv_affine_slice_chunks(config, k, bits);
     if (!qmv_affine_shallow_slice_fits(config.shallow, slice))
       return refuse(reason, "shallow=" + std::to_string(config.shallow) + ": slices of " +
