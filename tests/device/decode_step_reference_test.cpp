@@ -361,8 +361,8 @@ TEST_F(DecodeStepPrefillTest, TheLinearsNormIsTheSeparateLaunchesBitForBit) {
   }
 }
 
-// The chain tactic early=1 (StepLaunch::early_trigger: rmsnorm and decode.paged's merge kernel
-// let the next kernel start at their start) gives the PDL-off step's bits, bf16 and int4 g64,
+// The chain tactic early=1 (StepLaunch::early_trigger: rmsnorm lets the next kernel start at its
+// start) gives the PDL-off step's bits, bf16 and int4 g64,
 // Llama-like and Qwen2-like, over repeated enqueues (a race would show as a run that differs;
 // `hone tune --model` and `hone step` check it over 1000 graph replays before it can be picked).
 TEST_F(DecodeStepPrefillTest, TheEarlyTriggerIsThePdlOffStepBitForBit) {

@@ -327,20 +327,15 @@ CheckSummary check_problem(const Problem &p) {
         out.failures.push_back("stream not batch-invariant: " + c.to_tactic().str() + where(p));
       continue;
     }
-    if (c.path == KernelPath::ring) {
+    // The ring and the shallow kernels: the register pipeline's bits at their k_slices, whatever
+    // the default's.
+    if (const bool ring = c.path == KernelPath::ring; ring || c.shallow > 0) {
       const bool same = got == mma_reference(c);
-      ++(same ? out.ring_invariant : out.variant);
+      ++(!same ? out.variant : ring ? out.ring_invariant : out.invariant);
       if (!same)
         out.failures.push_back(
-            "ring differs from the mma path of its k_slices: " + c.to_tactic().str() + where(p));
-      continue;
-    }
-    if (c.shallow > 0) { // the register pipeline's bits at its k_slices, whatever the default's
-      const bool same = got == mma_reference(c);
-      ++(same ? out.invariant : out.variant);
-      if (!same)
-        out.failures.push_back(
-            "shallow differs from the mma path of its k_slices: " + c.to_tactic().str() + where(p));
+            std::string(ring ? "ring" : "shallow") +
+            " differs from the mma path of its k_slices: " + c.to_tactic().str() + where(p));
       continue;
     }
     if (c.path == KernelPath::grouped && c.path != single.path) {

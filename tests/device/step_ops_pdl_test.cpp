@@ -6,9 +6,9 @@
 // (or a stale value), so every replay must give the bits of the same chain launched without PDL.
 // decode.paged, which with ChainLaunch::prefetch_kib reads its page table and asks L2 for cached
 // K and V before its wait, runs after kv_append and a q producer, with the new tokens' cache
-// slots poisoned by every replay. With the chain's early trigger (chain_settings.h) rmsnorm and
-// decode.paged's merge kernel let the next kernel start at their own start: a dependent kernel
-// after each, which still must read only their finished outputs.
+// slots poisoned by every replay. With the chain's early trigger (chain_settings.h) rmsnorm lets
+// the next kernel start at its own start: a dependent kernel after it, which still must read
+// only its finished output.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -175,8 +175,8 @@ TEST_F(StepOpsPdlTest, GraphReplaysOfADependentChainEqualTheSerialChain) {
 // the cache with the new tokens' slots poisoned and poisons q and o. decode.paged with
 // prefetch_kib > 0 reads its page table and asks L2 for its first K and V tiles, the new token's
 // among them, before griddepcontrol.wait: its o must still be the serial chain's, bit for bit. A
-// dependent rmsnorm of o follows, also with the early trigger, where the merge kernel lets it
-// start at the merge's start: it must read the finished o.
+// dependent rmsnorm of o follows, also with the early trigger (which reaches the rmsnorm alone):
+// it must read the finished o.
 TEST_F(StepOpsPdlTest, GraphReplaysOfAppendThenPrefetchingAttentionEqualTheSerialChain) {
   const int hq = 16, hkv = 4, head_dim = 128, page_size = 16;
   const std::vector<int> lengths{700, 33, 2000}; // with the new token

@@ -140,21 +140,21 @@ TEST(ChainTactic, OpHasFourTacticsAndNoWorkload) {
 
 TEST(ChainTactic, PdlNeedsBitIdentityAThousandReplaysAndTheMargin) {
   ChainTiming t = pdl_wins();
-  EXPECT_TRUE(decide_chain(t).pdl) << decide_chain(t).reason;
+  EXPECT_TRUE(decide_chain(t).choice.pdl) << decide_chain(t).reason;
   t.on_s = 0.99e-3; // 1 % faster: within the 2 % margin
-  EXPECT_FALSE(decide_chain(t).pdl);
+  EXPECT_FALSE(decide_chain(t).choice.pdl);
   EXPECT_NE(decide_chain(t).reason.find("margin"), std::string::npos);
   t = pdl_wins();
   t.mismatches = 3;
-  EXPECT_FALSE(decide_chain(t).pdl);
+  EXPECT_FALSE(decide_chain(t).choice.pdl);
   EXPECT_NE(decide_chain(t).reason.find("3 words differ"), std::string::npos);
   t = pdl_wins();
   t.check_replays = 999;
-  EXPECT_FALSE(decide_chain(t).pdl);
+  EXPECT_FALSE(decide_chain(t).choice.pdl);
   EXPECT_NE(decide_chain(t).reason.find("needs 1000"), std::string::npos);
   t = pdl_wins();
   t.mismatches = -1; // not checked
-  EXPECT_FALSE(decide_chain(t).pdl);
+  EXPECT_FALSE(decide_chain(t).choice.pdl);
 
   // As a report: the pick, the ratio and the rejected PDL candidate.
   const Shape bucket = chain_bucket(llama(), 1, 4, 64, 16);
@@ -176,32 +176,32 @@ TEST(ChainTactic, PdlNeedsBitIdentityAThousandReplaysAndTheMargin) {
 TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
   const auto with = [](double seconds, int kib = kChainKvPrefetchKib, int64_t mismatches = 0) {
     ChainTiming t = pdl_wins(); // PDL 0.96 of PDL off
-    t.variants.push_back({kib, seconds, 0.004, mismatches, kChainCheckReplays});
+    t.variants.push_back({{true, kib, false}, seconds, 0.004, mismatches, kChainCheckReplays});
     return t;
   };
   ChainDecision d = decide_chain(with(0.92e-3));
-  EXPECT_TRUE(d.pdl);
-  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib) << d.reason;
+  EXPECT_TRUE(d.choice.pdl);
+  EXPECT_EQ(d.choice.kv_prefetch_kib, kChainKvPrefetchKib) << d.reason;
   EXPECT_NE(d.reason.find("kv_prefetch=256"), std::string::npos) << d.reason;
   // 1 % under plain PDL: within the margin, plain PDL stays.
   d = decide_chain(with(0.95e-3));
-  EXPECT_TRUE(d.pdl);
-  EXPECT_EQ(d.kv_prefetch_kib, 0);
+  EXPECT_TRUE(d.choice.pdl);
+  EXPECT_EQ(d.choice.kv_prefetch_kib, 0);
   // Not bit-identical, or not checked enough: never picked, however fast.
-  EXPECT_EQ(decide_chain(with(0.5e-3, 256, 2)).kv_prefetch_kib, 0);
+  EXPECT_EQ(decide_chain(with(0.5e-3, 256, 2)).choice.kv_prefetch_kib, 0);
   ChainTiming t = with(0.5e-3);
   t.variants[0].check_replays = 10;
-  EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 0);
+  EXPECT_EQ(decide_chain(t).choice.kv_prefetch_kib, 0);
   // Plain PDL rejected (words differ): the prefetch variant is judged against PDL off.
   t = with(0.95e-3);
   t.mismatches = 4;
   d = decide_chain(t);
-  EXPECT_TRUE(d.pdl);
-  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib);
+  EXPECT_TRUE(d.choice.pdl);
+  EXPECT_EQ(d.choice.kv_prefetch_kib, kChainKvPrefetchKib);
   // The fastest of two.
   t = with(0.93e-3, 64);
-  t.variants.push_back({512, 0.90e-3, 0.004, 0, kChainCheckReplays});
-  EXPECT_EQ(decide_chain(t).kv_prefetch_kib, 512);
+  t.variants.push_back({{true, 512, false}, 0.90e-3, 0.004, 0, kChainCheckReplays});
+  EXPECT_EQ(decide_chain(t).choice.kv_prefetch_kib, 512);
 
   // As a report: three candidates, the prefetch one picked, plain PDL's reason says so.
   const Shape bucket = chain_bucket(llama(), 1, 16, 0, 16);
@@ -223,24 +223,24 @@ TEST(ChainTactic, KvPrefetchNeedsTheSameChecksAndBeatsTheChoiceSoFar) {
 TEST(ChainTactic, EarlyTriggerIsJudgedAsTheOtherVariants) {
   const auto with = [](double seconds, int64_t mismatches = 0) {
     ChainTiming t = pdl_wins(); // PDL 0.96 of PDL off
-    t.variants.push_back({0, seconds, 0.004, mismatches, kChainCheckReplays, true});
+    t.variants.push_back({{true, 0, true}, seconds, 0.004, mismatches, kChainCheckReplays});
     return t;
   };
   ChainDecision d = decide_chain(with(0.92e-3));
-  EXPECT_TRUE(d.pdl);
-  EXPECT_TRUE(d.early_trigger) << d.reason;
-  EXPECT_EQ(d.kv_prefetch_kib, 0);
+  EXPECT_TRUE(d.choice.pdl);
+  EXPECT_TRUE(d.choice.early_trigger) << d.reason;
+  EXPECT_EQ(d.choice.kv_prefetch_kib, 0);
   EXPECT_NE(d.reason.find("early=1"), std::string::npos) << d.reason;
-  EXPECT_EQ(d.choice(), (ChainChoice{true, 0, true}));
+  EXPECT_EQ(d.choice, (ChainChoice{true, 0, true}));
   // Within the margin of plain PDL, or not bit-identical: plain PDL stays.
-  EXPECT_FALSE(decide_chain(with(0.95e-3)).early_trigger);
-  EXPECT_FALSE(decide_chain(with(0.5e-3, 1)).early_trigger);
+  EXPECT_FALSE(decide_chain(with(0.95e-3)).choice.early_trigger);
+  EXPECT_FALSE(decide_chain(with(0.5e-3, 1)).choice.early_trigger);
   // Beside a faster prefetch variant: the prefetch one.
   ChainTiming t = with(0.92e-3);
-  t.variants.push_back({kChainKvPrefetchKib, 0.90e-3, 0.004, 0, kChainCheckReplays});
+  t.variants.push_back({{true, kChainKvPrefetchKib, false}, 0.90e-3, 0.004, 0, kChainCheckReplays});
   d = decide_chain(t);
-  EXPECT_FALSE(d.early_trigger);
-  EXPECT_EQ(d.kv_prefetch_kib, kChainKvPrefetchKib);
+  EXPECT_FALSE(d.choice.early_trigger);
+  EXPECT_EQ(d.choice.kv_prefetch_kib, kChainKvPrefetchKib);
   // As a report: the early candidate picked and spelled as the op's.
   const Shape bucket = chain_bucket(llama(), 1, 4, 64, 16);
   const TuneReport r = chain_report(bucket, "NVIDIA H200", with(0.92e-3));
@@ -310,7 +310,7 @@ TEST_F(ChainCacheTest, APickReadsBackFromTheFile) {
 
 TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
   ChainTiming t = pdl_wins();
-  t.variants.push_back({kChainKvPrefetchKib, 0.9e-3, 0.004, 0, kChainCheckReplays});
+  t.variants.push_back({{true, kChainKvPrefetchKib, false}, 0.9e-3, 0.004, 0, kChainCheckReplays});
   const CacheEntry saved = save(bucket_, t);
   EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,kv_prefetch=256");
   EXPECT_DOUBLE_EQ(saved.median_s, 0.9e-3);
@@ -322,7 +322,7 @@ TEST_F(ChainCacheTest, AKvPrefetchPickReadsBackWithItsDistance) {
 
 TEST_F(ChainCacheTest, AnEarlyTriggerPickReadsBack) {
   ChainTiming t = pdl_wins();
-  t.variants.push_back({0, 0.9e-3, 0.004, 0, kChainCheckReplays, true});
+  t.variants.push_back({{true, 0, true}, 0.9e-3, 0.004, 0, kChainCheckReplays});
   const CacheEntry saved = save(bucket_, t);
   EXPECT_EQ(saved.tactic, "chain.decode_step:pdl=1,early=1");
   const ChainLookup found = find(bucket_, "NVIDIA H200", warm());

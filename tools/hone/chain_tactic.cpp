@@ -91,7 +91,7 @@ ChainDecision decide_chain(const ChainTiming &t) {
   else if (!pdl_chain_wins(t.off_s, t.on_s, t.mismatches))
     d.reason = "PDL not faster than PDL off by the " + margin_text();
   else {
-    d.pdl = true;
+    d.choice.pdl = true;
     d.reason = "picked";
     best_s = t.on_s;
   }
@@ -102,10 +102,8 @@ ChainDecision decide_chain(const ChainTiming &t) {
         pdl_chain_wins(best_s, p.seconds, p.mismatches) && (!best || p.seconds < best->seconds))
       best = &p;
   if (best) {
-    d.pdl = true;
-    d.kv_prefetch_kib = best->kv_prefetch_kib;
-    d.early_trigger = best->early_trigger;
-    d.reason = "picked with " + short_tactic(chain_tactic(d.choice()).str(), kChainOpName);
+    d.choice = best->choice;
+    d.reason = "picked with " + short_tactic(chain_tactic(d.choice).str(), kChainOpName);
   }
   return d;
 }
@@ -127,20 +125,18 @@ TuneReport chain_report(const Shape &bucket, const std::string &device_model,
   off.tactic = chain_tactic(false);
   off.median_s = t.off_s;
   off.spread = t.off_spread;
-  off.reason = decision.pdl ? "" : "default: " + decision.reason;
+  off.reason = decision.choice.pdl ? "" : "default: " + decision.reason;
   CandidateReport &on = res.candidates[1];
   const std::string on_problem = fill_pdl_candidate(on, chain_tactic(true), t.on_s, t.on_spread,
                                                     t.mismatches, t.check_replays, t.off_s);
   res.default_index = 0;
-  res.pick_index = decision.pdl ? 1 : 0;
+  res.pick_index = decision.choice.pdl ? 1 : 0;
   for (size_t i = 0; i < t.variants.size(); ++i) {
     const ChainVariantTiming &p = t.variants[i];
     CandidateReport &c = res.candidates[2 + i];
-    const std::string problem =
-        fill_pdl_candidate(c, chain_tactic(true, p.kv_prefetch_kib, p.early_trigger), p.seconds,
-                           p.spread, p.mismatches, p.check_replays, t.off_s);
-    const bool picked = decision.pdl && decision.kv_prefetch_kib == p.kv_prefetch_kib &&
-                        decision.early_trigger == p.early_trigger;
+    const std::string problem = fill_pdl_candidate(c, chain_tactic(p.choice), p.seconds, p.spread,
+                                                   p.mismatches, p.check_replays, t.off_s);
+    const bool picked = decision.choice == p.choice;
     c.reason = picked             ? "picked"
                : !problem.empty() ? problem
                                   : "not faster by the " + margin_text();

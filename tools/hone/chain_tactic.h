@@ -55,12 +55,11 @@ using hone::chain_tactic;
 // A PDL variant as timed beside plain PDL: with decode.paged's KV prefetch, or with rmsnorm's
 // early trigger.
 struct ChainVariantTiming {
-  int kv_prefetch_kib = 0;
+  ChainChoice choice; // pdl, and the variant's kv_prefetch_kib or early_trigger
   double seconds = 0; // [seconds] median per step
   double spread = 0;
   int64_t mismatches = -1; // as ChainTiming::mismatches
   int check_replays = 0;
-  bool early_trigger = false;
 };
 
 // What one timing of the tuned step measured (bench_decode_step's variants).
@@ -80,11 +79,8 @@ struct ChainTiming {
 };
 
 struct ChainDecision {
-  bool pdl = false;
-  int kv_prefetch_kib = 0;    // with pdl: the picked prefetch distance (0: none)
-  bool early_trigger = false; // with pdl: the picked variant's early trigger
-  std::string reason;         // why PDL was or was not picked
-  ChainChoice choice() const { return {pdl, kv_prefetch_kib, early_trigger}; }
+  ChainChoice choice; // PDL off, PDL, or a PDL variant
+  std::string reason; // why PDL was or was not picked
 };
 // PDL when checked over at least kChainCheckReplays replays and pdl_chain_wins() (bit-identical,
 // faster than PDL off by the tuner's switch margin floor, 2 %); else PDL off. Then a variant

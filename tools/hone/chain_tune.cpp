@@ -146,8 +146,11 @@ ChainTiming chain_timing(const model::StepBenchResult &r, size_t off) {
     without.kv_prefetch_kib = 0;
     without.early_trigger = false;
     if ((v.launch.kv_prefetch_kib > 0 || v.launch.early_trigger) && without == on.launch)
-      t.variants.push_back({v.launch.kv_prefetch_kib, v.seconds, v.spread, v.mismatches,
-                            v.check_replays, v.launch.early_trigger});
+      t.variants.push_back({{true, v.launch.kv_prefetch_kib, v.launch.early_trigger},
+                            v.seconds,
+                            v.spread,
+                            v.mismatches,
+                            v.check_replays});
   }
   return t;
 }

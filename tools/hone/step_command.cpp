@@ -320,7 +320,7 @@ int StepCommand::run() {
   // replays were bit-identical to PDL off and it beats the tuned PDL-off step by the switch
   // margin (2 %, the tuner's floor); a KV prefetch where it beats that choice by the margin.
   const ChainDecision measured = decide_chain(chain_timing(r, 2));
-  const size_t measured_pick = index_of(measured.choice());
+  const size_t measured_pick = index_of(measured.choice);
   const size_t pick = cached_chain.usable() ? index_of(cached_chain.choice) : measured_pick;
   const double bw = backend.measure_read_bandwidth().value_or(0);
   const double bytes = double(step.weight_bytes() + step.kv_bytes());
@@ -370,7 +370,7 @@ int StepCommand::run() {
       << (cached_chain.usable()
               ? "the cache's (" + cached_chain.key + ", tuned " + cached_chain.entry->date + ")"
               : "this run's (the cache has no usable entry for " + cached_chain.key + ")")
-      << "; this run measured " << short_tactic(chain_tactic(measured.choice()).str(), kChainOpName)
+      << "; this run measured " << short_tactic(chain_tactic(measured.choice).str(), kChainOpName)
       << "\n";
   // The tuned step's outputs against the default path's: bit-identical wherever the tuned
   // dispatcher serves the defaults (no cache entry, no lazy tune).

@@ -14,7 +14,7 @@
 // linear after it start only after its own loads; triggering at its start lets that linear's
 // CTAs issue their first weights while the norm still waits (a chain tactic, `early=1`).
 // Not decode.paged's merge kernel: its triggering at its start too made the Llama-3.1-8B steps
-// 3-18 % slower on an H100 (docs/notes/decode_step.md, last section).
+// 14-21 % slower on an H100 (docs/notes/decode_step.md, last section).
 #pragma once
 
 #include <cuda_runtime.h>

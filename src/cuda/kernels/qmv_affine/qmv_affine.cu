@@ -563,6 +563,16 @@ bool qmv_affine_stages_parameters(const QmvAffineConfig &config, const QmvAffine
   return p.factored >= 0 && staged_words(*e, config, args, p) > 0;
 }
 
+namespace {
+// What a launch of the mma path's kernels (the register pipeline's and the shallow ones) needs
+// of the shape and the CTA: K a multiple of 32, 32-bit offsets, a compiled group, a K split.
+bool mma_launch_shape_fits(const QmvAffineConfig &config, const QmvAffineArgs &args) {
+  return args.k >= 32 && args.k % 32 == 0 && qmv_affine_offsets_fit(args.n, args.k, args.bits) &&
+         (args.group == 32 || args.group == 64 || args.group == 128) && args.k % args.group == 0 &&
+         config.warps_k >= 1 && config.split_k >= 1;
+}
+} // namespace
+
 LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArgs &args,
                                void *stream) {
   if (args.silu_inter != 0 &&
@@ -613,10 +623,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
     const int groups =
         qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
     if (!e || args.norm.out != nullptr || args.rows < 1 || args.rows > 8 || groups < 0 ||
-        groups > 1 || args.k < 32 || args.k % 32 != 0 ||
-        !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
-        (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
-        config.warps_k < 1 || config.split_k < 1)
+        groups > 1 || !mma_launch_shape_fits(config, args))
       return LaunchStatus::invalid_value();
     Params p = mma_params(config, args);
     p.factored = groups;
@@ -627,9 +634,7 @@ LaunchStatus qmv_affine_launch(const QmvAffineConfig &config, const QmvAffineArg
                                  args.chain.dependent);
   }
   const KernelEntry *e = find_kernel(config, args.bits);
-  if (!e || args.k < 32 || args.k % 32 != 0 || !qmv_affine_offsets_fit(args.n, args.k, args.bits) ||
-      (args.group != 32 && args.group != 64 && args.group != 128) || args.k % args.group != 0 ||
-      config.warps_k < 1 || config.split_k < 1)
+  if (!e || !mma_launch_shape_fits(config, args))
     return LaunchStatus::invalid_value();
   Params p = mma_params(config, args);
   p.factored = qmv_affine_launch_chunk_groups(args.chunk_groups, args.bits, args.group, args.k);
