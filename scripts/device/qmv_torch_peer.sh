@@ -18,7 +18,7 @@ rows=${3:-1,16}
 formats=${4:-4:64,4:128}
 numerics=${5:-batch_invariant}
 source "$(dirname "$0")/env.sh"
-run_begin "qmv_torch_peer${5:+_$numerics}" 570 "${1:?OUTDIR}" "${2:-build}"
+run_begin "qmv_torch_peer${5:+_$numerics}" "${BUDGET:-570}" "${1:?OUTDIR}" "${2:-build}"
 mkdir -p "$R/cache"
 export HONE_CACHE_DIR=$R/cache
 unset HONE_CACHE HONE_AUTOTUNE HONE_TACTIC_QMV_AFFINE

@@ -731,6 +731,35 @@ TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
 // pipeline's own configs of the same CTA (the same k_slices, so the same bits), spelled last;
 // can_implement takes shallow=2 for slices of 1-2 chunks and shallow=4 for 3-4, at rows 1-8, per
 // weight or factored, and refuses the rest by name.
+// K slices past the chunk count only where they still shorten the slices: on K = 896 (7 chunks
+// of 128 values), 8 slices (one chunk each, the last empty) are a shape like any other and 16
+// are refused by name; on K = 4096 (32 chunks) every k_slices fits.
+TEST(QmvAffineConfig, SlicesPastTheChunksOnlyWhereTheyShortenTheSlices) {
+  int eight = 0;
+  for (const QmvAffineConfig &c : qmv_affine_configs(4)) {
+    if (c.path != KernelPath::mma)
+      continue;
+    const int slices = qmv_affine_k_slices(c);
+    const std::string t = c.to_tactic().str();
+    std::string why;
+    const bool ok = qmv_affine_can_implement(c, 1, 896, 896, 4, 64, &why);
+    if (slices >= 14) {
+      EXPECT_FALSE(ok) << t;
+      EXPECT_NE(why.find("k_slices=" + std::to_string(slices) +
+                         " is twice the 7 128-value K chunks or more"),
+                std::string::npos)
+          << t << ": " << why;
+    } else {
+      EXPECT_EQ(why.find("K chunks"), std::string::npos) << t << ": " << why;
+      eight += ok && slices == 8;
+    }
+    why.clear();
+    qmv_affine_can_implement(c, 1, 4096, 4096, 4, 64, &why);
+    EXPECT_EQ(why.find("K chunks"), std::string::npos) << t << ": " << why;
+  }
+  EXPECT_GT(eight, 0) << "no 8-slice config runs K = 896";
+}
+
 TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) {
   EXPECT_TRUE(std::none_of(qmv_affine_configs(8).begin(), qmv_affine_configs(8).end(),
                            [](const QmvAffineConfig &c) { return c.shallow != 0; }));
@@ -764,10 +793,11 @@ TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) 
                            std::to_string(256 * slices) + " warps"),
                   std::string::npos)
             << why;
-      // 896 x 896: 56 m16 tiles, 7 chunks a row; shallow=2 takes slices of 2 (4 K slices).
+      // 896 x 896: 56 m16 tiles, 7 chunks a row; shallow=2 takes slices of 2 (4 K slices) and
+      // of 1 (8 K slices, the last one empty); 16 slices are twice the chunks.
       const bool small = qmv_affine_slice_chunks(c, 896, 4) <= c.shallow &&
                          qmv_affine_slice_chunks(c, 896, 4) >= (c.shallow == 2 ? 1 : 3) &&
-                         slices <= 7;
+                         slices < 2 * 7;
       EXPECT_EQ(qmv_affine_can_implement(c, 1, 896, 896, 4, 64, &why), small) << t << why;
       continue;
     }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One call (~5 min): qmv.affine's slices of one chunk on the small matrices (k_slices up to the
+# power of two above the chunk count, the last slice empty; docs/notes/qmv_affine.md, v27).
+# - The kernel and op tests on the reduced shapes (1000 x 1152 and 256 x 384 now run configs of
+#   more slices than chunks, against the reference and their order's bits); memcheck of the mma
+#   path's configs on the minimal shape.
+# - The harness (mma path, every config) on the matrices of K = 896 and 1536 and 2048 x 2048,
+#   int4 g64 and g128, rows 1 and 8, beside the default.
+# - qmv_torch_peer.sh at rows 1 with tolerance tunes (the new slices are another K order, so a
+#   batch-invariant tune refuses them while the default keeps its own).
+#
+#   tar xJf .carry/bin.tar.xz && scripts/device/call_kslices.sh OUT
+set -u
+source "$(dirname "$0")/env.sh"
+run_begin kslices "${BUDGET:-240}" "${1:?OUTDIR}" build
+cat "$R/gpu.txt"
+device_tests qmv_affine_kernel_test qmv_affine_op_test
+pack
+HONE_TEST_PATHS=mma timeout "$(cap 70)" "$BUILD/bench/qmv_affine_harness" --no-check \
+  --shapes 896x896,1152x896,9728x896,1536x1536,2048x1536,2048x2048 --rows 1,8 \
+  --formats 4x64,4x128 --csv "$R/harness.csv" >"$R/harness.log" 2>&1
+stamp harness $?
+pack
+HONE_DEVICE_TEST_REDUCED=2 HONE_TEST_PATHS=mma timeout "$(cap 60)" compute-sanitizer \
+  --tool memcheck --error-exitcode 3 "$BUILD/tests/device/qmv_affine_kernel_test" \
+  --gtest_filter='*EveryConfigMatchesReference*' >"$R/memcheck.raw" 2>&1
+stamp "memcheck mma" $?
+grep -E 'ERROR SUMMARY|\[  (PASSED|FAILED) ' "$R/memcheck.raw" | tee "$R/memcheck.log"
+grep -m 10 -E 'Invalid|Failure' "$R/memcheck.raw" >>"$R/memcheck.log"
+rm -f "$R/memcheck.raw"
+pack
