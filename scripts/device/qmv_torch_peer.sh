@@ -7,7 +7,8 @@
 # bench/peers/qmv_affine_torch.py times hone's pick through the Python package (its dispatcher
 # reads that cache) against torch's kernel on the same weights, interleaved, cold L2, after both
 # are checked against a float64 reference. About 5 minutes. ROWS (default 1,16) and FORMATS
-# (default 4:64,4:128) narrow or widen it. NUMERICS (default batch_invariant) is the tunes' gate:
+# (default 4:64,4:128) narrow or widen it, as MATRICES (NxK,...; default the 15) does.
+# NUMERICS (default batch_invariant) is the tunes' gate:
 # torch's kernel makes no batch-invariance promise, so `tolerance` (which admits the grouped and
 # stream configs) is the like-for-like comparison; the run directory is named after it.
 #
@@ -22,8 +23,8 @@ run_begin "qmv_torch_peer${5:+_$numerics}" "${BUDGET:-570}" "${1:?OUTDIR}" "${2:
 mkdir -p "$R/cache"
 export HONE_CACHE_DIR=$R/cache
 unset HONE_CACHE HONE_AUTOTUNE HONE_TACTIC_QMV_AFFINE
-matrices=$(grep '^full:' bench/shapes/decode_matrix/qmv.affine.txt |
-  sed -E 's/.*n=([0-9]+), *k=([0-9]+).*/\1x\2/' | sort -u | paste -sd, -)
+matrices=${MATRICES:-$(grep '^full:' bench/shapes/decode_matrix/qmv.affine.txt |
+  sed -E 's/.*n=([0-9]+), *k=([0-9]+).*/\1x\2/' | sort -u | paste -sd, -)}
 echo "matrices $matrices; rows $rows; formats $formats; numerics $numerics" | tee "$R/steps.log"
 
 # 1. Tunes, one cell at a time, within two thirds of the budget.
