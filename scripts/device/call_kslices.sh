@@ -4,10 +4,9 @@
 # - The kernel and op tests on the reduced shapes (1000 x 1152 and 256 x 384 now run configs of
 #   more slices than chunks, against the reference and their order's bits); memcheck of the mma
 #   path's configs on the minimal shape.
-# - The harness (mma path, every config) on the matrices of K = 896 and 1536 and 2048 x 2048,
-#   int4 g64 and g128, rows 1 and 8, beside the default.
-# - qmv_torch_peer.sh at rows 1 with tolerance tunes (the new slices are another K order, so a
-#   batch-invariant tune refuses them while the default keeps its own).
+# - The harness (mma and ring paths, every config) on the matrices of K = 896 and 2048 x 2048,
+#   int4 g64 and g128, rows 1, 8, 16 and 32, beside the default (4 slices on 896 x 896).
+# Then, in the same call: MATRICES=... qmv_torch_peer.sh at rows 1 on the small matrices.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_kslices.sh OUT
 set -u
@@ -16,8 +15,8 @@ run_begin kslices "${BUDGET:-240}" "${1:?OUTDIR}" build
 cat "$R/gpu.txt"
 device_tests qmv_affine_kernel_test qmv_affine_op_test
 pack
-HONE_TEST_PATHS=mma timeout "$(cap 70)" "$BUILD/bench/qmv_affine_harness" --no-check \
-  --shapes 896x896,1152x896,9728x896,1536x1536,2048x1536,2048x2048 --rows 1,8 \
+HONE_TEST_PATHS=mma,ring timeout "$(cap 90)" "$BUILD/bench/qmv_affine_harness" --no-check \
+  --shapes 896x896,1152x896,9728x896,2048x2048 --rows 1,8,16,32 \
   --formats 4x64,4x128 --csv "$R/harness.csv" >"$R/harness.log" 2>&1
 stamp harness $?
 pack

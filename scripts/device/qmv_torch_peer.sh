@@ -35,7 +35,7 @@ tuned=0
 for f in "${F[@]}"; do
   for r in "${RW[@]}"; do
     for m in "${M[@]}"; do
-      [ "$(left)" -lt 200 ] && break 3
+      [ "$(left)" -lt "${PEER_RESERVE:-200}" ] && break 3 # seconds kept for the peer
       timeout 60 "$BUILD/tools/hone/hone" tune --op qmv.affine \
         --shape "rows=$r,n=${m%x*},k=${m#*x},bits=${f%:*},group=${f#*:}" \
         --numerics "$numerics" >>"$R/tune.log" 2>&1 &&
