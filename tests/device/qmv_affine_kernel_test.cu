@@ -726,11 +726,6 @@ TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
   EXPECT_NE(reason.find("not a compiled"), std::string::npos) << reason;
 }
 
-// `shallow=C` (the shallow kernels: a warp's whole slice at once) is compiled for int4 only, as
-// 8-row CTAs of one m16 tile or of its lower half (outputs_per_warp 8) beside the register
-// pipeline's own configs of the same CTA (the same k_slices, so the same bits), spelled last;
-// can_implement takes shallow=2 for slices of 1-2 chunks and shallow=4 for 3-4, at rows 1-8, per
-// weight or factored, and refuses the rest by name.
 // K slices past the chunk count only where they still shorten the slices: on K = 896 (7 chunks
 // of 128 values), 8 slices (one chunk each, the last empty) are a shape like any other and 16
 // are refused by name; on K = 4096 (32 chunks) every k_slices fits.
@@ -760,6 +755,11 @@ TEST(QmvAffineConfig, SlicesPastTheChunksOnlyWhereTheyShortenTheSlices) {
   EXPECT_GT(eight, 0) << "no 8-slice config runs K = 896";
 }
 
+// `shallow=C` (the shallow kernels: a warp's whole slice at once) is compiled for int4 only, as
+// 8-row CTAs of one m16 tile or of its lower half (outputs_per_warp 8) beside the register
+// pipeline's own configs of the same CTA (the same k_slices, so the same bits), spelled last;
+// can_implement takes shallow=2 for slices of 1-2 chunks and shallow=4 for 3-4, at rows 1-8, per
+// weight or factored, and refuses the rest by name.
 TEST(QmvAffineConfig, ShallowKernelsTakeSlicesOfUpToFourChunksAtRowsOneToEight) {
   EXPECT_TRUE(std::none_of(qmv_affine_configs(8).begin(), qmv_affine_configs(8).end(),
                            [](const QmvAffineConfig &c) { return c.shallow != 0; }));
