@@ -4,10 +4,11 @@
 # - The kernel and op tests on the reduced shapes (1000 x 1152 and 256 x 384 now run configs of
 #   more slices than chunks, against the reference and their order's bits); memcheck of the mma
 #   path's configs on the minimal shape.
-# - The harness (mma path, every config) on the nine matrices where hone trailed PyTorch's int4
-#   kernel at one row (docs/benchmark_results/2026-12-07-6, qmv_torch_peer), int4 g64 and g128,
-#   rows 1, 8, 16 and 32, beside the default: the best time of each K split says which split a
-#   shape's default (and so every row count's K order) should take.
+# - The harness (mma path, every config) on the matrices where hone trailed PyTorch's int4
+#   kernel at one row (docs/benchmark_results/2026-12-07-6, qmv_torch_peer) and 8960 x 1536, whose
+#   default K split the refitted rule moves (notes v28), int4 g64 and g128, rows 1, 8, 16 and 32,
+#   beside the default: the best time of each K split says which split a shape's default (and so
+#   every row count's K order) should take.
 # Then, in the same call: MATRICES=... qmv_torch_peer.sh at rows 1 on the small matrices.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_kslices.sh OUT
@@ -18,7 +19,7 @@ cat "$R/gpu.txt"
 device_tests qmv_affine_kernel_test qmv_affine_op_test
 pack
 HONE_TEST_PATHS=mma timeout "$(cap 200)" "$BUILD/bench/qmv_affine_harness" --no-check \
-  --shapes 896x896,1152x896,9728x896,1536x1536,2048x1536,2048x2048,4096x4096,896x4864,17920x1536 \
+  --shapes 896x896,1152x896,9728x896,1536x1536,2048x1536,2048x2048,4096x4096,896x4864,17920x1536,8960x1536 \
   --rows 1,8,16,32 \
   --formats 4x64,4x128 --csv "$R/harness.csv" >"$R/harness.log" 2>&1
 stamp harness $?

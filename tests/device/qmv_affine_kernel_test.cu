@@ -1110,6 +1110,26 @@ TEST(QmvAffineConfig, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
           << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
 }
 
+// The fitted rule (2560 warps, slices of at least 3 chunks): the mid-size matrices of short K
+// split K, where 2048 warps and 4 chunks left them at one or two slices, 1.13-1.32x the fastest
+// split at one row on an H100 (docs/notes/qmv_affine.md v28); the large ones keep theirs.
+TEST(QmvAffineConfig, MidSizeMatricesOfShortKSplitK) {
+  const struct {
+    int n, k, bits, slices;
+  } cases[] = {
+      {9728, 896, 4, 2},   // 608 m16 tiles, 7 chunks: 2 slices of 3.5
+      {17920, 1536, 4, 2}, // 1120 tiles: 2240 warps at 2 slices
+      {8960, 1536, 4, 4},  // 560 tiles, 12 chunks: 4 slices of 3
+      {14336, 4096, 4, 2}, // 4 slices would be 3584 warps
+      {6144, 4096, 4, 4},  {28672, 4096, 4, 1},
+      {1536, 1536, 8, 8}, // 24 chunks of 64 values: 8 slices of 3
+  };
+  for (const auto &c : cases)
+    for (int rows : {1, 16, 32})
+      EXPECT_EQ(qmv_affine_k_slices(qmv_affine_default(rows, c.n, c.k, c.bits, 64)), c.slices)
+          << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
+}
+
 // Past 8 rows the default's CTA follows the weight size (the K order does not change): small
 // matrices run the rows in groups with one m16 tile per warp, larger ones all the rows in one CTA
 // with two; where that has no kernel (16 K slices) it keeps the cp.async-ring CTA of 16 rows.

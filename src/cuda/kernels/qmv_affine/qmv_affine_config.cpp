@@ -48,14 +48,19 @@ constexpr int kStreamDefaultStages = 8;
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: the largest power-of-two k_slices <= 16 that keeps the launch at most kTargetWarps
-// warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. Fitted on
-// the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
-// 4096x14336 and 14336x4096 (short slices, more partials to reduce).
+// warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. First fitted
+// on the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
+// 4096x14336 and 14336x4096 (short slices, more partials to reduce). Refitted on the H100's
+// timings of every K split at rows 1, 4, 16 and 32 (docs/benchmark_results/2026-12-05-h100-4,
+// k_slices_fit; notes v28): at 2048 warps and 4 chunks the rule left the mid-size matrices of
+// short K unsplit or under-split, 1.13-1.32x the fastest split at one row (9728 x 896 at one
+// slice, 17920 x 1536 at one, 8960 x 1536 at two). 2560 warps and 3 chunks move those three
+// (to 2, 2 and 4 slices: at most 1.06x at one row) and no other int4 matrix of the decode set.
 // Under that, the family's fill floor (split_k_fill_slices), down to slices of one chunk
 // (896 x 896 at 4 bits: 14 CTAs of 4 warps unsplit).
-constexpr int kTargetWarps = 2048;
+constexpr int kTargetWarps = 2560;
 constexpr int kMaxDefaultSlices = 16;
-constexpr int kMinSliceChunks = 4;
+constexpr int kMinSliceChunks = 3;
 
 // Past 8 rows: the weight size under which the default runs the rows in groups, one m16 tile
 // per warp (qmv_affine_default).
