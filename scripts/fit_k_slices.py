@@ -152,11 +152,10 @@ def cost(buckets, ks):
 # computes it, with its constants as parameters: the largest power of two k_slices <= 16 whose
 # launch keeps at most `target` warps (m16 tiles x slices) and whose slices hold at least
 # `min_slice` chunks; then, where the launch has fewer than `fill` warps, K split further, down to
-# one chunk a slice. The present constants: gemv.bf16 target 2048, min_slice 8 chunks of 32 (256
-# elements), fill 512; qmv.affine target 2560, min_slice 3 chunks (of 128 values at 4 bits, 64 at
-# 8), fill 512.
+# one chunk a slice. The present constants: target 2048, fill 512; min_slice 8 chunks of 32 for
+# gemv.bf16 (256 elements), 3 chunks for qmv.affine (of 128 values at 4 bits, 64 at 8).
 MAX_SLICES = 16
-PRESENT = {"gemv": (2048, 8, 512), "qmv": (2560, 3, 512)}
+PRESENT = {"gemv": (2048, 8, 512), "qmv": (2048, 3, 512)}
 SEARCH = {"target": (512, 1024, 2048, 2560, 4096, 8192), "min_slice": (1, 2, 3, 4, 8),
           "fill": (0, 256, 512, 1024)}
 

@@ -726,18 +726,30 @@ TEST(QmvAffineConfig, DeepPipelineIsACandidateOfTheOneTileJ2SlotOnly) {
   EXPECT_NE(reason.find("not a compiled"), std::string::npos) << reason;
 }
 
-// K slices past the chunk count only where they still shorten the slices: on K = 896 (7 chunks
-// of 128 values), 8 slices (one chunk each, the last empty) are a shape like any other and 16
-// are refused by name; on K = 4096 (32 chunks) every k_slices fits.
+// K slices past the chunk count only where they still shorten the slices, and on the mma path
+// only: on K = 896 (7 chunks of 128 values), 8 slices of the mma path (one chunk each, the last
+// empty) are a shape like any other and 16 are refused by name, as 8 of the other paths are; on
+// K = 4096 (32 chunks) every k_slices fits.
 TEST(QmvAffineConfig, SlicesPastTheChunksOnlyWhereTheyShortenTheSlices) {
-  int eight = 0;
+  int eight = 0, others = 0;
   for (const QmvAffineConfig &c : qmv_affine_configs(4)) {
-    if (c.path != KernelPath::mma)
-      continue;
     const int slices = qmv_affine_k_slices(c);
     const std::string t = c.to_tactic().str();
     std::string why;
     const bool ok = qmv_affine_can_implement(c, 1, 896, 896, 4, 64, &why);
+    if (c.path != KernelPath::mma) { // the ring, stream and grouped kernels: a slice a chunk
+      if (slices > 7 && slices < 14) {
+        EXPECT_FALSE(ok) << t;
+        EXPECT_NE(why.find("k_slices=" + std::to_string(slices) +
+                           " is more than the 7 128-value K chunks"),
+                  std::string::npos)
+            << t << ": " << why;
+        ++others;
+      } else if (slices <= 7) {
+        EXPECT_EQ(why.find("K chunks"), std::string::npos) << t << ": " << why;
+      }
+      continue;
+    }
     if (slices >= 14) {
       EXPECT_FALSE(ok) << t;
       EXPECT_NE(why.find("k_slices=" + std::to_string(slices) +
@@ -753,6 +765,7 @@ TEST(QmvAffineConfig, SlicesPastTheChunksOnlyWhereTheyShortenTheSlices) {
     EXPECT_EQ(why.find("K chunks"), std::string::npos) << t << ": " << why;
   }
   EXPECT_GT(eight, 0) << "no 8-slice config runs K = 896";
+  EXPECT_GT(others, 0) << "no 8-slice config of another path";
 }
 
 // `shallow=C` (the shallow kernels: a warp's whole slice at once) is compiled for int4 only, as
@@ -1110,16 +1123,16 @@ TEST(QmvAffineConfig, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
           << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
 }
 
-// The fitted rule (2560 warps, slices of at least 3 chunks): the mid-size matrices of short K
-// split K, where 2048 warps and 4 chunks left them at one or two slices, 1.13-1.32x the fastest
-// split at one row on an H100 (docs/notes/qmv_affine.md v28); the large ones keep theirs.
+// The fitted rule's slices of at least 3 chunks: 9728 x 896 (7 chunks) splits K in 2, where
+// slices of 4 chunks left it unsplit, 1.29-1.36x the fastest split at one row on an H100
+// (docs/notes/qmv_affine.md v28); the matrices of more rows keep their split.
 TEST(QmvAffineConfig, MidSizeMatricesOfShortKSplitK) {
   const struct {
     int n, k, bits, slices;
   } cases[] = {
       {9728, 896, 4, 2},   // 608 m16 tiles, 7 chunks: 2 slices of 3.5
-      {17920, 1536, 4, 2}, // 1120 tiles: 2240 warps at 2 slices
-      {8960, 1536, 4, 4},  // 560 tiles, 12 chunks: 4 slices of 3
+      {17920, 1536, 4, 1}, // 1120 tiles: 2240 warps at 2 slices, over the target
+      {8960, 1536, 4, 2},  // 560 tiles: 2240 warps at 4
       {14336, 4096, 4, 2}, // 4 slices would be 3584 warps
       {6144, 4096, 4, 4},  {28672, 4096, 4, 1},
       {1536, 1536, 8, 8}, // 24 chunks of 64 values: 8 slices of 3

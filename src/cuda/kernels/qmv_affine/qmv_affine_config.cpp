@@ -48,17 +48,17 @@ constexpr int kStreamDefaultStages = 8;
 
 // The default's K order comes from the weight shape alone, so it is the same for every row
 // count: the largest power-of-two k_slices <= 16 that keeps the launch at most kTargetWarps
-// warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. First fitted
-// on the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
-// 4096x14336 and 14336x4096 (short slices, more partials to reduce). Refitted on the H100's
-// timings of every K split at rows 1, 4, 16 and 32 (docs/benchmark_results/2026-12-05-h100-4,
-// k_slices_fit; notes v28): at 2048 warps and 4 chunks the rule left the mid-size matrices of
-// short K unsplit or under-split, 1.13-1.32x the fastest split at one row (9728 x 896 at one
-// slice, 17920 x 1536 at one, 8960 x 1536 at two). 2560 warps and 3 chunks move those three
-// (to 2, 2 and 4 slices: at most 1.06x at one row) and no other int4 matrix of the decode set.
+// warps (m16 tiles x slices) and every slice at least kMinSliceChunks chunks long. Fitted on
+// the H200 sweep (docs/notes/qmv_affine.md): 4096 warps lost 10-20 % to 2048 on
+// 4096x14336 and 14336x4096 (short slices, more partials to reduce). Slices of 3 chunks, not
+// 4, since the H100 timings of every K split (notes v28; docs/benchmark_results/2026-12-05-h100-4
+// k_slices_fit and 2026-12-07-7 call1): 9728 x 896 (7 chunks) was left unsplit, 1.29-1.36x
+// the fastest split at one row; at 2 slices it is 1.10-1.12x there, and PyTorch's int4 kernel's
+// lead on it fell from 1.29-1.32x to 1.09-1.10x. 2560 warps moved 17920 x 1536 to 2 slices too,
+// which the second run timed 1.06-1.13x slower at one row than one slice, so the target stays.
 // Under that, the family's fill floor (split_k_fill_slices), down to slices of one chunk
 // (896 x 896 at 4 bits: 14 CTAs of 4 warps unsplit).
-constexpr int kTargetWarps = 2560;
+constexpr int kTargetWarps = 2048;
 constexpr int kMaxDefaultSlices = 16;
 constexpr int kMinSliceChunks = 3;
 
@@ -344,12 +344,18 @@ bool qmv_affine_can_implement(const QmvAffineConfig &config, int rows, int n, in
   // power of two above the chunk count (8 slices on K = 896's 7 chunks, the last one empty),
   // which halves a warp's serial work on the matrices where one or two warps a scheduler leave
   // it unhidden (docs/notes/qmv_affine.md, v27). At twice the chunks or more a slice is a chunk
-  // either way.
-  if (qmv_affine_k_slices(config) >= 2 * chunks)
-    return refuse(reason, "k_slices=" + std::to_string(qmv_affine_k_slices(config)) +
-                              " is twice the " + std::to_string(chunks) + " " +
-                              std::to_string(chunk_k) +
+  // either way. The mma path's kernels alone run empty slices: the ring and stream kernels
+  // failed on them on an H100 (2026-12-07-7 call1: 16 slices on 9 chunks, 4 on 3), and the
+  // grouped kernels were never run so, so those paths keep a slice to every chunk.
+  const int slices = qmv_affine_k_slices(config);
+  if (slices >= 2 * chunks)
+    return refuse(reason, "k_slices=" + std::to_string(slices) + " is twice the " +
+                              std::to_string(chunks) + " " + std::to_string(chunk_k) +
                               "-value K chunks or more (slices of one chunk at half of it)");
+  if (config.path != KernelPath::mma && slices > chunks)
+    return refuse(reason, "k_slices=" + std::to_string(slices) + " is more than the " +
+                              std::to_string(chunks) + " " + std::to_string(chunk_k) +
+                              "-value K chunks (only the mma path runs empty slices)");
   if (config.path == KernelPath::grouped) {
     if (bits != 4)
       return refuse(reason, "the grouped path is 4 bits only");
