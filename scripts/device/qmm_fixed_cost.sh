@@ -5,7 +5,9 @@
 # kernel alone (its own duration, caches flushed) at K = 1024, 4096 and 8192: a duration that
 # keeps the 9-14 us is the kernel's own (prologue, epilogue, something per CTA); one without it
 # puts the cost between launches. With the duration: DRAM and L2 bytes, SM cycles active, and
-# the launch's occupancy. About 40 s.
+# the launch's occupancy. Then the warp-state and source-level stall profile of the 128-row kernel
+# at K = 1024 (4 blocks, so mostly the fixed part): whether its warps wait at the first full
+# barrier (the prologue's copies), at the epilogue's stores, or elsewhere. About 70 s.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/qmm_fixed_cost.sh OUT
 set -u
@@ -19,4 +21,15 @@ for k in 1024 4096 8192; do
   stamp "ncu k=$k" $?
 done
 grep -h 'gpu__time_duration\|sm__cycles_elapsed' "$R"/ncu_k*.csv | cut -d, -f5,13- | head -20
+pack
+rep=$(mktemp -d)/stalls
+QMM_PROBE_ONCE=1 timeout "$(cap 60)" ncu --section SpeedOfLight --section LaunchStats \
+  --section WarpStateStats --section SourceCounters --import-source no -f -o "$rep" \
+  "$BUILD/bench/qmm_probe" 128 4096 1024 64 3,128,64,256,5,3,1 >"$R/stalls.run.log" 2>&1
+stamp "ncu stalls k=1024" $?
+ncu -i "$rep.ncu-rep" --page details >"$R/stalls_k1024.txt" 2>&1
+ncu -i "$rep.ncu-rep" --page source --print-source sass --csv >"$rep.source.csv" 2>&1 &&
+  python3 scripts/ncu_stalls.py "$rep.source.csv" --top 30 >"$R/stalls_k1024.stalls.txt" 2>&1
+grep -E 'Duration|Elapsed Cycles|SM Active' "$R/stalls_k1024.txt"
+head -45 "$R/stalls_k1024.stalls.txt"
 pack
