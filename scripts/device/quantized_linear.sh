@@ -4,7 +4,9 @@
 # leftovers), tunes of qmv.affine (rows 1-32) and qmm.affine (rows 24-256) on the four
 # Llama-3.1-8B shapes at int4 g64 into this run's own cache, quantized_linear against cuBLASLt
 # BF16 dense (bench/op_matrix, the quick set), then memcheck of stream-K. Everything lands in
-# OUTDIR/quantized_linear.tar.gz, packed after each step. About 9 minutes.
+# OUTDIR/quantized_linear.tar.gz, packed after each step. About 9 minutes. QL_MATRICES (default the
+# four: "n=28672,k=4096 n=4096,k=14336 n=4096,k=4096 n=6144,k=4096") narrows the tunes and the
+# table.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/quantized_linear.sh "$OUT" build
 set -u
@@ -36,8 +38,9 @@ tune() {
     --json "$f" >>"$R/tune.log" 2>&1
   echo "rc=$? $op rows=$r $nk $((($(date +%s%N) - ts) / 1000000)) ms" >>"$R/tune.log"
 }
+read -ra matrices <<<"${QL_MATRICES:-n=28672,k=4096 n=4096,k=14336 n=4096,k=4096 n=6144,k=4096}"
 for r in 1 16 24 32 64 48 128 96 256; do
-  for nk in "n=28672,k=4096" "n=4096,k=14336" "n=4096,k=4096" "n=6144,k=4096"; do
+  for nk in "${matrices[@]}"; do
     [ "$(left)" -lt 240 ] && break 2
     [ "$r" -le 32 ] && tune qmv.affine "$r" "$nk"
     [ "$r" -ge 24 ] && tune qmm.affine "$r" "$nk"
@@ -49,8 +52,8 @@ pack
 
 # 3. quantized_linear against cuBLASLt BF16 dense, the tuned picks of step 2.
 : >"$R/shapes.txt"
-for nk in "n=4096, k=4096" "n=6144, k=4096" "n=28672, k=4096" "n=4096, k=14336"; do
-  echo "quick: rows=1|16|24|32|48|64|96|128|256, $nk, bits=4, group=64" >>"$R/shapes.txt"
+for nk in "${matrices[@]}"; do
+  echo "quick: rows=1|16|24|32|48|64|96|128|256, ${nk/,/, }, bits=4, group=64" >>"$R/shapes.txt"
 done
 timeout "$(($(left) - 60))" "$BUILD/bench/op_matrix" --op quantized_linear --shapes "$R/shapes.txt" \
   --set quick --samples 7 --also quantized_linear.qmv --also quantized_linear.qmm \

@@ -113,6 +113,24 @@ struct TmaUnit {
   int n0, m0, kb;
 };
 
+// Stores a consumer warp's tile of outputs as bf16 from its m16n8 C fragments (TM / 8 tiles):
+// weight row n0 + 16 warp + g (+ 8), activation rows m0 + 8 j + 2 t (+ 1).
+template <int TM>
+__device__ __forceinline__ void store_fragments(const TmaParams &p, const float (&d)[TM / 2],
+                                                int n0, int m0, int warp, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int n = n0 + warp * 16 + g + 8 * (e >> 1);
+      const int m = m0 + 8 * j + 2 * t + (e & 1);
+      if (m < p.m && n < p.n)
+        p.y[static_cast<size_t>(m) * p.n + n] =
+            __bfloat16_as_ushort(__float2bfloat16_rn(d[4 * j + e]));
+    }
+}
+
 // A stream-K consumer's segment epilogue (all consumer threads; `ct` = thread index among
 // them): store the tile (whole), hand its partial over (writer) or add the writers' partials in
 // K order and store (reader). d holds the segment's sum and is left zeroed.
@@ -157,19 +175,7 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
         }
       }
     }
-    // The tile's outputs from the m16n8 C fragments: weight row 16 warp + g (+ 8), activation
-    // rows 8 j + 2 t (+ 1).
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int j = 0; j < TM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = at.n0 + warp * 16 + g + 8 * (e >> 1);
-        const int m = at.m0 + 8 * j + 2 * t + (e & 1);
-        if (m < p.m && n < p.n)
-          p.y[static_cast<size_t>(m) * p.n + n] =
-              __bfloat16_as_ushort(__float2bfloat16_rn(d[4 * j + e]));
-      }
+    store_fragments<TM>(p, d, at.n0, at.m0, warp, lane);
   }
 #pragma unroll
   for (int r = 0; r < TM / 2; ++r)
@@ -397,6 +403,19 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
   if constexpr (STREAM) {
     // Every segment was stored or handed over inside the loop.
     pdl_launch_dependents();
+  } else if (p.split_k == 1) {
+    // One K slice: each consumer stores its own fragments, with no shared-memory round trip.
+    // The GEMV family's reduce below took 9-16 us a launch here (an index division, a generic
+    // load and a 2-byte store per output, 8192 outputs a CTA at 128 x 64; ncu, 2026-12-07-7
+    // call2), against 1.1-1.2 us a K block. 0 + x is its sum of one slice (-0 stored as +0),
+    // so the bits are the same.
+    pdl_launch_dependents();
+    if (warp < L::kConsumerWarps) {
+#pragma unroll
+      for (int r = 0; r < TM / 2; ++r)
+        d[r] = __fadd_rn(0.0f, d[r]);
+      store_fragments<TM>(p, d, n0, m0, warp, lane);
+    }
   } else {
     // Every stage has been read (the last by wgmma, waited above) before the ring holds
     // partials.
