@@ -6,7 +6,8 @@
 # BF16 dense (bench/op_matrix, the quick set), then memcheck of stream-K. Everything lands in
 # OUTDIR/quantized_linear.tar.gz, packed after each step. About 9 minutes. QL_MATRICES (default the
 # four: "n=28672,k=4096 n=4096,k=14336 n=4096,k=4096 n=6144,k=4096") narrows the tunes and the
-# table.
+# table, QL_ROWS (default "1 16 24 32 64 48 128 96 256") the row counts; the tunes stop with
+# QL_TABLE_RESERVE seconds (default 240) left for the table and memcheck.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/quantized_linear.sh "$OUT" build
 set -u
@@ -39,9 +40,10 @@ tune() {
   echo "rc=$? $op rows=$r $nk $((($(date +%s%N) - ts) / 1000000)) ms" >>"$R/tune.log"
 }
 read -ra matrices <<<"${QL_MATRICES:-n=28672,k=4096 n=4096,k=14336 n=4096,k=4096 n=6144,k=4096}"
-for r in 1 16 24 32 64 48 128 96 256; do
+read -ra row_list <<<"${QL_ROWS:-1 16 24 32 64 48 128 96 256}"
+for r in "${row_list[@]}"; do
   for nk in "${matrices[@]}"; do
-    [ "$(left)" -lt 240 ] && break 2
+    [ "$(left)" -lt "${QL_TABLE_RESERVE:-240}" ] && break 2
     [ "$r" -le 32 ] && tune qmv.affine "$r" "$nk"
     [ "$r" -ge 24 ] && tune qmm.affine "$r" "$nk"
   done
@@ -53,7 +55,8 @@ pack
 # 3. quantized_linear against cuBLASLt BF16 dense, the tuned picks of step 2.
 : >"$R/shapes.txt"
 for nk in "${matrices[@]}"; do
-  echo "quick: rows=1|16|24|32|48|64|96|128|256, ${nk/,/, }, bits=4, group=64" >>"$R/shapes.txt"
+  rows_alt=$(printf '%s\n' "${row_list[@]}" | sort -n | paste -sd'|')
+  echo "quick: rows=$rows_alt, ${nk/,/, }, bits=4, group=64" >>"$R/shapes.txt"
 done
 timeout "$(($(left) - 60))" "$BUILD/bench/op_matrix" --op quantized_linear --shapes "$R/shapes.txt" \
   --set quick --samples 7 --also quantized_linear.qmv --also quantized_linear.qmm \
