@@ -567,6 +567,61 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
   EXPECT_GT(ran, 0) << "no stream-K config ran";
 }
 
+// The TMA engine's lookahead kernels (the next step's exact integers formed before the wait for
+// the wgmma before) add the same products in the same order as their plain twins: the same bits,
+// split-K, stream-K and one slice alike, on fresh inputs with the output poisoned before each
+// launch.
+TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
+  const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
+  int pairs = 0;
+  for (int m : {37, 128}) {
+    std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
+    auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
+    const cudaStream_t stream = qw.stream();
+    const auto run = [&](const QmmAffineConfig &c) {
+      const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
+      DeviceBuffer work(ws > 0 ? ws : 1), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
+      QmmAffineArgs a;
+      a.x = qw.x(0);
+      a.q = qw.q(0);
+      a.scales = qw.scales(0);
+      a.biases = qw.biases(0);
+      a.y = y.data();
+      a.m = m;
+      a.n = f.n;
+      a.k = f.k;
+      a.bits = 4;
+      a.group = f.group;
+      a.workspace = ws > 0 ? work.data() : nullptr;
+      a.workspace_bytes = ws;
+      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+      EXPECT_TRUE(qmm_affine_launch(c, a, stream).ok()) << c.to_tactic().str();
+      HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
+    };
+    for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
+      if (c.path != kQmmMmaPath || c.engine != kQmmEngineTmaAhead)
+        continue;
+      if (std::string why; !qmm_affine_can_implement(c, m, f.n, f.k, 4, f.group, &why))
+        continue;
+      QmmAffineConfig plain = c;
+      plain.engine = kQmmEngineTma;
+      const std::string name = c.to_tactic().str() + " m=" + std::to_string(m);
+      const std::vector<uint16_t> ahead = run(c);
+      EXPECT_LE(compare_bf16(qw.checked_rows(ahead), qw.reference()).relative_l2,
+                kAffineLinearRelativeL2Bound)
+          << name;
+      const std::vector<uint16_t> twin = run(plain);
+      size_t differ = 0;
+      for (size_t i = 0; i < ahead.size(); ++i)
+        differ += ahead[i] != twin[i];
+      EXPECT_EQ(differ, 0u) << name << " against its plain twin";
+      ++pairs;
+    }
+  }
+  EXPECT_GT(pairs, 0) << "no lookahead kernel ran";
+}
+
 // The default of every model shape, bits and group, at M = 1, 33, 512 (and 2048 at int4 g128).
 TEST_F(QmmAffineOpTest, ModelShapesEveryBitsAndGroup) {
   if (reduced_shapes())
