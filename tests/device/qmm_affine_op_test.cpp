@@ -104,6 +104,26 @@ int check_every_config(const Format &f, int m) {
   return ran;
 }
 
+// Launch arguments over copy 0 of a prepared workload's int4 operands, into y, with `workspace`
+// of `workspace_bytes`.
+QmmAffineArgs int4_args(QmmAffineWorkload &qw, int m, const Format &f, void *y, void *workspace,
+                        size_t workspace_bytes) {
+  QmmAffineArgs a;
+  a.x = qw.x(0);
+  a.q = qw.q(0);
+  a.scales = qw.scales(0);
+  a.biases = qw.biases(0);
+  a.y = y;
+  a.m = m;
+  a.n = f.n;
+  a.k = f.k;
+  a.bits = 4;
+  a.group = f.group;
+  a.workspace = workspace;
+  a.workspace_bytes = workspace_bytes;
+  return a;
+}
+
 class QmmAffineOpTest : public DeviceTest {
 protected:
   void SetUp() override {
@@ -510,19 +530,7 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
       const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
       ASSERT_GT(ws, 0u) << name;
       DeviceBuffer work(ws), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
-      QmmAffineArgs a;
-      a.x = qw.x(0);
-      a.q = qw.q(0);
-      a.scales = qw.scales(0);
-      a.biases = qw.biases(0);
-      a.y = y.data();
-      a.m = m;
-      a.n = f.n;
-      a.k = f.k;
-      a.bits = 4;
-      a.group = f.group;
-      a.workspace = work.data();
-      a.workspace_bytes = ws - 1;
+      QmmAffineArgs a = int4_args(qw, m, f, y.data(), work.data(), ws - 1);
       EXPECT_FALSE(qmm_affine_launch(c, a, stream).ok()) << name << ": a short workspace ran";
       a.workspace_bytes = ws;
       const auto download_y = [&] {
@@ -581,19 +589,7 @@ TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
     const auto run = [&](const QmmAffineConfig &c) {
       const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
       DeviceBuffer work(ws > 0 ? ws : 1), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
-      QmmAffineArgs a;
-      a.x = qw.x(0);
-      a.q = qw.q(0);
-      a.scales = qw.scales(0);
-      a.biases = qw.biases(0);
-      a.y = y.data();
-      a.m = m;
-      a.n = f.n;
-      a.k = f.k;
-      a.bits = 4;
-      a.group = f.group;
-      a.workspace = ws > 0 ? work.data() : nullptr;
-      a.workspace_bytes = ws;
+      const QmmAffineArgs a = int4_args(qw, m, f, y.data(), ws > 0 ? work.data() : nullptr, ws);
       HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
       EXPECT_TRUE(qmm_affine_launch(c, a, stream).ok()) << c.to_tactic().str();
       HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
