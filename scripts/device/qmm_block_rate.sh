@@ -3,9 +3,9 @@
 # Times the lookahead kernel alone (bench/qmm_probe, cold L2, median of 9 samples) on N = 4096 at
 # split_k = 1 (64 or 32 CTAs of one block each per SM) over K = 1024 .. 8192, at 128 and 64
 # activation rows: the slope over K is a CTA's time per 256-deep block, the intercept the
-# launch, prologue and epilogue. The 4096 x 4096 picks at 64-128 rows spend about 2 us a block
-# (docs/notes/qmm_affine.md); a slope that does not follow the tile's wgmma work (TM 128 against
-# 64) says the consumer loop, not the tensor cores, sets it. About 30 s.
+# launch, prologue and epilogue. A slope that does not follow the tile's wgmma work (TM 128
+# against 64) says the consumer loop, not the tensor cores, sets it (2026-12-07-7: 1.19 and
+# 1.13 us a block; docs/notes/qmm_affine.md). About 30 s.
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/qmm_block_rate.sh OUT
 set -u

@@ -54,8 +54,8 @@ pack
 
 # 3. quantized_linear against cuBLASLt BF16 dense, the tuned picks of step 2.
 : >"$R/shapes.txt"
+rows_alt=$(printf '%s\n' "${row_list[@]}" | sort -n | paste -sd'|')
 for nk in "${matrices[@]}"; do
-  rows_alt=$(printf '%s\n' "${row_list[@]}" | sort -n | paste -sd'|')
   echo "quick: rows=$rows_alt, ${nk/,/, }, bits=4, group=64" >>"$R/shapes.txt"
 done
 timeout "$(($(left) - 60))" "$BUILD/bench/op_matrix" --op quantized_linear --shapes "$R/shapes.txt" \

@@ -124,6 +124,15 @@ QmmAffineArgs int4_args(QmmAffineWorkload &qw, int m, const Format &f, void *y, 
   return a;
 }
 
+// Outputs that differ between two downloads of y (a count, not the vectors: they are 10^5
+// values); a length mismatch counts as the longer length.
+size_t differing(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
+  size_t count = a.size() == b.size() ? 0 : std::max(a.size(), b.size());
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    count += a[i] != b[i];
+  return count;
+}
+
 class QmmAffineOpTest : public DeviceTest {
 protected:
   void SetUp() override {
@@ -537,13 +546,6 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
         HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
         return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
       };
-      // Outputs that differ from `first` (a count, not the vectors: they are 10^5 values).
-      const auto differing = [](const std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
-        size_t count = a.size() == b.size() ? 0 : std::max(a.size(), b.size());
-        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-          count += a[i] != b[i];
-        return count;
-      };
       HONE_CUDA_CHECK(cudaMemsetAsync(work.data(), 0xa5, ws, stream));
       HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
       ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
@@ -607,11 +609,7 @@ TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
       EXPECT_LE(compare_bf16(qw.checked_rows(ahead), qw.reference()).relative_l2,
                 kAffineLinearRelativeL2Bound)
           << name;
-      const std::vector<uint16_t> twin = run(plain);
-      size_t differ = 0;
-      for (size_t i = 0; i < ahead.size(); ++i)
-        differ += ahead[i] != twin[i];
-      EXPECT_EQ(differ, 0u) << name << " against its plain twin";
+      EXPECT_EQ(differing(ahead, run(plain)), 0u) << name << " against its plain twin";
       ++pairs;
     }
   }

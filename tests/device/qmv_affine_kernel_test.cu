@@ -41,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -1104,43 +1105,43 @@ TEST(QmvAffineConfig, DefaultOrderDoesNotDependOnRows) {
       }
 }
 
+// The default's k_slices of (n, k, bits) at group 64, the same at rows 1, 16 and 32.
+struct DefaultSlices {
+  int n, k, bits, slices;
+};
+void expect_default_slices(std::initializer_list<DefaultSlices> cases) {
+  for (const DefaultSlices &c : cases)
+    for (int rows : {1, 16, 32})
+      EXPECT_EQ(qmv_affine_k_slices(qmv_affine_default(rows, c.n, c.k, c.bits, 64)), c.slices)
+          << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
+}
+
 // A small matrix splits K until its launch has about 4 warps per SM (the fill floor, down to
 // one chunk per slice); a large one keeps the fitted rule's split.
 TEST(QmvAffineConfig, SmallMatricesSplitKUntilTheLaunchFillsTheGpu) {
-  const struct {
-    int n, k, bits, slices;
-  } cases[] = {
-      {896, 896, 4, 4},   // 7 chunks of 128: 1 slice under the 4-chunk minimum; 224 warps at 4
-      {896, 896, 8, 8},   // 14 chunks of 64: 2 under the minimum; 448 warps at 8
+  expect_default_slices({
+      {896, 896, 4, 4},   // 7 chunks of 128: 2 slices under the 3-chunk minimum; 224 warps at 4
+      {896, 896, 8, 8},   // 14 chunks of 64: 4 under the minimum; 448 warps at 8
       {1152, 896, 4, 4},  // 72 m16 tiles: 8 slices would be 576 warps
       {896, 4864, 4, 8},  // the fitted rule's split, already at the floor
       {4096, 4096, 4, 8}, // the fitted rule's split is above the floor
       {28672, 4096, 4, 1},
-  };
-  for (const auto &c : cases)
-    for (int rows : {1, 16, 32})
-      EXPECT_EQ(qmv_affine_k_slices(qmv_affine_default(rows, c.n, c.k, c.bits, 64)), c.slices)
-          << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
+  });
 }
 
 // The fitted rule's slices of at least 3 chunks: 9728 x 896 (7 chunks) splits K in 2, where
 // slices of 4 chunks left it unsplit, 1.29-1.36x the fastest split at one row on an H100
 // (docs/notes/qmv_affine.md v28); the matrices of more rows keep their split.
 TEST(QmvAffineConfig, MidSizeMatricesOfShortKSplitK) {
-  const struct {
-    int n, k, bits, slices;
-  } cases[] = {
+  expect_default_slices({
       {9728, 896, 4, 2},   // 608 m16 tiles, 7 chunks: 2 slices of 3.5
       {17920, 1536, 4, 1}, // 1120 tiles: 2240 warps at 2 slices, over the target
       {8960, 1536, 4, 2},  // 560 tiles: 2240 warps at 4
       {14336, 4096, 4, 2}, // 4 slices would be 3584 warps
-      {6144, 4096, 4, 4},  {28672, 4096, 4, 1},
+      {6144, 4096, 4, 4},
+      {28672, 4096, 4, 1},
       {1536, 1536, 8, 8}, // 24 chunks of 64 values: 8 slices of 3
-  };
-  for (const auto &c : cases)
-    for (int rows : {1, 16, 32})
-      EXPECT_EQ(qmv_affine_k_slices(qmv_affine_default(rows, c.n, c.k, c.bits, 64)), c.slices)
-          << c.n << "x" << c.k << " " << c.bits << " bits rows=" << rows;
+  });
 }
 
 // Past 8 rows the default's CTA follows the weight size (the K order does not change): small
