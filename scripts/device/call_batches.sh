@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One call: the TMA engine's lookahead kernels in batches of wgmma a commit group
+# (docs/notes/patches/qmm_tma_wgmma_batches.patch: 4 steps a batch; and 8 steps a batch at
+# BK 256) against main's one-step form. Carries three archives: .carry/bin.tar.xz (main, to bm/),
+# .carry/batches.tar.xz (to b4/) and .carry/batches8.tar.xz (to b8/). For each build: the
+# lookahead and stream-K tests (the lookahead kernels against their plain twins bit for bit),
+# then qmm_block_rate.sh (time per 256-deep K block). Then, on an H200, issue 14's step bars over
+# main; on an H100, quantized_linear on the 4096-row shapes over the faster batch build.
+#
+#   scripts/device/call_batches.sh OUT
+set -u
+out=${1:?OUTDIR}
+cd "$(dirname "$0")/../.."
+rm -rf build
+tar xJf .carry/bin.tar.xz --transform='s,^build/,bm/,'
+tar xJf .carry/batches.tar.xz --transform='s,^build/,b4/,'
+tar xJf .carry/batches8.tar.xz --transform='s,^build/,b8/,'
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
+for b in b4 b8 bm; do
+  HONE_DEVICE_TEST_REDUCED=1 timeout 90 $b/tests/device/qmm_affine_op_test \
+    --gtest_filter='*Lookahead*:*StreamK*' >"$out/test_$b.log" 2>&1
+  echo "$b lookahead+streamK rc=$?"
+  grep -hE '^\[  (PASSED|FAILED) |Failure' "$out/test_$b.log" | head -8
+  rm -f build && ln -s $b build && mkdir -p "$out/$b"
+  BUDGET=40 bash scripts/device/qmm_block_rate.sh "$out/$b" | sed "s/^/$b /"
+done
+k8() { awk '/m=128 n=4096 k=8192 3,128,64,256/ {print $(NF-1)}' "$out/$1/qmm_block_rate/probe.log"; }
+best=b4
+awk -v a="$(k8 b4)" -v b="$(k8 b8)" 'BEGIN {exit !(b < a)}' && best=b8
+echo "faster batch build: $best"
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  rm -f build && ln -s bm build
+  BUDGET=370 bash scripts/device/call_step_bars.sh "$out"
+else
+  QL_MATRICES="n=4096,k=4096 n=6144,k=4096" QL_ROWS="64 128 256" QL_BUDGET=300 \
+    QL_TABLE_RESERVE=110 bash scripts/device/quantized_linear.sh "$out" $best
+fi
