@@ -114,7 +114,9 @@ struct MmaWarpCoords {
   int m_warp;    // first weight row of the warp
   int row0;      // first activation row of the CTA
 };
-template <int MT, int NT, class Params>
+// WARP_ROWS: the weight rows of a warp (MT m16 tiles, or fewer where a warp leaves a tile's upper
+// half zero).
+template <int MT, int NT, int WARP_ROWS = MT * 16, class Params>
 __device__ __forceinline__ MmaWarpCoords mma_warp_coords(const Params &p) {
   MmaWarpCoords c;
   c.lane = static_cast<int>(threadIdx.x) & 31;
@@ -124,8 +126,8 @@ __device__ __forceinline__ MmaWarpCoords mma_warp_coords(const Params &p) {
   c.slice = static_cast<int>(blockIdx.y) * p.warps_k + warp_k;
   c.g = c.lane >> 2;
   c.t = c.lane & 3;
-  c.m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
-  c.m_warp = c.m_cta + warp_n * MT * 16;
+  c.m_cta = static_cast<int>(blockIdx.x) * p.warps_n * WARP_ROWS;
+  c.m_warp = c.m_cta + warp_n * WARP_ROWS;
   c.row0 = static_cast<int>(blockIdx.z) * NT * 8;
   return c;
 }

@@ -1041,15 +1041,12 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
   using L = Layout<4>;
   using R = LaneRuns<4, GROUPS>;
   extern __shared__ float4 shared_partials[];
-  const MmaWarpCoords w = mma_warp_coords<1, 1>(p);
-  const int lane = w.lane, warp = w.warp, g = w.g, t = w.t, row0 = w.row0;
   // Warps of 8 weight rows (ROWS 8) leave the tile's upper half zero.
-  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * ROWS;
-  const int m_warp = m_cta + warp % p.warps_n * ROWS;
+  const auto [lane, warp, slice, g, t, m_cta, m_warp, row0] = mma_warp_coords<1, 1, ROWS>(p);
   uint32_t qo[1][2], po[1][2];
   lane_row_offsets<1, false>(qo, po, p, p.k / L::kValuesPerWord, m_warp, g, R::kRunWords * t, 0u);
   const int total_chunks = (p.k + L::kChunkK - 1) / L::kChunkK;
-  const int c0 = w.slice * p.slice_chunks;
+  const int c0 = slice * p.slice_chunks;
   const int c_end = min(c0 + p.slice_chunks, total_chunks);
 
   WeightFragment<1> f[C];
@@ -1122,13 +1119,10 @@ template <int NS, int MT, int J, int G, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) qmv_affine_grouped_kernel(const Params p) {
   using L = Layout<4>;
   extern __shared__ float4 shared_partials[];
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  const int warp_n = warp % p.warps_n;
-  const int slice = static_cast<int>(blockIdx.y) * p.warps_k + warp / p.warps_n;
-  const int g = lane >> 2, t = lane & 3;
-  const int m_cta = static_cast<int>(blockIdx.x) * p.warps_n * MT * 16;
-  const int m_warp = m_cta + warp_n * MT * 16;
+  const MmaWarpCoords w = mma_warp_coords<MT, 1>(p);
+  const int warp = w.warp, slice = w.slice, g = w.g, t = w.t;
+  const int m_cta = w.m_cta, m_warp = w.m_warp;
+  // A CTA's activation rows: rows_per_cta (a parameter), not a multiple of 8.
   const int row0 = static_cast<int>(blockIdx.z) * p.rows_per_cta;
   // G (a template parameter: the scale loads and the column arithmetic compile per group size).
   constexpr int cols = G;
