@@ -5,7 +5,8 @@
 # .carry/batches.tar.xz (to b4/) and .carry/batches8.tar.xz (to b8/). For each build: the
 # lookahead and stream-K tests (the lookahead kernels against their plain twins bit for bit),
 # then qmm_block_rate.sh (time per 256-deep K block). Then, on an H200, issue 14's step bars over
-# main; on an H100, quantized_linear on the 4096-row shapes over the faster batch build.
+# main; on an H100, quantized_linear on the 4096-row shapes over the faster batch build (STAGE2=0:
+# neither).
 #
 #   scripts/device/call_batches.sh OUT
 set -u
@@ -22,12 +23,13 @@ for b in b4 b8 bm; do
   echo "$b lookahead+streamK rc=$?"
   grep -hE '^\[  (PASSED|FAILED) |Failure' "$out/test_$b.log" | head -8
   rm -f build && ln -s $b build && mkdir -p "$out/$b"
-  BUDGET=40 bash scripts/device/qmm_block_rate.sh "$out/$b" | sed "s/^/$b /"
+  BUDGET=30 bash scripts/device/qmm_block_rate.sh "$out/$b" | sed "s/^/$b /"
 done
 k8() { awk '/m=128 n=4096 k=8192 3,128,64,256/ {print $(NF-1)}' "$out/$1/qmm_block_rate/probe.log"; }
 best=b4
 awk -v a="$(k8 b4)" -v b="$(k8 b8)" 'BEGIN {exit !(b < a)}' && best=b8
 echo "faster batch build: $best"
+[ "${STAGE2:-1}" = 1 ] || exit 0
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   rm -f build && ln -s bm build
   BUDGET=370 bash scripts/device/call_step_bars.sh "$out"
