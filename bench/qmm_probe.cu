@@ -7,6 +7,8 @@
 //   TACTIC = engine,tile_m,tile_n,tile_k,warps,stages,split_k[,stream_k]
 //            (engine 0 mma.sync, 1 register-A wgmma, 2 TMA, 3 TMA with lookahead)
 //   QMM_PROBE_ONCE=1 qmm_probe ...   one launch per kernel, no timing (compute-sanitizer, ncu)
+//   QMM_PROBE_COPIES=C qmm_probe ... C copies of the weights instead (1: warm in L2 where they
+//                                     fit), to tell a launch's cold reads from the rest of it
 //
 // Inputs are constant bytes (no reference): a kernel that cannot launch says so and the rest
 // go on. Exit status 2 on a malformed argument, 1 on a CUDA error.
@@ -101,7 +103,14 @@ int main(int argc, char **argv) try {
   const bool once = std::getenv("QMM_PROBE_ONCE") != nullptr;
   const size_t per_copy =
       static_cast<size_t>(n) * k / 2 + 2 * static_cast<size_t>(n) * (k / group) * 2;
-  const int copies = once ? 1 : std::max(2, static_cast<int>((size_t{480} << 20) / per_copy) + 1);
+  int copies = once ? 1 : std::max(2, static_cast<int>((size_t{480} << 20) / per_copy) + 1);
+  if (const char *text = std::getenv("QMM_PROBE_COPIES"); text != nullptr && !once) {
+    copies = std::atoi(text);
+    if (copies < 1 || copies > 4096) {
+      std::fprintf(stderr, "qmm_probe: bad QMM_PROBE_COPIES '%s' (1 to 4096)\n", text);
+      return 2;
+    }
+  }
   Buffers buffers(m, n, k, group, copies);
   for (Candidate &c : candidates) {
     c.workspace_bytes = hone::cuda::qmm_mma_workspace_bytes(c.kernel, m, n, k, c.stream_k);

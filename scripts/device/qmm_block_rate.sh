@@ -19,4 +19,17 @@ for k in 1024 2048 4096 8192; do
 done
 stamp probe $?
 cat "$R/probe.log"
+# WARM=1: the same with one copy of the weights (at most 17 MB, warm in the L2 after the first
+# launch): what the intercept loses then is the cold first reads; what it keeps is the launch,
+# the pipeline's ramp and the tail.
+if [ "${WARM:-0}" = 1 ]; then
+  for k in 1024 2048 4096 8192; do
+    QMM_PROBE_COPIES=1 timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 128 4096 "$k" 64 \
+      3,128,64,256,5,3,1 >>"$R/probe_warm.log" 2>&1
+    QMM_PROBE_COPIES=1 timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 64 4096 "$k" 64 \
+      3,64,64,256,5,4,1 >>"$R/probe_warm.log" 2>&1
+  done
+  stamp "probe warm" $?
+  sed 's/^/warm /' "$R/probe_warm.log"
+fi
 pack
