@@ -2,9 +2,10 @@
 # One call: the TMA engine's lookahead kernels in batches of wgmma a commit group
 # (docs/notes/patches/qmm_tma_wgmma_batches.patch: 4 steps a batch; and 8 steps a batch at
 # BK 256) against main's one-step form. Carries three archives: .carry/bin.tar.xz (main, to bm/),
-# .carry/batches.tar.xz (to b4/) and .carry/batches8.tar.xz (to b8/). For each build: the
-# lookahead and stream-K tests (the lookahead kernels against their plain twins bit for bit),
-# then qmm_block_rate.sh (time per 256-deep K block). Then, on an H200, issue 14's step bars over
+# .carry/batches.tar.xz (to b4/) and .carry/batches8.tar.xz (to b8/); scripts/device/
+# pack_batches_carry.sh builds them. For each build: LookaheadKernelsGiveTheirPlainTwinsBits (the
+# lookahead kernels against their plain twins bit for bit: one slice, split-K and stream-K), then
+# qmm_block_rate.sh (time per 256-deep K block; main's with warm weights too). Then, on an H200, issue 14's step bars over
 # main; on an H100, quantized_linear on the 4096-row shapes over the faster batch build (STAGE2=0:
 # neither).
 #
@@ -20,7 +21,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
 for b in b4 b8 bm; do
   HONE_DEVICE_TEST_REDUCED=1 timeout 90 $b/tests/device/qmm_affine_op_test \
     --gtest_filter='*Lookahead*' >"$out/test_$b.log" 2>&1
-  echo "$b lookahead+streamK rc=$?"
+  echo "$b lookahead test rc=$?"
   grep -hE '^\[  (PASSED|FAILED) |Failure' "$out/test_$b.log" | head -8
   rm -f build && ln -s $b build && mkdir -p "$out/$b"
   warm=0
