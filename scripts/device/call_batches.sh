@@ -5,9 +5,9 @@
 # .carry/batches.tar.xz (to b4/) and .carry/batches8.tar.xz (to b8/); scripts/device/
 # pack_batches_carry.sh builds them. For each build: LookaheadKernelsGiveTheirPlainTwinsBits (the
 # lookahead kernels against their plain twins bit for bit: one slice, split-K and stream-K), then
-# qmm_block_rate.sh (time per 256-deep K block; main's with warm weights too). Then, on an H200, issue 14's step bars over
-# main; on an H100, quantized_linear on the 4096-row shapes over the faster batch build (STAGE2=0:
-# neither).
+# qmm_block_rate.sh (time per 256-deep K block; main's with warm weights too). Then, on an H200,
+# issue 14's step bars over main; on an H100, quantized_linear on the 4096-row shapes over the
+# faster batch build (STAGE2=0: neither).
 #
 #   scripts/device/call_batches.sh OUT
 set -u
