@@ -11,24 +11,24 @@
 set -u
 source "$(dirname "$0")/env.sh"
 run_begin qmm_block_rate "${BUDGET:-60}" "${1:?OUTDIR}" build
-for k in 1024 2048 4096 8192; do
-  timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 128 4096 "$k" 64 3,128,64,256,5,3,1 \
-    3,128,128,128,9,5,1 >>"$R/probe.log" 2>&1
-  timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 64 4096 "$k" 64 3,64,64,256,5,4,1 \
-    3,64,128,256,9,4,1 >>"$R/probe.log" 2>&1
-done
+# rates LOG: the probe over K of the two 256-deep tiles and their 2-warpgroup twins, onto LOG.
+rates() {
+  local k
+  for k in 1024 2048 4096 8192; do
+    timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 128 4096 "$k" 64 3,128,64,256,5,3,1 \
+      3,128,128,128,9,5,1 >>"$1" 2>&1
+    timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 64 4096 "$k" 64 3,64,64,256,5,4,1 \
+      3,64,128,256,9,4,1 >>"$1" 2>&1
+  done
+}
+rates "$R/probe.log"
 stamp probe $?
 cat "$R/probe.log"
 # WARM=1: the same with one copy of the weights (at most 17 MB, warm in the L2 after the first
 # launch): what the intercept loses then is the cold first reads; what it keeps is the launch,
 # the pipeline's ramp and the tail.
 if [ "${WARM:-0}" = 1 ]; then
-  for k in 1024 2048 4096 8192; do
-    QMM_PROBE_COPIES=1 timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 128 4096 "$k" 64 \
-      3,128,64,256,5,3,1 >>"$R/probe_warm.log" 2>&1
-    QMM_PROBE_COPIES=1 timeout "$(cap 15)" "$BUILD/bench/qmm_probe" 64 4096 "$k" 64 \
-      3,64,64,256,5,4,1 >>"$R/probe_warm.log" 2>&1
-  done
+  QMM_PROBE_COPIES=1 rates "$R/probe_warm.log"
   stamp "probe warm" $?
   sed 's/^/warm /' "$R/probe_warm.log"
 fi

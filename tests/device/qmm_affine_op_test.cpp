@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +132,26 @@ size_t differing(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b)
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     count += a[i] != b[i];
   return count;
+}
+
+// Calls fn(qw, m, config, name) for every int4 config that `wanted` selects and that can run f at
+// m, for each m of `ms`, over one prepared workload per m. It stops at the first fatal failure,
+// as an ASSERT in the caller's own loop would.
+template <class Wanted, class Fn>
+void for_each_int4_config(const Format &f, std::initializer_list<int> ms, Wanted wanted, Fn fn) {
+  for (int m : ms) {
+    std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
+    auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
+    for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
+      if (!wanted(c))
+        continue;
+      if (std::string why; !qmm_affine_can_implement(c, m, f.n, f.k, 4, f.group, &why))
+        continue;
+      fn(qw, m, c, c.to_tactic().str() + " m=" + std::to_string(m));
+      if (::testing::Test::HasFatalFailure())
+        return;
+    }
+  }
 }
 
 class QmmAffineOpTest : public DeviceTest {
@@ -526,54 +547,50 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
 TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
   const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
   int ran = 0;
-  for (int m : {37, 64}) {
-    std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
-    auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
-    const cudaStream_t stream = qw.stream();
-    for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
-      if (c.stream_k == 0 || c.path != kQmmMmaPath)
-        continue;
-      if (std::string why; !qmm_affine_can_implement(c, m, f.n, f.k, 4, f.group, &why))
-        continue;
-      const std::string name = c.to_tactic().str() + " m=" + std::to_string(m);
-      const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
-      ASSERT_GT(ws, 0u) << name;
-      DeviceBuffer work(ws), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
-      QmmAffineArgs a = int4_args(qw, m, f, y.data(), work.data(), ws - 1);
-      EXPECT_FALSE(qmm_affine_launch(c, a, stream).ok()) << name << ": a short workspace ran";
-      a.workspace_bytes = ws;
-      const auto download_y = [&] {
-        HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
-        return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
-      };
-      HONE_CUDA_CHECK(cudaMemsetAsync(work.data(), 0xa5, ws, stream));
-      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
-      ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
-      const std::vector<uint16_t> first = download_y();
-      EXPECT_LE(compare_bf16(qw.checked_rows(first), qw.reference()).relative_l2,
-                kAffineLinearRelativeL2Bound)
-          << name;
-      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
-      for (int i = 0; i < 20; ++i)
+  const auto stream_k = [](const QmmAffineConfig &c) {
+    return c.stream_k != 0 && c.path == kQmmMmaPath;
+  };
+  for_each_int4_config(
+      f, {37, 64}, stream_k,
+      [&](QmmAffineWorkload &qw, int m, const QmmAffineConfig &c, const std::string &name) {
+        const cudaStream_t stream = qw.stream();
+        const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
+        ASSERT_GT(ws, 0u) << name;
+        DeviceBuffer work(ws), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
+        QmmAffineArgs a = int4_args(qw, m, f, y.data(), work.data(), ws - 1);
+        EXPECT_FALSE(qmm_affine_launch(c, a, stream).ok()) << name << ": a short workspace ran";
+        a.workspace_bytes = ws;
+        const auto download_y = [&] {
+          HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+          return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
+        };
+        HONE_CUDA_CHECK(cudaMemsetAsync(work.data(), 0xa5, ws, stream));
+        HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
         ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
-      EXPECT_EQ(differing(download_y(), first), 0u) << name << ": 20 launches in a row";
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      const bool captured = qmm_affine_launch(c, a, stream).ok();
-      HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      ASSERT_TRUE(captured) << name;
-      HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
-      for (int i = 0; i < 200; ++i)
-        HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      const std::vector<uint16_t> replayed = download_y();
-      HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      HONE_CUDA_CHECK(cudaGraphDestroy(graph));
-      EXPECT_EQ(differing(replayed, first), 0u) << name << ": 200 graph replays";
-      ++ran;
-    }
-  }
+        const std::vector<uint16_t> first = download_y();
+        EXPECT_LE(compare_bf16(qw.checked_rows(first), qw.reference()).relative_l2,
+                  kAffineLinearRelativeL2Bound)
+            << name;
+        HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+        for (int i = 0; i < 20; ++i)
+          ASSERT_TRUE(qmm_affine_launch(c, a, stream).ok()) << name;
+        EXPECT_EQ(differing(download_y(), first), 0u) << name << ": 20 launches in a row";
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        HONE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        const bool captured = qmm_affine_launch(c, a, stream).ok();
+        HONE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        ASSERT_TRUE(captured) << name;
+        HONE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+        for (int i = 0; i < 200; ++i)
+          HONE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        const std::vector<uint16_t> replayed = download_y();
+        HONE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+        HONE_CUDA_CHECK(cudaGraphDestroy(graph));
+        EXPECT_EQ(differing(replayed, first), 0u) << name << ": 200 graph replays";
+        ++ran;
+      });
   EXPECT_GT(ran, 0) << "no stream-K config ran";
 }
 
@@ -584,35 +601,31 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
 TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
   const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
   int pairs = 0;
-  for (int m : {37, 128}) {
-    std::unique_ptr<Workload> w = qmm_op().prepare(shape_of(m, f));
-    auto &qw = dynamic_cast<QmmAffineWorkload &>(*w);
-    const cudaStream_t stream = qw.stream();
-    const auto run = [&](const QmmAffineConfig &c) {
-      const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
-      DeviceBuffer work(ws > 0 ? ws : 1), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
-      const QmmAffineArgs a = int4_args(qw, m, f, y.data(), ws > 0 ? work.data() : nullptr, ws);
-      HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
-      EXPECT_TRUE(qmm_affine_launch(c, a, stream).ok()) << c.to_tactic().str();
-      HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
-    };
-    for (const QmmAffineConfig &c : qmm_affine_configs(4)) {
-      if (c.path != kQmmMmaPath || c.engine != kQmmEngineTmaAhead)
-        continue;
-      if (std::string why; !qmm_affine_can_implement(c, m, f.n, f.k, 4, f.group, &why))
-        continue;
-      QmmAffineConfig plain = c;
-      plain.engine = kQmmEngineTma;
-      const std::string name = c.to_tactic().str() + " m=" + std::to_string(m);
-      const std::vector<uint16_t> ahead = run(c);
-      EXPECT_LE(compare_bf16(qw.checked_rows(ahead), qw.reference()).relative_l2,
-                kAffineLinearRelativeL2Bound)
-          << name;
-      EXPECT_EQ(differing(ahead, run(plain)), 0u) << name << " against its plain twin";
-      ++pairs;
-    }
-  }
+  const auto lookahead = [](const QmmAffineConfig &c) {
+    return c.path == kQmmMmaPath && c.engine == kQmmEngineTmaAhead;
+  };
+  for_each_int4_config(
+      f, {37, 128}, lookahead,
+      [&](QmmAffineWorkload &qw, int m, const QmmAffineConfig &c, const std::string &name) {
+        const cudaStream_t stream = qw.stream();
+        const auto run = [&](const QmmAffineConfig &config) {
+          const size_t ws = qmm_affine_workspace_bytes(config, m, f.n, f.k, 4, f.group);
+          DeviceBuffer work(ws > 0 ? ws : 1), y(static_cast<size_t>(m) * f.n * sizeof(uint16_t));
+          const QmmAffineArgs a = int4_args(qw, m, f, y.data(), ws > 0 ? work.data() : nullptr, ws);
+          HONE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xff, y.size(), stream));
+          EXPECT_TRUE(qmm_affine_launch(config, a, stream).ok()) << config.to_tactic().str();
+          HONE_CUDA_CHECK(cudaStreamSynchronize(stream));
+          return download<uint16_t>(y.data(), static_cast<size_t>(m) * f.n, stream);
+        };
+        QmmAffineConfig plain = c;
+        plain.engine = kQmmEngineTma;
+        const std::vector<uint16_t> ahead = run(c);
+        EXPECT_LE(compare_bf16(qw.checked_rows(ahead), qw.reference()).relative_l2,
+                  kAffineLinearRelativeL2Bound)
+            << name;
+        EXPECT_EQ(differing(ahead, run(plain)), 0u) << name << " against its plain twin";
+        ++pairs;
+      });
   EXPECT_GT(pairs, 0) << "no lookahead kernel ran";
 }
 
