@@ -23,7 +23,7 @@ for b in b4 b8 bm; do
     --gtest_filter='*Lookahead*' >"$out/test_$b.log" 2>&1
   echo "$b lookahead test rc=$?"
   grep -hE '^\[  (PASSED|FAILED) |Failure' "$out/test_$b.log" | head -8
-  rm -f build && ln -s $b build && mkdir -p "$out/$b"
+  rm -rf build && ln -s $b build && mkdir -p "$out/$b"
   warm=0 budget=45
   [ $b = bm ] && warm=1 budget=80 # main's with warm weights too: the intercept's cold part
   WARM=$warm BUDGET=$budget bash scripts/device/qmm_block_rate.sh "$out/$b" | sed "s/^/$b /"
@@ -34,7 +34,7 @@ awk -v a="$(k8 b4)" -v b="$(k8 b8)" 'BEGIN {exit !(b < a)}' && best=b8
 echo "faster batch build: $best"
 [ "${STAGE2:-1}" = 1 ] || exit 0
 if grep -q H200 "$out/gpu.txt"; then
-  rm -f build && ln -s bm build
+  rm -rf build && ln -s bm build
   BUDGET=370 bash scripts/device/call_step_bars.sh "$out"
 else
   QL_MATRICES="n=4096,k=4096 n=6144,k=4096" QL_ROWS="64 128 256" QL_BUDGET=220 \

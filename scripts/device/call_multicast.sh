@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One call: the TMA engine's multicast kernels (engine 5, qmm.affine.mma_tma_mc: each activation
 # copy shared by two neighbouring weight tiles of a cluster) against their lookahead twins
-# (engine 3) in the same build. Carries .carry/mc.tar.xz (qmm_probe and qmm_affine_op_test of
-# the branch tma-multicast, docs/notes/patches/qmm_tma_multicast.patch on main; packed by
-# scripts/device/pack_multicast_carry.sh), unpacked to bmc/. First the bits (the multicast kernel
+# (engine 3) in the same build: qmm_probe and qmm_affine_op_test of the branch tma-multicast
+# (docs/notes/patches/qmm_tma_multicast.patch on main), from .carry/mc.tar.xz (packed by
+# scripts/device/pack_multicast_carry.sh) or, where that is absent, from the bmc/ folder of
+# .carry/bin.tar.xz (the two packed with main's programs: one archive shares their bytes),
+# unpacked to bmc/. First the bits (the multicast kernel
 # against its twin, every split, odd and even tile counts, 50 launches in a row), then qmm_probe
 # on 4096 x 4096 at 64 and 128 rows, the tiles and splits the tunes pick there, each beside its
 # twin in the same samples, and the time per 256-deep K block of both at 128 rows (K = 1024 ..
@@ -13,7 +15,11 @@
 set -u
 source "$(dirname "$0")/env.sh"
 rm -rf bmc && mkdir -p bmc
-tar xJf .carry/mc.tar.xz -C bmc --strip-components=1
+if [ -f .carry/mc.tar.xz ]; then
+  tar xJf .carry/mc.tar.xz -C bmc --strip-components=1
+else
+  tar xJf .carry/bin.tar.xz --wildcards 'bmc/*'
+fi
 run_begin multicast "${BUDGET:-150}" "${1:?OUTDIR}" bmc
 HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 60)" "$BUILD/tests/device/qmm_affine_op_test" \
   --gtest_filter='*Multicast*:*TacticsRoundTrip*' >"$R/test.log" 2>&1

@@ -597,7 +597,11 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
 // The TMA engine's lookahead kernels (the next step's exact integers formed before the wait for
 // the wgmma before) add the same products in the same order as their plain twins: the same bits,
 // split-K, stream-K and one slice alike, on fresh inputs with the output poisoned before each
-// launch.
+// launch. A stream-K pair is compared bit for bit where both launch the same persistent grid
+// (the same workspace: as many CTAs as are resident, which follows each kernel's registers); a
+// grid of other CTAs splits the tiles at other K blocks, another order of additions (H100,
+// 2026-12-07-9 call1: 8-32 outputs of 128 x 1000 differed where the two grids did), and each is
+// then held to the reference alone.
 TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
   const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
   int pairs = 0;
@@ -623,7 +627,15 @@ TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
         EXPECT_LE(compare_bf16(qw.checked_rows(ahead), qw.reference()).relative_l2,
                   kAffineLinearRelativeL2Bound)
             << name;
-        EXPECT_EQ(differing(ahead, run(plain)), 0u) << name << " against its plain twin";
+        const std::vector<uint16_t> twin = run(plain);
+        if (qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group) !=
+            qmm_affine_workspace_bytes(plain, m, f.n, f.k, 4, f.group)) {
+          EXPECT_LE(compare_bf16(qw.checked_rows(twin), qw.reference()).relative_l2,
+                    kAffineLinearRelativeL2Bound)
+              << plain.to_tactic().str() << " m=" << m;
+          return;
+        }
+        EXPECT_EQ(differing(ahead, twin), 0u) << name << " against its plain twin";
         ++pairs;
       });
   EXPECT_GT(pairs, 0) << "no lookahead kernel ran";
