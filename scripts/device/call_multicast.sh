@@ -21,11 +21,8 @@ else
   tar xJf .carry/bin.tar.xz --wildcards 'bmc/*'
 fi
 run_begin multicast "${BUDGET:-150}" "${1:?OUTDIR}" bmc
-HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 60)" "$BUILD/tests/device/qmm_affine_op_test" \
-  --gtest_filter='*Multicast*:*TacticsRoundTrip*' >"$R/test.log" 2>&1
-stamp "multicast test" $?
-grep -hE '^\[  (PASSED|FAILED) |Failure|against|in a row' "$R/test.log" | head -12
-pack
+filtered_test "multicast test" 60 qmm_affine_op_test '*Multicast*:*TacticsRoundTrip*' \
+  'against|in a row'
 probe() { timeout "$(cap 20)" "$BUILD/bench/qmm_probe" "$@" >>"$R/probe.log" 2>&1; }
 # 64 rows: 64 x 64 x 256 at splits 1, 2 and 4; 64 x 128 x 256 at 2 and 4.
 probe 64 4096 4096 64 3,64,64,256,5,4,1 5,64,64,256,5,4,1 3,64,64,256,5,4,2 5,64,64,256,5,4,2 \

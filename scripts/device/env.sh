@@ -47,6 +47,17 @@ device_tests() {
   done
 }
 
+# filtered_test LABEL SECONDS TEST FILTER LINES: BUILD's device test TEST on the reduced shapes
+# with --gtest_filter=FILTER (SECONDS cap) into R/test.log, stamped LABEL; prints its verdicts,
+# failures and the lines matching the extended regex LINES (at most 40), and packs.
+filtered_test() {
+  HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap "$2")" "$BUILD/tests/device/$3" --gtest_filter="$4" \
+    >"$R/test.log" 2>&1
+  stamp "$1" $?
+  grep -hE "^\[  (PASSED|FAILED) |Failure|$5" "$R/test.log" | head -40
+  pack
+}
+
 # sanitize LABEL TEST FILTER: compute-sanitizer memcheck, then racecheck, of BUILD's device test
 # TEST on the reduced shapes with --gtest_filter=FILTER (60 s cap each; the caller's environment,
 # e.g. HONE_TEST_TACTIC_HAS, passes through), the verdict lines into R/sanitizer_TOOL.log.

@@ -543,7 +543,8 @@ TEST_F(QmmAffineOpTest, MmaPathHandlesLeftoversInEveryDimension) {
 // workspace full of bytes it never wrote, and over 20 launches back to back and 200 replays of
 // one captured graph (one flag token for all), the output is bit-identical to the first launch's
 // and matches the reference: a flag left raised, reset too early or read before its partial
-// would break one of them.
+// would break one of them. At 37, 64 and 128 rows: one activation tile or several (64-row tiles
+// at 128 rows: two).
 TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
   const Format f = reduced_shapes() ? Format{1000, 1536, 4, 64} : Format{4096, 4096, 4, 64};
   int ran = 0;
@@ -551,7 +552,7 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
     return c.stream_k != 0 && c.path == kQmmMmaPath;
   };
   for_each_int4_config(
-      f, {37, 64}, stream_k,
+      f, {37, 64, 128}, stream_k,
       [&](QmmAffineWorkload &qw, int m, const QmmAffineConfig &c, const std::string &name) {
         const cudaStream_t stream = qw.stream();
         const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
@@ -594,8 +595,10 @@ TEST_F(QmmAffineOpTest, StreamKRepeatsBitwiseOverAnyWorkspace) {
   EXPECT_GT(ran, 0) << "no stream-K config ran";
 }
 
-// The TMA engine's lookahead kernels (the next step's exact integers formed before the wait for
-// the wgmma before) add the same products in the same order as their plain twins: the same bits,
+// The TMA engine's lookahead kernels (at 256-deep blocks eight steps' wgmma issued as one commit
+// group, each batch's A fragments formed while the batch before runs; elsewhere the next step's
+// exact integers formed before the wait for the wgmma before) add the same products in the same
+// order as their plain twins, one wgmma at a time: the same bits,
 // split-K, stream-K and one slice alike, on fresh inputs with the output poisoned before each
 // launch. A stream-K pair is compared bit for bit where both launch the same persistent grid
 // (the same workspace: as many CTAs as are resident, which follows each kernel's registers); a
@@ -628,14 +631,14 @@ TEST_F(QmmAffineOpTest, LookaheadKernelsGiveTheirPlainTwinsBits) {
                   kAffineLinearRelativeL2Bound)
             << name;
         const std::vector<uint16_t> twin = run(plain);
-        if (qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group) !=
-            qmm_affine_workspace_bytes(plain, m, f.n, f.k, 4, f.group)) {
-          EXPECT_LE(compare_bf16(qw.checked_rows(twin), qw.reference()).relative_l2,
-                    kAffineLinearRelativeL2Bound)
-              << plain.to_tactic().str() << " m=" << m;
+        EXPECT_LE(compare_bf16(qw.checked_rows(twin), qw.reference()).relative_l2,
+                  kAffineLinearRelativeL2Bound)
+            << plain.to_tactic().str() << " m=" << m;
+        const size_t ws = qmm_affine_workspace_bytes(c, m, f.n, f.k, 4, f.group);
+        if (ws != qmm_affine_workspace_bytes(plain, m, f.n, f.k, 4, f.group))
           return;
-        }
-        EXPECT_EQ(differing(ahead, twin), 0u) << name << " against its plain twin";
+        EXPECT_EQ(differing(ahead, twin), 0u)
+            << name << " against its plain twin (workspace " << ws << " bytes)";
         ++pairs;
       });
   EXPECT_GT(pairs, 0) << "no lookahead kernel ran";

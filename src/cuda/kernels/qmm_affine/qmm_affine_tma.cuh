@@ -42,6 +42,7 @@ using qmm_mma_detail::lds128;
 using qmm_mma_detail::lds32;
 using qmm_rs_detail::activation_desc;
 using qmm_rs_detail::wgmma_issue;
+using qmm_rs_detail::wgmma_step;
 
 inline constexpr int kParamGroups = 8;  // groups per row in a stage's parameter window
 inline constexpr int kActivationK = 64; // K per activation atom (128 bytes of bf16)
@@ -183,12 +184,22 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
 }
 
 // STREAM: the stream-K kernel (grid of p.units' persistent CTAs along x, split_k = 1).
-// AHEAD: a consumer loads step s + 1's words and group parameters and forms its exact integers
-// (shift, prmt, lop3, hadd2) right after it issues the wgmma of step s, before it waits for the
-// wgmma of step s - 1; after the wait only the scale's hfma2 remains before the next wgmma. The
-// retired A buffer is pinned live until that wait, so that ptxas cannot place the early values
-// in registers an in-flight wgmma reads (which would serialise every wgmma, C7513). Same
-// products in the same order as without.
+// AHEAD: at 256-deep blocks, a consumer forms the A fragments of kTmaBatchSteps steps (8) and
+// issues their wgmma back to back as one commit group, forming the next batch while the group
+// runs; the retired buffer is pinned live until the wait that retires it, so that ptxas cannot
+// place the next batch in registers an in-flight wgmma reads (which would serialise every wgmma,
+// C7513). Elsewhere (kTmaBatchSteps 1) the one-step lookahead: step s + 1's words and group
+// parameters loaded and its exact integers formed (shift, prmt, lop3, hadd2) right after the
+// wgmma of step s is issued, before the wait for step s - 1, the retired A buffer pinned the
+// same way. Same products in the same order as the plain kernel either way.
+//
+// Measured on an H100 (docs/benchmark_results/2026-12-07-9 call2, time a 256-deep block, one CTA
+// an SM): batches of 8 took 64 x 64 x 256 from 1.130 to 1.002 us, 128 x 64 x 256 from 1.181 to
+// 1.148, 64 x 128 x 256 from 1.510 to 1.493; batches of 4 at 128-deep blocks made
+// 128 x 128 x 128 slower (1.815 -> 1.867), so those keep one step. The 17-warp CTAs (WGN 4)
+// spilled at batches of 2 and 4 (120 registers a thread): one step.
+template <int WGN, int BK> inline constexpr int kTmaBatchSteps = WGN >= 4 || BK < 256 ? 1 : 8;
+
 template <int TM, int WGN, int STAGES, int BK, bool STREAM, bool AHEAD>
 __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
@@ -285,7 +296,13 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
 #pragma unroll
     for (int r = 0; r < TM / 2; ++r)
       d[r] = 0.0f;
-    uint32_t a[2][4];
+    // The A fragments, two buffers in turn: of one step each (the plain kernels and the
+    // one-step lookahead), or of a batch of kTmaBatchSteps steps (AHEAD at 256-deep blocks).
+    constexpr int kBatchSteps = AHEAD ? kTmaBatchSteps<WGN, BK> : 1;
+    constexpr int kBatches = (BK / 16) / kTmaBatchSteps<WGN, BK>;
+    static_assert((BK / 16) % (2 * kTmaBatchSteps<WGN, BK>) == 0,
+                  "a buffer serves the same steps of every block");
+    uint32_t a[2][kBatchSteps][4];
     StageCursor q;
     int previous = -1;
     int segment_kb = 0; // stream-K: the first K block of the current segment
@@ -351,33 +368,77 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         ex[2] = exact_pair(ss ? words[0].w : words[0].y, selector);
         ex[3] = exact_pair(ss ? words[1].w : words[1].y, selector);
       };
-      if constexpr (AHEAD)
-        prepare(0);
+      if constexpr (AHEAD && (kTmaBatchSteps < WGN, BK >> 1)) {
+        // Batches of kTmaBatchSteps steps: a batch's A fragments are formed first, then its
+        // wgmma are issued back to back as one commit group, and the next batch is formed while
+        // that group runs (wait_group 1 after each: one group in flight, as ptxas can follow).
 #pragma unroll
-      for (int step = 0; step < BK / 16; ++step) {
-        if constexpr (!AHEAD)
-          prepare(step);
-        uint32_t(&f)[4] = a[step & 1];
+        for (int b = 0; b < kBatches; ++b) {
+          uint32_t(&f)[kTmaBatchSteps<WGN, BK>][4] = a[b & 1];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
-          const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
-          f[r] = *reinterpret_cast<const uint32_t *>(&w);
+          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u) {
+            prepare(b * kTmaBatchSteps<WGN, BK> + u);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
+              const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
+              f[u][r] = *reinterpret_cast<const uint32_t *>(&w);
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+              cute::warpgroup_fence_operand(f[u][r]);
+#pragma unroll
+          for (int r = 0; r < TM / 2; ++r)
+            cute::warpgroup_fence_operand(d[r]);
+          cute::warpgroup_arrive();
+#pragma unroll
+          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u) {
+            const int step = b * kTmaBatchSteps<WGN, BK> + u;
+            const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
+            wgmma_step<TM>(d, f[u], activation_desc(atom), std::make_index_sequence<TM / 2>{});
+          }
+          cute::warpgroup_commit_batch();
+          // The batch before this one has completed. Its A buffer stays live until here, so
+          // that ptxas places nothing of the next batch in it while its wgmma may read it.
+          cute::warpgroup_wait<1>();
+#pragma unroll
+          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+              cute::warpgroup_fence_operand(a[(b + 1) & 1][u][r]);
+          release_previous(b);
         }
-        issue(step, f);
+      } else {
         if constexpr (AHEAD)
-          if (step + 1 < BK / 16)
-            prepare(step + 1);
-        // The wgmma before this one has completed: its A buffer is refilled next.
-        cute::warpgroup_wait<1>();
-        if constexpr (AHEAD) {
-          // That wgmma's A buffer stays live until here, so that ptxas places nothing of the
-          // next step in it while the wgmma may still read it.
-          uint32_t(&retired)[4] = a[(step + 1) & 1];
+          prepare(0);
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            cute::warpgroup_fence_operand(retired[r]);
+        for (int step = 0; step < BK / 16; ++step) {
+          if constexpr (!AHEAD)
+            prepare(step);
+          uint32_t(&f)[4] = a[step & 1][0];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
+            const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
+            f[r] = *reinterpret_cast<const uint32_t *>(&w);
+          }
+          issue(step, f);
+          if constexpr (AHEAD)
+            if (step + 1 < BK / 16)
+              prepare(step + 1);
+          // The wgmma before this one has completed: its A buffer is refilled next.
+          cute::warpgroup_wait<1>();
+          if constexpr (AHEAD) {
+            // That wgmma's A buffer stays live until here, so that ptxas places nothing of the
+            // next step in it while the wgmma may still read it.
+            uint32_t(&retired)[4] = a[(step + 1) & 1][0];
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+              cute::warpgroup_fence_operand(retired[r]);
+          }
+          release_previous(step);
         }
-        release_previous(step);
       }
       previous = q.stage;
       q.advance(STAGES);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call: the lookahead kernels with 8-step batches at 256-deep blocks, as landed on main.
+# Carries .carry/landing.tar.xz (qmm_affine_op_test and qmm_probe of main's build, packed by
+# scripts/device/pack_landing_carry.sh), unpacked to build/. On the reduced shapes: the lookahead
+# kernels against their plain twins bit for bit (and each against the reference), stream-K's
+# repeats at 37, 64 and 128 rows; then qmm_block_rate.sh (the time per 256-deep K block, 1.002 us
+# at 64 x 64 x 256 and 1.148 at 128 x 64 x 256 in 2026-12-07-9 call2's batch build). About 2 min.
+#
+#   scripts/device/call_batch_landing.sh OUT
+set -u
+cd "$(dirname "$0")/../.."
+rm -rf build
+tar xJf .carry/landing.tar.xz
+source scripts/device/env.sh
+run_begin landing "${BUDGET:-150}" "${1:?OUTDIR}" build
+filtered_test "lookahead and stream-K tests" 90 qmm_affine_op_test \
+  '*Lookahead*:*StreamKRepeats*' 'twin|Which is|m='
+BUDGET=50 bash scripts/device/qmm_block_rate.sh "$OUTDIR" | tail -20
