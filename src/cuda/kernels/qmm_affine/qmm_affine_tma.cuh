@@ -299,8 +299,8 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     // The A fragments, two buffers in turn: of one step each (the plain kernels and the
     // one-step lookahead), or of a batch of kTmaBatchSteps steps (AHEAD at 256-deep blocks).
     constexpr int kBatchSteps = AHEAD ? kTmaBatchSteps<WGN, BK> : 1;
-    constexpr int kBatches = (BK / 16) / kTmaBatchSteps<WGN, BK>;
-    static_assert((BK / 16) % (2 * kTmaBatchSteps<WGN, BK>) == 0,
+    constexpr int kBatches = (BK / 16) / kBatchSteps;
+    static_assert((BK / 16) % (2 * kBatchSteps) == 0,
                   "a buffer serves the same steps of every block");
     uint32_t a[2][kBatchSteps][4];
     StageCursor q;
@@ -334,10 +334,11 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
           bi[h] = *reinterpret_cast<__nv_bfloat162 *>(&bv);
         }
       };
-      const auto issue = [&](int step, uint32_t(&f)[4]) {
-        const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
-        wgmma_issue<TM>(d, f, activation_desc(atom));
+      // Step `step`'s 16 K of the activations: its atom, 32 bytes in.
+      const auto step_desc = [&](int step) {
+        return activation_desc(x_stage + (step >> 2) * L::kAtom + 32 * (step & 3));
       };
+      const auto issue = [&](int step, uint32_t(&f)[4]) { wgmma_issue<TM>(d, f, step_desc(step)); };
       // After the wait of `step`: at a block's first step every wgmma of the block before it is
       // done, and its stage goes back to the producer.
       const auto release_previous = [&](int step) {
@@ -368,16 +369,16 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         ex[2] = exact_pair(ss ? words[0].w : words[0].y, selector);
         ex[3] = exact_pair(ss ? words[1].w : words[1].y, selector);
       };
-      if constexpr (AHEAD && (kTmaBatchSteps < WGN, BK >> 1)) {
-        // Batches of kTmaBatchSteps steps: a batch's A fragments are formed first, then its
+      if constexpr (kBatchSteps > 1) {
+        // Batches of kBatchSteps steps: a batch's A fragments are formed first, then its
         // wgmma are issued back to back as one commit group, and the next batch is formed while
         // that group runs (wait_group 1 after each: one group in flight, as ptxas can follow).
 #pragma unroll
         for (int b = 0; b < kBatches; ++b) {
-          uint32_t(&f)[kTmaBatchSteps<WGN, BK>][4] = a[b & 1];
+          uint32_t(&f)[kBatchSteps][4] = a[b & 1];
 #pragma unroll
-          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u) {
-            prepare(b * kTmaBatchSteps<WGN, BK> + u);
+          for (int u = 0; u < kBatchSteps; ++u) {
+            prepare(b * kBatchSteps + u);
 #pragma unroll
             for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
               const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
@@ -385,7 +386,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
             }
           }
 #pragma unroll
-          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u)
+          for (int u = 0; u < kBatchSteps; ++u)
 #pragma unroll
             for (int r = 0; r < 4; ++r)
               cute::warpgroup_fence_operand(f[u][r]);
@@ -394,17 +395,16 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
             cute::warpgroup_fence_operand(d[r]);
           cute::warpgroup_arrive();
 #pragma unroll
-          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u) {
-            const int step = b * kTmaBatchSteps<WGN, BK> + u;
-            const uint32_t atom = x_stage + (step >> 2) * L::kAtom + 32 * (step & 3);
-            wgmma_step<TM>(d, f[u], activation_desc(atom), std::make_index_sequence<TM / 2>{});
+          for (int u = 0; u < kBatchSteps; ++u) {
+            wgmma_step<TM>(d, f[u], step_desc(b * kBatchSteps + u),
+                           std::make_index_sequence<TM / 2>{});
           }
           cute::warpgroup_commit_batch();
           // The batch before this one has completed. Its A buffer stays live until here, so
           // that ptxas places nothing of the next batch in it while its wgmma may read it.
           cute::warpgroup_wait<1>();
 #pragma unroll
-          for (int u = 0; u < kTmaBatchSteps<WGN, BK>; ++u)
+          for (int u = 0; u < kBatchSteps; ++u)
 #pragma unroll
             for (int r = 0; r < 4; ++r)
               cute::warpgroup_fence_operand(a[(b + 1) & 1][u][r]);
