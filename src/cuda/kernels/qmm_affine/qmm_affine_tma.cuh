@@ -132,6 +132,35 @@ __device__ __forceinline__ void store_fragments(const TmaParams &p, const float 
     }
 }
 
+// The split-K epilogue of a consumer thread of cluster rank `rank`: for fragment columns j = rank,
+// rank + split_k, ... of its warp, the split_k ranks' partials at this thread's place (float4
+// (warp TM / 8 + j) 32 + lane of each rank's `partials`), added in rank order from 0.0f, stored
+// as bf16 like store_fragments.
+template <int TM>
+__device__ __forceinline__ void
+cluster_reduce_store(const TmaParams &p, cooperative_groups::cluster_group &cluster,
+                     float4 *partials, int n0, int m0, int warp, int lane, int rank) {
+  const int g = lane >> 2, t = lane & 3;
+  for (int j = rank; j < TM / 8; j += p.split_k) {
+    const int at = (warp * (TM / 8) + j) * 32 + lane;
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int src = 0; src < p.split_k; ++src) {
+      const float4 v = cluster.map_shared_rank(partials, src)[at];
+      sum[0] += v.x;
+      sum[1] += v.y;
+      sum[2] += v.z;
+      sum[3] += v.w;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int n = n0 + warp * 16 + g + 8 * (e >> 1);
+      const int m = m0 + 8 * j + 2 * t + (e & 1);
+      if (m < p.m && n < p.n)
+        p.y[static_cast<size_t>(m) * p.n + n] = __bfloat16_as_ushort(__float2bfloat16_rn(sum[e]));
+    }
+  }
+}
+
 // A stream-K consumer's segment epilogue (all consumer threads; `ct` = thread index among
 // them): store the tile (whole), hand its partial over (writer) or add the writers' partials in
 // K order and store (reader). d holds the segment's sum and is left zeroed.
@@ -478,6 +507,12 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       store_fragments<TM>(p, d, n0, m0, warp, lane);
     }
   } else {
+    // K slices of a cluster: every CTA's consumers hold the same outputs in the same fragment
+    // places, so rank r adds, for its share of the fragment columns (j = r, r + split_k, ...),
+    // the split_k partials at its own threads' places (one float4 a column and rank, through
+    // distributed shared memory) in slice order from 0.0f, and stores them: the sums and bits of
+    // reduce_and_store (../common/split_k_reduce.cuh), without its per-output index arithmetic,
+    // which took 9-16 us a launch at one slice (ncu, 2026-12-07-7 call2).
     // Every stage has been read (the last by wgmma, waited above) before the ring holds
     // partials.
     __syncthreads();
@@ -489,12 +524,13 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         partials[(warp * (TM / 8) + j) * 32 + lane] =
             make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
     }
-    struct {
-      int rows, n, warps_n, warps_k, split_k;
-      uint16_t *y;
-    } const out{p.m, p.n, L::kConsumerWarps, 1, p.split_k, p.y};
-    reduce_and_store(out, reinterpret_cast<const float *>(partials), (TM / 8) * 128, 16, TM, n0, m0,
-                     mma_partial_offset<TM / 8>);
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    if (warp < L::kConsumerWarps)
+      cluster_reduce_store<TM>(p, cluster, partials, n0, m0, warp, lane, slice);
+    // Keeps every CTA's shared memory alive until the cluster has read it.
+    cluster.sync();
   }
 #endif
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One call on whichever card comes (~9.5 min), over .carry: landing.tar.xz (qmm_probe and
+# qmm_affine_op_test of 14ec84b) and bin.tar.xz (scripts/device/pack_carry.sh over this tree: the
+# TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory).
+# On an H200: issue 14's step bars (call_step_bars.sh, 380 s), then call_batch_landing.sh, then
+# the split-K comparison. On an H100: call_batch_landing.sh, the split-K comparison, then issue
+# 11's failing cells (4096 x 4096 and 6144 x 4096 at 64, 128 and 256 rows) of
+# quantized_linear.sh, tuned.
+#
+# The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
+# tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
+# 4096 x 4096 and 6144 x 4096, beside the mma kernel the tunes took there (0,64,32,256,8,3,1).
+#
+#   scripts/device/call_landing_any_card.sh OUT
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${1:?OUTDIR}
+nvidia-smi -L
+split_compare() {
+  local r=$OUT/split_k
+  mkdir -p "$r"
+  local c=(0,64,32,256,8,3,1 3,64,64,256,5,4,2 3,64,64,128,5,4,2 3,64,64,128,5,4,4
+    3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4)
+  for round in 1 2; do
+    for b in old new; do
+      for nk in "4096 4096" "6144 4096"; do
+        # shellcheck disable=SC2086
+        timeout 25 "/tmp/probe_$b" 64 $nk 64 "${c[@]}" >"$r/${b}_${nk// /x}_$round.log" 2>&1
+        echo "$b $nk round $round rc=$?"
+      done
+    done
+  done
+  grep -H . "$r"/*.log | cut -c1-160
+  (cd "$OUT" && tar czf split_k.tar.gz split_k)
+}
+if nvidia-smi -L | grep -q H200; then
+  tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new &&
+    BUDGET=300 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
+  bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+  cp build/bench/qmm_probe /tmp/probe_old
+  split_compare
+else
+  bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+  cp build/bench/qmm_probe /tmp/probe_old
+  tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
+  split_compare
+  QL_BUDGET=300 QL_TABLE_RESERVE=130 QL_ROWS="64 128 256" \
+    QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
+    build 2>&1 | tail -40
+fi
