@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on whichever card comes (~9.5 min), over .carry: landing.tar.xz (qmm_probe and
 # qmm_affine_op_test of 14ec84b) and bin.tar.xz (scripts/device/pack_carry.sh over this tree: the
-# TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory).
+# TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory,
+# and the mma and register-A wgmma paths' epilogue a float4 at a time).
 # On an H200: issue 14's step bars (call_step_bars.sh, 380 s), then call_batch_landing.sh, then
 # the split-K comparison. On an H100: call_batch_landing.sh, the split-K comparison, then issue
 # 11's failing cells (4096 x 4096 and 6144 x 4096 at 64, 128 and 256 rows) of
@@ -9,7 +10,8 @@
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
-# 4096 x 4096 and 6144 x 4096, beside the mma kernel the tunes took there (0,64,32,256,8,3,1).
+# 4096 x 4096 and 6144 x 4096, and the mma kernel the tunes took there (0,64,32,256,8,3,1, four
+# K slices a CTA).
 #
 #   scripts/device/call_landing_any_card.sh OUT
 set -u

@@ -182,4 +182,69 @@ store_mma_partials_and_reduce(const Params &p, float4 *partials, const float (&a
                          NT * 8, m_cta, row0, mma_partial_offset<NT>);
 }
 
+// The same epilogue, reduced a float4 at a time: the items are the m16n8 fragments' float4 of one
+// slice's partials (warps_n x MT x NT x 32 of them), spread over the ranks of the cluster and
+// the threads of each CTA; an item's warps_k x split_k partials are added in slice order from
+// 0.0f (the sums and bits of reduce_and_store) and its four outputs stored. A fourth of
+// reduce_and_store's iterations, with no per-output division, and float4 loads. Not for the
+// SiLU epilogue.
+// NOTE: every thread of every CTA of the cluster must call it (it holds cluster barriers).
+template <int MT, int NT, class Params>
+__device__ __forceinline__ void
+store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
+                                        const float (&acc)[MT][NT][4], int warp, int lane,
+                                        int m_cta, int row0) {
+  store_mma_partials(partials, acc, warp, lane);
+  const int rank = static_cast<int>(blockIdx.y);
+#if __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (p.split_k > 1)
+    cluster.sync();
+  else
+    __syncthreads();
+#else
+  __syncthreads();
+#endif
+  constexpr int kWarpItems = MT * NT * 32;
+  const int items = p.warps_n * kWarpItems;
+  const int per_rank = (items + p.split_k - 1) / p.split_k;
+  const int end = min(items, (rank + 1) * per_rank);
+  for (int f = rank * per_rank + static_cast<int>(threadIdx.x); f < end;
+       f += static_cast<int>(blockDim.x)) {
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int src = 0; src < p.split_k; ++src) {
+      const float4 *base = partials;
+#if __CUDA_ARCH__ >= 900
+      if (src != rank)
+        base = cluster.map_shared_rank(partials, src);
+#endif
+      for (int wk = 0; wk < p.warps_k; ++wk) {
+        const float4 v = base[wk * items + f];
+        sum[0] += v.x;
+        sum[1] += v.y;
+        sum[2] += v.z;
+        sum[3] += v.w;
+      }
+    }
+    // Item f: lane (g, t) of tile (mt, nt) of warp_n's partial (store_mma_partials' order).
+    const int warp_n = f / kWarpItems;
+    const int tile = (f % kWarpItems) >> 5;
+    const int g = (f >> 2) & 7, t = f & 3;
+    const int m0 = m_cta + warp_n * MT * 16 + (tile / NT) * 16 + g;
+    const int r0 = row0 + (tile % NT) * 8 + 2 * t;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int m = m0 + 8 * (i >> 1), r = r0 + (i & 1);
+      if (m < p.n && r < p.rows)
+        p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum[i]));
+    }
+  }
+#if __CUDA_ARCH__ >= 900
+  // Keeps every CTA's shared memory alive until the cluster has read it.
+  if (p.split_k > 1)
+    cluster.sync();
+#endif
+}
+
 } // namespace hone::cuda::kernel_detail

@@ -380,8 +380,8 @@ __global__ void __launch_bounds__(WN *WK * 32, MIN_BLOCKS) qmm_affine_mma_kernel
     int rows, n, warps_n, warps_k, split_k;
     uint16_t *y;
   } const out{p.m, p.n, WN, WK, p.split_k, p.y};
-  store_mma_partials_and_reduce<MT, NT>(out, reinterpret_cast<float4 *>(smem), acc, warp, lane, n0,
-                                        m0);
+  store_mma_partials_and_reduce_fragments<MT, NT>(out, reinterpret_cast<float4 *>(smem), acc, warp,
+                                                  lane, n0, m0);
 }
 
 } // namespace hone::cuda::qmm_mma_detail

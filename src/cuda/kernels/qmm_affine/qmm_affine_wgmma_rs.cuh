@@ -262,8 +262,8 @@ __global__ void __launch_bounds__(4 * WGN * WK * 32, MIN_BLOCKS)
     int rows, n, warps_n, warps_k, split_k;
     uint16_t *y;
   } const out{p.m, p.n, L::kWn, WK, p.split_k, p.y};
-  store_mma_partials_and_reduce<1, TM / 8>(out, reinterpret_cast<float4 *>(smem), acc, warp, lane,
-                                           n0, m0);
+  store_mma_partials_and_reduce_fragments<1, TM / 8>(out, reinterpret_cast<float4 *>(smem), acc,
+                                                     warp, lane, n0, m0);
 #endif
 }
 
