@@ -30,6 +30,26 @@ __device__ __forceinline__ int weight_row(const Params &p, int j) {
     return j;
 }
 
+// Before a CTA's partials are read: the cluster's barrier (split_k CTAs of a cluster) or the
+// CTA's.
+__device__ __forceinline__ void partials_written(int split_k) {
+#if __CUDA_ARCH__ >= 900
+  if (split_k > 1) {
+    cooperative_groups::this_cluster().sync();
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+// After the reduce: keeps every CTA's shared memory alive until the cluster has read it.
+__device__ __forceinline__ void partials_read(int split_k) {
+#if __CUDA_ARCH__ >= 900
+  if (split_k > 1)
+    cooperative_groups::this_cluster().sync();
+#endif
+}
+
 // `Params` needs: rows, n, warps_n, warps_k, split_k and y (bf16 bits [rows, n]); with SILU,
 // silu_inter (above: y is then [rows, silu_inter], and m_per_warp a multiple of 16).
 // Adds the k_slices partials of every output of this CTA in slice order and stores bf16.
@@ -42,16 +62,7 @@ __device__ __forceinline__ void
 reduce_and_store(const Params &p, const float *partials, int floats_per_warp, int m_per_warp,
                  int rows_per_cta, int m_cta, int row0, Index index) {
   const int rank = static_cast<int>(blockIdx.y);
-#if __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (p.split_k > 1)
-    cluster.sync();
-  else
-    __syncthreads();
-#else
-  __syncthreads();
-#endif
+  partials_written(p.split_k);
   const int m_per_cta = p.warps_n * m_per_warp;
   // One thread per output, or per (gate, up) pair of outputs with the SiLU epilogue.
   const int m_items = SILU ? m_per_cta / 2 : m_per_cta;
@@ -70,7 +81,7 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
       const float *base = partials;
 #if __CUDA_ARCH__ >= 900
       if (src != rank)
-        base = cluster.map_shared_rank(partials, src);
+        base = cooperative_groups::this_cluster().map_shared_rank(partials, src);
 #endif
       sum += base[(s - src * p.warps_k) * warp_stride + offset];
     }
@@ -96,11 +107,7 @@ reduce_and_store(const Params &p, const float *partials, int floats_per_warp, in
           __bfloat16_as_ushort(__float2bfloat16_rn(reduce(m_local, r_local)));
     }
   }
-#if __CUDA_ARCH__ >= 900
-  // Keeps every CTA's shared memory alive until the cluster has read it.
-  if (p.split_k > 1)
-    cluster.sync();
-#endif
+  partials_read(p.split_k);
 }
 
 // Where a thread of an mma-path kernel works. The CTA grid is (n tiles, split_k, row groups);
@@ -196,16 +203,7 @@ store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
                                         int m_cta, int row0) {
   store_mma_partials(partials, acc, warp, lane);
   const int rank = static_cast<int>(blockIdx.y);
-#if __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (p.split_k > 1)
-    cluster.sync();
-  else
-    __syncthreads();
-#else
-  __syncthreads();
-#endif
+  partials_written(p.split_k);
   constexpr int kWarpItems = MT * NT * 32;
   const int items = p.warps_n * kWarpItems;
   const int per_rank = (items + p.split_k - 1) / p.split_k;
@@ -217,7 +215,7 @@ store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
       const float4 *base = partials;
 #if __CUDA_ARCH__ >= 900
       if (src != rank)
-        base = cluster.map_shared_rank(partials, src);
+        base = cooperative_groups::this_cluster().map_shared_rank(partials, src);
 #endif
       for (int wk = 0; wk < p.warps_k; ++wk) {
         const float4 v = base[wk * items + f];
@@ -240,11 +238,7 @@ store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
         p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum[i]));
     }
   }
-#if __CUDA_ARCH__ >= 900
-  // Keeps every CTA's shared memory alive until the cluster has read it.
-  if (p.split_k > 1)
-    cluster.sync();
-#endif
+  partials_read(p.split_k);
 }
 
 } // namespace hone::cuda::kernel_detail

@@ -137,10 +137,10 @@ __device__ __forceinline__ void store_fragments(const TmaParams &p, const float 
 // (warp TM / 8 + j) 32 + lane of each rank's `partials`), added in rank order from 0.0f, stored
 // as bf16 like store_fragments.
 template <int TM>
-__device__ __forceinline__ void
-cluster_reduce_store(const TmaParams &p, cooperative_groups::cluster_group &cluster,
-                     float4 *partials, int n0, int m0, int warp, int lane, int rank) {
+__device__ __forceinline__ void cluster_reduce_store(const TmaParams &p, float4 *partials, int n0,
+                                                     int m0, int warp, int lane, int rank) {
   const int g = lane >> 2, t = lane & 3;
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   for (int j = rank; j < TM / 8; j += p.split_k) {
     const int at = (warp * (TM / 8) + j) * 32 + lane;
     float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -524,13 +524,10 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         partials[(warp * (TM / 8) + j) * 32 + lane] =
             make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
     }
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
+    partials_written(p.split_k);
     if (warp < L::kConsumerWarps)
-      cluster_reduce_store<TM>(p, cluster, partials, n0, m0, warp, lane, slice);
-    // Keeps every CTA's shared memory alive until the cluster has read it.
-    cluster.sync();
+      cluster_reduce_store<TM>(p, partials, n0, m0, warp, lane, slice);
+    partials_read(p.split_k);
   }
 #endif
 }
