@@ -11,7 +11,8 @@
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
 # 4096 x 4096 and 6144 x 4096, and the mma kernel the tunes took there (0,64,32,256,8,3,1, four
-# K slices a CTA).
+# K slices a CTA). Split 8 (not among the tunes' candidates, which stop at 4) on the 17-warp
+# 64 x 256 kernels: four consumer streams a CTA, two K blocks each at 4096 x 4096.
 #
 #   scripts/device/call_landing_any_card.sh OUT
 set -u
@@ -22,7 +23,8 @@ split_compare() {
   local r=$OUT/split_k
   mkdir -p "$r"
   local c=(0,64,32,256,8,3,1 3,64,64,256,5,4,2 3,64,64,128,5,4,2 3,64,64,128,5,4,4
-    3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4)
+    3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4
+    3,64,256,256,17,3,4 3,64,256,256,17,3,8 3,64,256,128,17,5,8)
   for round in 1 2; do
     for b in old new; do
       for nk in "4096 4096" "6144 4096"; do
