@@ -3,10 +3,10 @@
 # qmm_affine_op_test of 14ec84b) and bin.tar.xz (scripts/device/pack_carry.sh over this tree: the
 # TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory,
 # and the mma and register-A wgmma paths' epilogue a float4 at a time).
-# On an H200: issue 14's step bars (call_step_bars.sh, 380 s), then call_batch_landing.sh, then
-# the split-K comparison. On an H100: call_batch_landing.sh, the split-K comparison, then issue
-# 11's failing cells (4096 x 4096 and 6144 x 4096 at 64, 128 and 256 rows) of
-# quantized_linear.sh, tuned.
+# On an H200: issue 14's step bars (call_step_bars.sh, 330 s), then call_batch_landing.sh without
+# the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh,
+# two rounds of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
+# 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned.
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
@@ -25,7 +25,7 @@ split_compare() {
   local c=(0,64,32,256,8,3,1 3,64,64,256,5,4,2 3,64,64,128,5,4,2 3,64,64,128,5,4,4
     3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4
     3,64,256,256,17,3,4 3,64,256,256,17,3,8 3,64,256,128,17,5,8)
-  for round in 1 2; do
+  for round in $(seq "${1:-2}"); do
     for b in old new; do
       for nk in "4096 4096" "6144 4096"; do
         # shellcheck disable=SC2086
@@ -39,16 +39,16 @@ split_compare() {
 }
 if nvidia-smi -L | grep -q H200; then
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new &&
-    BUDGET=300 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
-  bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+    BUDGET=330 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
+  BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
   cp build/bench/qmm_probe /tmp/probe_old
-  split_compare
+  split_compare 1
 else
   bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
   cp build/bench/qmm_probe /tmp/probe_old
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
   split_compare
-  QL_BUDGET=300 QL_TABLE_RESERVE=130 QL_ROWS="64 128 256" \
+  QL_BUDGET=250 QL_TABLE_RESERVE=120 QL_ROWS="64 128 256" \
     QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
     build 2>&1 | tail -40
 fi
