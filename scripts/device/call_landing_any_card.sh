@@ -6,7 +6,9 @@
 # On an H200: issue 14's step bars (call_step_bars.sh, 330 s), then call_batch_landing.sh without
 # the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh,
 # two rounds of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
-# 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned.
+# 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned. SHORT=1 (~7 min, for a short
+# budget): on an H200 the step bars and one round; on an H100 call_batch_landing.sh without the
+# block rate and one round.
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
@@ -40,14 +42,19 @@ split_compare() {
 if nvidia-smi -L | grep -q H200; then
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new &&
     BUDGET=330 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
-  BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
-  cp build/bench/qmm_probe /tmp/probe_old
+  if [ "${SHORT:-0}" = 1 ]; then
+    tar xJf .carry/landing.tar.xz build/bench/qmm_probe && cp build/bench/qmm_probe /tmp/probe_old
+  else
+    BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+    cp build/bench/qmm_probe /tmp/probe_old
+  fi
   split_compare 1
 else
-  bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+  BLOCK_RATE=$((1 - ${SHORT:-0})) bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
   cp build/bench/qmm_probe /tmp/probe_old
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
-  split_compare
+  split_compare "$((2 - ${SHORT:-0}))"
+  [ "${SHORT:-0}" = 1 ] && exit 0
   QL_BUDGET=250 QL_TABLE_RESERVE=120 QL_ROWS="64 128 256" \
     QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
     build 2>&1 | tail -40
