@@ -8,7 +8,7 @@
 # two rounds of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
 # 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned. SHORT=1 (~7 min, for a short
 # budget): on an H200 the step bars and one round; on an H100 call_batch_landing.sh without the
-# block rate and one round.
+# block rate and one round. SHORT=2: see below.
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
@@ -39,6 +39,19 @@ split_compare() {
   grep -H . "$r"/*.log | cut -c1-160
   (cd "$OUT" && tar czf split_k.tar.gz split_k)
 }
+if [ "${SHORT:-0}" = 2 ]; then
+  # The least that answers a question (~4-5 min): on an H200 issue 14's 2.5x (call_step_bars.sh
+  # QUICK=1); on an H100 the split-K comparison, one round.
+  tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
+  if nvidia-smi -L | grep -q H200; then
+    QUICK=1 BUDGET=300 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
+  else
+    mkdir -p /tmp/old && tar xJf .carry/landing.tar.xz -C /tmp/old build/bench/qmm_probe &&
+      cp /tmp/old/build/bench/qmm_probe /tmp/probe_old
+    split_compare 1
+  fi
+  exit 0
+fi
 if nvidia-smi -L | grep -q H200; then
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new &&
     BUDGET=330 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30

@@ -8,7 +8,7 @@
 # g64: PDL off, on, with the KV prefetch, with the early trigger, each checked over 1000 replays)
 # tuned into the same cache; then `hone step` int4 g64 and bf16, which run the cached chain pick
 # as their tuned step and time the others, same run as the peer; then Qwen2.5-1.5B's int4 g64
-# step, untuned.
+# step, untuned. QUICK=1: the peer, the linears' tune and the int4 g64 step alone (below).
 #
 #   tar xJf .carry/bin.tar.xz && scripts/device/call_step_bars.sh OUT
 set -u
@@ -18,6 +18,14 @@ H=$BUILD/tools/hone/hone
 M=models/llama-3.1-8b.json
 unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
+if [ "${QUICK:-0}" = 1 ]; then
+  # QUICK=1 (~5 min, for a short device budget): the peer, the int4 g64 linears tuned for
+  # TUNE_BUDGET (default 45 s), and the int4 g64 step; no tests, no chain tune.
+  peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-45}"
+  pack
+  time_step step_int4_g64 "$M" int4:g64 --no-breakdown
+  exit 0
+fi
 HONE_DEVICE_TEST_REDUCED=1 timeout "$(cap 120)" "$BUILD/tests/device/decode_step_reference_test" \
   --gtest_filter='*EarlyTrigger*:*SeparateLaunchesBitForBit*' >"$R/test_step.log" 2>&1
 stamp "step tests (the early trigger against PDL off, the fusions)" $?
