@@ -44,7 +44,7 @@ if [ "${SHORT:-0}" = 2 ]; then
   # QUICK=1); on an H100 the split-K comparison, one round.
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
   if nvidia-smi -L | grep -q H200; then
-    QUICK=1 BUDGET=300 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
+    QUICK=1 BUDGET=${STEP_BUDGET:-300} bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
   else
     mkdir -p /tmp/old && tar xJf .carry/landing.tar.xz -C /tmp/old build/bench/qmm_probe &&
       cp /tmp/old/build/bench/qmm_probe /tmp/probe_old
