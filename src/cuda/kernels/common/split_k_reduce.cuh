@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda/kernels/common/bf16_vec.cuh"
+#include "cuda/kernels/common/mma_fragment.h"
 
 namespace hone::cuda::kernel_detail {
 
@@ -150,17 +151,6 @@ template <int MT, int NT> __device__ __forceinline__ void zero_accumulators(floa
         acc[mt][nt][i] = 0.0f;
 }
 
-// Float offset, inside a warp's partial, of output (m_in_warp, r_local) when the warp stored
-// its m16n8 mma accumulators tile by tile (tile = m16 tile x NT + n8 tile, 32 lanes x float4):
-// accumulator i of lane (g, t) holds weight row g + 8 * (i / 2), activation row 2t + i % 2.
-template <int NT> __device__ __forceinline__ int mma_partial_offset(int m_in_warp, int r_local) {
-  const int mm = m_in_warp % 16;
-  const int nn = r_local % 8;
-  const int tile = (m_in_warp / 16) * NT + r_local / 8;
-  const int fragment_lane = (mm % 8) * 4 + nn / 2;
-  return (tile * 32 + fragment_lane) * 4 + (mm / 8) * 2 + nn % 2;
-}
-
 // Warp `warp`'s m16n8 accumulators acc[MT][NT][4] into `partials` (shared memory, MT x NT x 128
 // floats per warp), tile by tile: tile = m16 tile x NT + n8 tile, 32 lanes x float4
 // (mma_partial_offset reads them back).
@@ -225,15 +215,10 @@ store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
         sum[3] += v.w;
       }
     }
-    // Item f: lane (g, t) of tile (mt, nt) of warp_n's partial (store_mma_partials' order).
-    const int warp_n = f / kWarpItems;
-    const int tile = (f % kWarpItems) >> 5;
-    const int g = (f >> 2) & 7, t = f & 3;
-    const int m0 = m_cta + warp_n * MT * 16 + (tile / NT) * 16 + g;
-    const int r0 = row0 + (tile % NT) * 8 + 2 * t;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int m = m0 + 8 * (i >> 1), r = r0 + (i & 1);
+      const FragmentPlace at = mma_item_place<MT, NT>(f, i);
+      const int m = m_cta + at.m_local, r = row0 + at.r_local;
       if (m < p.n && r < p.rows)
         p.y[static_cast<size_t>(r) * p.n + m] = __bfloat16_as_ushort(__float2bfloat16_rn(sum[i]));
     }
