@@ -337,8 +337,9 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
 // The mma path is a candidate from 9 to 64 rows only, at the activation tile that holds the
 // rows and at most 128 weight rows per CTA (qmm_affine_op.cpp says why).
 TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile) {
-  // mma.sync engine: 9-64 rows at the 16/32/64 tile that holds them; wgmma engine: 9-256 rows,
-  // at 128 from 65 rows (two activation tiles above 128).
+  // mma.sync engine: 9-64 rows at the 16/32/64 tile that holds them; wgmma engines: 9-256 rows,
+  // at 128 from 65 rows (two activation tiles above 128), and at 256 (the TMA engine's 256-row
+  // tiles, where built) from 129.
   const TunableOp &op = qmm_op();
   const Format f{4096, 4096, 4, 64};
   const std::vector<QmmMmaKernel> &kernels = qmm_mma_kernels();
@@ -346,22 +347,37 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
       qmm_affine_built() && std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
         return k.engine != kQmmEngineMma;
       });
+  const bool rows256_built = std::any_of(kernels.begin(), kernels.end(), [](const QmmMmaKernel &k) {
+    return k.tile_m == 256 && qmm_engine_is_tma(k.engine);
+  });
   for (int m : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512}) {
     const Shape b = op.buckets().map(shape_of(m, f)).value();
     const int fit = b[0] <= 16 ? 16 : b[0] <= 32 ? 32 : b[0] <= 64 ? 64 : 128;
-    int mma = 0, wgmma = 0;
+    int mma = 0, wgmma = 0, rows128 = 0, rows256 = 0;
     for (const Tactic &t : op.candidates(b)) {
       const QmmAffineConfig c = QmmAffineConfig::from_tactic(t);
       if (c.path != kQmmMmaPath)
         continue;
       ++(c.engine != kQmmEngineMma ? wgmma : mma);
-      EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
+      rows128 += c.tile_m == 128;
+      rows256 += c.tile_m == 256;
+      if (b[0] > 128)
+        EXPECT_TRUE(c.tile_m == 128 || (c.tile_m == 256 && qmm_engine_is_tma(c.engine)))
+            << "m=" << m << " " << t.str();
+      else
+        EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
       EXPECT_LE(c.tile_n, qmm_engine_is_tma(c.engine) ? 256 : 128) << "m=" << m << " " << t.str();
     }
     if (b[0] >= 9 && b[0] <= 64)
       EXPECT_GT(mma, 0) << "m=" << m;
     else
       EXPECT_EQ(mma, 0) << "m=" << m;
+    if (rows256_built && b[0] > 128 && b[0] <= 256)
+      EXPECT_GT(rows256, 0) << "m=" << m;
+    else
+      EXPECT_EQ(rows256, 0) << "m=" << m;
+    if (wgmma_built && b[0] > 64 && b[0] <= 256)
+      EXPECT_GT(rows128, 0) << "m=" << m << ": the 128-row tiles stay candidates";
     if (wgmma_built && b[0] >= 9 && b[0] <= 256)
       EXPECT_GT(wgmma, 0) << "m=" << m;
     else

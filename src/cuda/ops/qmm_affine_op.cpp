@@ -40,8 +40,9 @@ bool is_compiled(const QmmAffineConfig &config, int bits) {
 // rows it takes twice their time; at 1-8 rows qmv.affine is faster than either), at the
 // activation tile that holds the rows (16, 32, 64: the tile below re-reads the weights, the one
 // above idles its tensor work), and with at most 128 weight rows per CTA (256 never won).
-// The wgmma engines' 128-row tiles take 65-256 rows (two activation tiles above 128); the TMA
-// engine's 256 weight rows per CTA won on 28672 x 4096 at 64 rows (2026-12-04-h200-2, call 3).
+// The wgmma engines' 128-row tiles take 65-256 rows (two activation tiles above 128), and the
+// TMA engine's 256-row tiles 129-256; the TMA engine's 256 weight rows per CTA won on
+// 28672 x 4096 at 64 rows (2026-12-04-h200-2, call 3).
 constexpr int kMmaMinRows = 9;
 struct MmaEngineRange {
   int max_rows, max_tile_n;
@@ -59,10 +60,13 @@ bool worth_trying(const QmmAffineConfig &c, const QmvAffineProblem &p) {
       largest_tile_m = std::max(largest_tile_m, o.tile_m);
     }
   const int m_pow2 = static_cast<int>(std::bit_ceil(static_cast<unsigned>(p.rows)));
+  // Above 128 rows the 128-row tiles (two of them, the picks before the TMA engine's 256-row
+  // kernels) stay candidates beside the 256-row ones.
+  const int fit = std::clamp(m_pow2, smallest_tile_m, largest_tile_m);
   if (c.path == kQmmMmaPath &&
       (p.rows < kMmaMinRows || p.rows > kMmaEngineRanges[c.engine].max_rows ||
        c.tile_n > kMmaEngineRanges[c.engine].max_tile_n ||
-       c.tile_m != std::clamp(m_pow2, smallest_tile_m, largest_tile_m)))
+       (c.tile_m != fit && !(fit > 128 && c.tile_m == 128))))
     return false;
   if (c.tile_m > std::max(smallest_tile_m, 2 * m_pow2))
     return false;

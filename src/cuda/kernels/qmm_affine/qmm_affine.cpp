@@ -20,7 +20,8 @@
 //   stream_k   (optional, default 0) 1: stream-K over the K tiles of all output tiles
 // The mma path (`qmm.affine.mma:tile_m=..,tile_n=..,tile_k=..,stages=..,warps=..,split_k=..`,
 // int4):
-//   tile_m     activation rows per CTA: 16, 32 or 64
+//   tile_m     activation rows per CTA: 16, 32 or 64 (mma.sync), up to 128 (register-A
+//              wgmma), up to 256 (the TMA engines)
 //   tile_n     weight rows per CTA: 16 or 32 per warp along the rows
 //   tile_k     K per block: 64, 128 or 256, one 64-deep quarter per warp along K
 //   stages     cp.async ring depth (K blocks of weights, activations, group parameters)

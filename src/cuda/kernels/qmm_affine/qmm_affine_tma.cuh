@@ -87,7 +87,8 @@ template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
   static constexpr int kBarrierOffset = kRing > kPartials ? kRing : kPartials;
   // + 1024: the ring is aligned to 1024 bytes inside the dynamic window.
   static constexpr int kShared = kBarrierOffset + kBarriers + 1024;
-  static_assert(TM == 16 || TM == 32 || TM == 64 || TM == 128, "wgmma N of 16..128 rows");
+  static_assert(TM == 16 || TM == 32 || TM == 64 || TM == 128 || TM == 256,
+                "wgmma N of 16..256 rows");
   static_assert(kWeight % 1024 == 0 && kAtom % 1024 == 0 && kStage % 1024 == 0,
                 "every swizzled tile starts on a 1024-byte boundary");
   static_assert(STAGES >= 3, "a stage is handed back one block late");

@@ -96,6 +96,11 @@ template <> struct Wgmma<128> {
                                                               cute::SM90::GMMA::Major::K>;
 };
 
+template <> struct Wgmma<256> {
+  using Atom = cute::SM90::GMMA::MMA_64x256x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K,
+                                                              cute::SM90::GMMA::Major::K>;
+};
+
 template <int TM, size_t... I>
 __device__ __forceinline__ void wgmma_step(float (&d)[TM / 2], const uint32_t (&a)[4],
                                            uint64_t desc, std::index_sequence<I...>) {
