@@ -5,16 +5,17 @@
 # and the mma and register-A wgmma paths' epilogue a float4 at a time).
 # On an H200: issue 14's step bars (call_step_bars.sh, 330 s), then call_batch_landing.sh without
 # the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh,
-# two rounds of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
+# one round of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
 # 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned. SHORT=1 (~7 min, for a short
 # budget): on an H200 the step bars and one round; on an H100 call_batch_landing.sh without the
 # block rate and one round. SHORT=2: see below.
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
-# tree, in turn (old, new, old, new), on the TMA engine's split-K kernels at 64 rows of
+# tree, in turn (old, new), on the TMA engine's split-K kernels at 64 rows of
 # 4096 x 4096 and 6144 x 4096, and the mma kernel the tunes took there (0,64,32,256,8,3,1, four
 # K slices a CTA). Split 8 (not among the tunes' candidates, which stop at 4) on the 17-warp
-# 64 x 256 kernels: four consumer streams a CTA, two K blocks each at 4096 x 4096.
+# 64 x 256 kernels: four consumer streams a CTA, two K blocks each at 4096 x 4096. And at 256
+# rows: the 128 x 64 x 256 kernels (the tunes' picks there) beside the new 256 x 64 x 128 ones.
 #
 #   scripts/device/call_landing_any_card.sh OUT
 set -u
@@ -27,12 +28,19 @@ split_compare() {
   local c=(0,64,32,256,8,3,1 3,64,64,256,5,4,2 3,64,64,128,5,4,2 3,64,64,128,5,4,4
     3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4
     3,64,256,256,17,3,4 3,64,256,256,17,3,8 3,64,256,128,17,5,8)
+  # 256 rows: the 128-row kernels (the picks there) beside the 256-row ones (fe7339a; the old
+  # build has none and says so).
+  local c256=(3,128,64,256,5,3,1 3,128,64,256,5,3,2 3,128,64,256,5,3,1,1 2,256,64,128,5,3,1
+    3,256,64,128,5,3,1 3,256,64,128,5,3,2 3,256,64,128,5,3,1,1)
   for round in $(seq "${1:-2}"); do
     for b in old new; do
       for nk in "4096 4096" "6144 4096"; do
         # shellcheck disable=SC2086
         timeout 25 "/tmp/probe_$b" 64 $nk 64 "${c[@]}" >"$r/${b}_${nk// /x}_$round.log" 2>&1
         echo "$b $nk round $round rc=$?"
+        # shellcheck disable=SC2086
+        timeout 25 "/tmp/probe_$b" 256 $nk 64 "${c256[@]}" >"$r/${b}_m256_${nk// /x}_$round.log" 2>&1
+        echo "$b 256 rows $nk round $round rc=$?"
       done
     done
   done
@@ -66,7 +74,7 @@ else
   BLOCK_RATE=$((1 - ${SHORT:-0})) bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
   cp build/bench/qmm_probe /tmp/probe_old
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
-  split_compare "$((2 - ${SHORT:-0}))"
+  split_compare 1
   [ "${SHORT:-0}" = 1 ] && exit 0
   QL_BUDGET=250 QL_TABLE_RESERVE=120 QL_ROWS="64 128 256" \
     QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
