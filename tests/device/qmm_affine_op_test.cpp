@@ -293,12 +293,16 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
     refused(stream, 16, 4096, 256, 4, 32, "stream_k needs at least 2 K blocks");
   }
   // On the mma path stream-K is the TMA engines' only, and never with a cluster split; every
-  // TMA kernel has it, and a twin with the lookahead (engine kQmmEngineTmaAhead).
-  int tma_kernels = 0, tma_stream = 0, tma_ahead = 0;
+  // TMA kernel has it but those with warpgroups along K, and every TMA kernel a twin with the
+  // lookahead (engine kQmmEngineTmaAhead).
+  int tma_kernels = 0, tma_streaming = 0, tma_stream = 0, tma_ahead = 0;
   for (const QmmAffineConfig &o : qmm_affine_configs(4)) {
     if (o.path != kQmmMmaPath)
       continue;
-    tma_kernels += qmm_engine_is_tma(o.engine) && o.split_k == 1 && o.stream_k == 0;
+    const bool one = qmm_engine_is_tma(o.engine) && o.split_k == 1 && o.stream_k == 0;
+    tma_kernels += one;
+    tma_streaming += one && qmm_tma_warpgroups_k(
+                                {o.tile_m, o.tile_n, o.tile_k, o.warps, o.stages, o.engine}) == 1;
     if (o.engine == kQmmEngineTmaAhead && o.split_k == 1 && o.stream_k == 0) {
       ++tma_ahead;
       QmmAffineConfig twin = o;
@@ -313,7 +317,10 @@ TEST_F(QmmAffineHostTest, MmaPathParsesAndNamesTheShapesItRefuses) {
       EXPECT_EQ(o.split_k, 1) << o.to_tactic().str();
     }
   }
-  EXPECT_EQ(tma_stream, tma_kernels);
+  EXPECT_EQ(tma_stream, tma_streaming);
+  if (tma_kernels > 0) {
+    EXPECT_LT(tma_streaming, tma_kernels) << "the kernels with warpgroups along K are built";
+  }
   EXPECT_EQ(2 * tma_ahead, tma_kernels);
   // Every register-A kernel has its late-refill twin.
   int rs = 0, rs_late = 0;
@@ -361,11 +368,12 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
       ++(c.engine != kQmmEngineMma ? wgmma : mma);
       rows128 += c.tile_m == 128;
       rows256 += c.tile_m == 256;
-      if (b[0] > 128)
+      if (b[0] > 128) {
         EXPECT_TRUE(c.tile_m == 128 || (c.tile_m == 256 && qmm_engine_is_tma(c.engine)))
             << "m=" << m << " " << t.str();
-      else
+      } else {
         EXPECT_EQ(c.tile_m, fit) << "m=" << m << " " << t.str();
+      }
       EXPECT_LE(c.tile_n, qmm_engine_is_tma(c.engine) ? 256 : 128) << "m=" << m << " " << t.str();
     }
     if (b[0] >= 9 && b[0] <= 64)
@@ -376,8 +384,9 @@ TEST_F(QmmAffineHostTest, MmaCandidatesOnlyAtNineToSixtyFourRowsAtTheFittingTile
       EXPECT_GT(rows256, 0) << "m=" << m;
     else
       EXPECT_EQ(rows256, 0) << "m=" << m;
-    if (wgmma_built && b[0] > 64 && b[0] <= 256)
+    if (wgmma_built && b[0] > 64 && b[0] <= 256) {
       EXPECT_GT(rows128, 0) << "m=" << m << ": the 128-row tiles stay candidates";
+    }
     if (wgmma_built && b[0] >= 9 && b[0] <= 256)
       EXPECT_GT(wgmma, 0) << "m=" << m;
     else

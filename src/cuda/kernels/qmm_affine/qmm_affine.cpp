@@ -134,7 +134,7 @@ std::vector<QmmAffineConfig> build_configs(int bits) {
         c.engine = k.engine;
         c.split_k = split;
         out.push_back(c);
-        if (qmm_engine_is_tma(k.engine) && split == 1) {
+        if (qmm_engine_is_tma(k.engine) && split == 1 && qmm_tma_warpgroups_k(k) == 1) {
           c.stream_k = 1;
           out.push_back(c);
         }

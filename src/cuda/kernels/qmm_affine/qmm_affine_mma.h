@@ -32,6 +32,9 @@ inline constexpr int kQmmEngineWgmmaLate = 4;
 constexpr bool qmm_engine_is_tma(int engine) {
   return engine == kQmmEngineTma || engine == kQmmEngineTmaAhead;
 }
+// A TMA kernel's warpgroups along K (qmm_affine_tma.cuh, WGK): its consumer warps over the 4 a
+// 64-row weight tile. Those with more than one have no stream-K form.
+constexpr int qmm_tma_warpgroups_k(const QmmMmaKernel &k) { return (k.warps - 1) * 16 / k.tile_n; }
 
 // Every compiled mma kernel (int4 only), in table order: the mma.sync ones, then (sm_90a, where
 // HONE_QMM_WGMMA_RS is defined: qmm_affine_wgmma_rs.cu) the register-A wgmma ones of both wgmma

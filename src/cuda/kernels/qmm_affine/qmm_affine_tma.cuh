@@ -68,11 +68,15 @@ struct TmaParams {
 
 // BK: K per stage, 256 (a row's words 128 bytes, SWIZZLE_128B) or 128 (64 bytes, SWIZZLE_64B:
 // half the shared memory per stage, for more stages, more CTAs per SM or 128 activation rows).
-template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
+// WGK: warpgroups along K. Each of the WGN weight tiles has WGK warpgroups, each taking BK / 16 /
+// WGK steps of every block into its own accumulators, added in warpgroup order before the
+// epilogue: WGK consumer warps a scheduler on one tile.
+template <int TM, int WGN, int STAGES, int BK, int WGK = 1> struct TmaLayout {
   static constexpr int kTm = TM;
   static constexpr int kBn = 64 * WGN;
   static constexpr int kBk = BK;
-  static constexpr int kConsumerWarps = 4 * WGN;
+  static constexpr int kStoreWarps = 4 * WGN; // the warps of warpgroups k = 0: they store
+  static constexpr int kConsumerWarps = 4 * WGN * WGK;
   static constexpr int kThreads = (kConsumerWarps + 1) * 32; // + the producer warp
   static constexpr int kRowBytes = BK / 2; // a weight row's 4-bit words in one stage
   static constexpr int kWeight = kBn * kRowBytes;
@@ -93,6 +97,8 @@ template <int TM, int WGN, int STAGES, int BK> struct TmaLayout {
                 "every swizzled tile starts on a 1024-byte boundary");
   static_assert(STAGES >= 3, "a stage is handed back one block late");
   static_assert(BK == 128 || BK == 256, "K blocks of 128 or 256");
+  static_assert((BK / 16 / WGK) % 2 == 0 && BK / 16 / WGK * WGK == BK / 16,
+                "an even number of steps a warpgroup and block");
   // Byte offset in a stage of 16-byte chunk c of weight row `row` (g = row % 8): where the
   // swizzled copy put it (qmm_tma_swizzle.h).
   static __device__ __forceinline__ uint32_t word_offset(uint32_t row, uint32_t g, uint32_t c) {
@@ -230,11 +236,12 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
 // spilled at batches of 2 and 4 (120 registers a thread): one step.
 template <int WGN, int BK> inline constexpr int kTmaBatchSteps = WGN >= 4 || BK < 256 ? 1 : 8;
 
-template <int TM, int WGN, int STAGES, int BK, bool STREAM, bool AHEAD>
-__global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
+template <int TM, int WGN, int STAGES, int BK, bool STREAM, bool AHEAD, int WGK = 1>
+__global__ void __launch_bounds__((4 * WGN * WGK + 1) * 32, 1)
     qmm_affine_tma_kernel(const __grid_constant__ TmaParams p) {
+  static_assert(!(STREAM && WGK > 1), "no stream-K form with warpgroups along K");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = TmaLayout<TM, WGN, STAGES, BK>;
+  using L = TmaLayout<TM, WGN, STAGES, BK, WGK>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
@@ -318,9 +325,14 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       }
     }
   } else {
-    // Consumers: warp w of warpgroup w / 4 holds weight rows 16 (w % 4) .. + 15 of its 64.
+    // Consumers: warp w of warpgroup w / 4 holds weight rows 16 (w % 4) .. + 15 of its 64;
+    // warpgroup w / 4 takes weight tile (w / 4) % WGN and K steps (w / 4) / WGN of each block.
     const int g = lane >> 2, t = lane & 3;
-    const int row0 = warp * 16;
+    // (With WGK 1 every consumer warp is below kStoreWarps: spelt out, so that the compiler
+    // sees a constant first step.)
+    const int row0 = (WGK > 1 ? warp % L::kStoreWarps : warp) * 16;
+    constexpr int kSteps = BK / 16 / WGK; // steps of a block a warpgroup takes
+    const int step0 = WGK > 1 ? (warp / L::kStoreWarps) * kSteps : 0; // its first (even)
     const uint32_t selector = static_cast<uint32_t>(t) | (static_cast<uint32_t>(4 + t) << 8);
     const int group_mask = (1 << p.group_shift) - 1;
 #pragma unroll
@@ -328,7 +340,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
       d[r] = 0.0f;
     // The A fragments, two buffers in turn: of one step each (the plain kernels and the
     // one-step lookahead), or of a batch of kTmaBatchSteps steps (AHEAD at 256-deep blocks).
-    constexpr int kBatchSteps = AHEAD ? kTmaBatchSteps<WGN, BK> : 1;
+    constexpr int kBatchSteps = AHEAD && WGK == 1 ? kTmaBatchSteps<WGN, BK> : 1;
     constexpr int kBatches = (BK / 16) / kBatchSteps;
     static_assert((BK / 16) % (2 * kBatchSteps) == 0,
                   "a buffer serves the same steps of every block");
@@ -369,22 +381,24 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         return activation_desc(x_stage + (step >> 2) * L::kAtom + 32 * (step & 3));
       };
       const auto issue = [&](int step, uint32_t(&f)[4]) { wgmma_issue<TM>(d, f, step_desc(step)); };
-      // After the wait of `step`: at a block's first step every wgmma of the block before it is
-      // done, and its stage goes back to the producer.
-      const auto release_previous = [&](int step) {
-        if (step == 0 && previous >= 0) {
+      // After the wait of the warpgroup's step `ls`: at its first step of a block every wgmma of
+      // the block before it is done, and its stage goes back to the producer.
+      const auto release_previous = [&](int ls) {
+        if (ls == 0 && previous >= 0) {
           fence_proxy_async_shared();
           __syncwarp();
           if (lane == 0)
             mbarrier_arrive(empty + previous);
         }
       };
-      // Step `step`'s words (a 16-byte chunk per row serves two steps), its group's scale and
-      // bias where a group starts, and its exact integers.
+      // The warpgroup's step `ls` (step step0 + ls of the block): its words (a 16-byte chunk per
+      // row serves two steps), its group's scale and bias at the warpgroup's first step of the
+      // block and where a group starts, and its exact integers.
       uint4 words[2];
       __nv_bfloat162 ex[4];
-      const auto prepare = [&](int step) {
-        const int c = step >> 1, ss = step & 1;
+      const auto prepare = [&](int ls) {
+        const int step = step0 + ls;
+        const int c = step >> 1, ss = ls & 1;
         if (ss == 0) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
@@ -392,7 +406,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
             words[h] = lds128(stage + L::word_offset(row, g, c));
           }
         }
-        if (((step * 16) & group_mask) == 0)
+        if (ls == 0 || ((step * 16) & group_mask) == 0)
           load_params(step);
         ex[0] = exact_pair(ss ? words[0].z : words[0].x, selector);
         ex[1] = exact_pair(ss ? words[1].z : words[1].x, selector);
@@ -444,30 +458,30 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
         if constexpr (AHEAD)
           prepare(0);
 #pragma unroll
-        for (int step = 0; step < BK / 16; ++step) {
+        for (int ls = 0; ls < kSteps; ++ls) {
           if constexpr (!AHEAD)
-            prepare(step);
-          uint32_t(&f)[4] = a[step & 1][0];
+            prepare(ls);
+          uint32_t(&f)[4] = a[ls & 1][0];
 #pragma unroll
           for (int r = 0; r < 4; ++r) { // rows g (r even) and g + 8 (r odd)
             const __nv_bfloat162 w = __hfma2(ex[r], sc[r & 1], bi[r & 1]);
             f[r] = *reinterpret_cast<const uint32_t *>(&w);
           }
-          issue(step, f);
+          issue(step0 + ls, f);
           if constexpr (AHEAD)
-            if (step + 1 < BK / 16)
-              prepare(step + 1);
+            if (ls + 1 < kSteps)
+              prepare(ls + 1);
           // The wgmma before this one has completed: its A buffer is refilled next.
           cute::warpgroup_wait<1>();
           if constexpr (AHEAD) {
             // That wgmma's A buffer stays live until here, so that ptxas places nothing of the
             // next step in it while the wgmma may still read it.
-            uint32_t(&retired)[4] = a[(step + 1) & 1][0];
+            uint32_t(&retired)[4] = a[(ls + 1) & 1][0];
 #pragma unroll
             for (int r = 0; r < 4; ++r)
               cute::warpgroup_fence_operand(retired[r]);
           }
-          release_previous(step);
+          release_previous(ls);
         }
       }
       previous = q.stage;
@@ -491,6 +505,30 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     for (int r = 0; r < TM / 2; ++r)
       cute::warpgroup_fence_operand(d[r]);
   }
+  if constexpr (WGK > 1) {
+    // The warpgroups along K add up: those of k > 0 hand their accumulators over through the
+    // (now free) ring, and each warp of k = 0 adds them in k order.
+    __syncthreads();
+    float4 *const handed = reinterpret_cast<float4 *>(smem);
+    if (warp >= L::kStoreWarps && warp < L::kConsumerWarps) {
+#pragma unroll
+      for (int j = 0; j < TM / 8; ++j)
+        handed[((warp - L::kStoreWarps) * (TM / 8) + j) * 32 + lane] =
+            make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+    }
+    __syncthreads();
+    if (warp < L::kStoreWarps) {
+      for (int k = 1; k < WGK; ++k)
+#pragma unroll
+        for (int j = 0; j < TM / 8; ++j) {
+          const float4 v = handed[(((k - 1) * L::kStoreWarps + warp) * (TM / 8) + j) * 32 + lane];
+          d[4 * j] += v.x;
+          d[4 * j + 1] += v.y;
+          d[4 * j + 2] += v.z;
+          d[4 * j + 3] += v.w;
+        }
+    }
+  }
   if constexpr (STREAM) {
     // Every segment was stored or handed over inside the loop.
     pdl_launch_dependents();
@@ -501,7 +539,7 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     // call2), against 1.1-1.2 us a K block. 0 + x is its sum of one slice (-0 stored as +0),
     // so the bits are the same.
     pdl_launch_dependents();
-    if (warp < L::kConsumerWarps) {
+    if (warp < L::kStoreWarps) {
 #pragma unroll
       for (int r = 0; r < TM / 2; ++r)
         d[r] = __fadd_rn(0.0f, d[r]);
@@ -519,14 +557,14 @@ __global__ void __launch_bounds__((4 * WGN + 1) * 32, 1)
     __syncthreads();
     pdl_launch_dependents();
     float4 *const partials = reinterpret_cast<float4 *>(smem);
-    if (warp < L::kConsumerWarps) {
+    if (warp < L::kStoreWarps) {
 #pragma unroll
       for (int j = 0; j < TM / 8; ++j)
         partials[(warp * (TM / 8) + j) * 32 + lane] =
             make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
     }
     partials_written(p.split_k);
-    if (warp < L::kConsumerWarps)
+    if (warp < L::kStoreWarps)
       cluster_reduce_store<TM>(p, partials, n0, m0, warp, lane, slice);
     partials_read(p.split_k);
   }
