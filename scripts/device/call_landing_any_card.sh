@@ -16,6 +16,7 @@
 # K slices a CTA). Split 8 (not among the tunes' candidates, which stop at 4) on the 17-warp
 # 64 x 256 kernels: four consumer streams a CTA, two K blocks each at 4096 x 4096. And at 256
 # rows: the 128 x 64 x 256 kernels (the tunes' picks there) beside the new 256 x 64 x 128 ones.
+# And 64 x 64 x 256 with 2 and 4 warpgroups along K (9 and 17 warps, dca4fc1) at split 2.
 #
 #   scripts/device/call_landing_any_card.sh OUT
 set -u
@@ -27,7 +28,8 @@ split_compare() {
   mkdir -p "$r"
   local c=(0,64,32,256,8,3,1 3,64,64,256,5,4,2 3,64,64,128,5,4,2 3,64,64,128,5,4,4
     3,64,128,256,9,4,4 3,64,128,128,9,3,4 3,64,128,128,9,3,8 3,64,64,256,5,4,4
-    3,64,256,256,17,3,4 3,64,256,256,17,3,8 3,64,256,128,17,5,8)
+    3,64,256,256,17,3,4 3,64,256,256,17,3,8 3,64,256,128,17,5,8
+    3,64,64,256,9,4,2 3,64,64,256,17,4,2 2,64,64,256,17,4,2)
   # 256 rows: the 128-row kernels (the picks there) beside the 256-row ones (fe7339a; the old
   # build has none and says so).
   local c256=(3,128,64,256,5,3,1 3,128,64,256,5,3,2 3,128,64,256,5,3,1,1 2,256,64,128,5,3,1
