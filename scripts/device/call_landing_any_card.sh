@@ -4,11 +4,11 @@
 # TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory,
 # and the mma and register-A wgmma paths' epilogue a float4 at a time).
 # On an H200: issue 14's step bars (call_step_bars.sh, 330 s), then call_batch_landing.sh without
-# the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh,
-# one round of the split-K comparison, then issue 11's failing cells (4096 x 4096 and
-# 6144 x 4096 at 64, 128 and 256 rows) of quantized_linear.sh, tuned. SHORT=1 (~7 min, for a short
-# budget): on an H200 the step bars and one round; on an H100 call_batch_landing.sh without the
-# block rate and one round. SHORT=2: see below.
+# the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh
+# without the block rate, issue 11's failing cells (4096 x 4096 and 6144 x 4096 at 64, 128 and
+# 256 rows) of quantized_linear.sh, tuned, then one round of the comparison (packed after each
+# probe, so that a cut call keeps what ran). SHORT=1 (~7 min, for a short budget): on an H200 the
+# step bars and one round; on an H100 call_batch_landing.sh and one round. SHORT=2: see below.
 #
 # The split-K comparison: qmm_probe of 14ec84b (reduce_and_store's per-output loop) and of this
 # tree, in turn (old, new), on the TMA engine's split-K kernels at 64 rows of
@@ -38,11 +38,12 @@ split_compare() {
     for b in old new; do
       for nk in "4096 4096" "6144 4096"; do
         # shellcheck disable=SC2086
-        timeout 25 "/tmp/probe_$b" 64 $nk 64 "${c[@]}" >"$r/${b}_${nk// /x}_$round.log" 2>&1
+        timeout 40 "/tmp/probe_$b" 64 $nk 64 "${c[@]}" >"$r/${b}_${nk// /x}_$round.log" 2>&1
         echo "$b $nk round $round rc=$?"
         # shellcheck disable=SC2086
         timeout 25 "/tmp/probe_$b" 256 $nk 64 "${c256[@]}" >"$r/${b}_m256_${nk// /x}_$round.log" 2>&1
         echo "$b 256 rows $nk round $round rc=$?"
+        (cd "$OUT" && tar czf split_k.tar.gz split_k)
       done
     done
   done
@@ -73,12 +74,14 @@ if nvidia-smi -L | grep -q H200; then
   fi
   split_compare 1
 else
-  BLOCK_RATE=$((1 - ${SHORT:-0})) bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
+  BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
   cp build/bench/qmm_probe /tmp/probe_old
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
+  if [ "${SHORT:-0}" != 1 ]; then
+    # The bar first: the tunes take every new kernel among their candidates.
+    QL_BUDGET=230 QL_TABLE_RESERVE=110 QL_ROWS="64 128 256" \
+      QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
+      build 2>&1 | tail -40
+  fi
   split_compare 1
-  [ "${SHORT:-0}" = 1 ] && exit 0
-  QL_BUDGET=250 QL_TABLE_RESERVE=120 QL_ROWS="64 128 256" \
-    QL_MATRICES="n=4096,k=4096 n=6144,k=4096" bash scripts/device/quantized_linear.sh "$OUT" \
-    build 2>&1 | tail -40
 fi
