@@ -6,13 +6,14 @@
 # repeats at 37, 64 and 128 rows; then qmm_block_rate.sh (the time per 256-deep K block, 1.002 us
 # at 64 x 64 x 256 and 1.148 at 128 x 64 x 256 in 2026-12-07-9 call2's batch build), after the new
 # 64 x 64 x 128 kernels beside 64 x 64 x 256 on 4096 x 4096 at 64 rows. About 2 min; BLOCK_RATE=0
-# leaves qmm_block_rate.sh out.
+# leaves qmm_block_rate.sh out; LANDING_ARCHIVE (default .carry/landing.tar.xz) names another
+# archive holding both programs (bin.tar.xz of pack_carry.sh does).
 #
 #   scripts/device/call_batch_landing.sh OUT
 set -u
 cd "$(dirname "$0")/../.."
 rm -rf build
-tar xJf .carry/landing.tar.xz
+tar xJf "${LANDING_ARCHIVE:-.carry/landing.tar.xz}"
 source scripts/device/env.sh
 run_begin landing "${BUDGET:-150}" "${1:?OUTDIR}" build
 filtered_test "lookahead and stream-K tests" 90 qmm_affine_op_test \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One call on whichever card comes (~9.5 min), over .carry: landing.tar.xz (qmm_probe and
-# qmm_affine_op_test of 14ec84b) and bin.tar.xz (scripts/device/pack_carry.sh over this tree: the
-# TMA engine's split-K epilogue reduces fragment by fragment through distributed shared memory,
-# and the mma and register-A wgmma paths' epilogue a float4 at a time).
+# One call on whichever card comes (~9.5 min), over .carry: landing.tar.xz (qmm_probe of 14ec84b,
+# the old epilogues, for the comparison) and bin.tar.xz (scripts/device/pack_carry.sh over this
+# tree, which every test and call_batch_landing.sh run: the TMA engine's split-K epilogue reduces
+# fragment by fragment through distributed shared memory, the mma and register-A wgmma paths'
+# epilogue a float4 at a time; 256-row tiles; warpgroups along K).
 # On an H200: issue 14's step bars (call_step_bars.sh, 330 s), then call_batch_landing.sh without
 # the block rate, then one round of the split-K comparison. On an H100: call_batch_landing.sh
 # without the block rate, issue 11's failing cells (4096 x 4096 and 6144 x 4096 at 64, 128 and
@@ -50,6 +51,11 @@ split_compare() {
   grep -H . "$r"/*.log | cut -c1-160
   (cd "$OUT" && tar czf split_k.tar.gz split_k)
 }
+# 14ec84b's qmm_probe (the old epilogues) as /tmp/probe_old.
+old_probe() {
+  mkdir -p /tmp/old && tar xJf .carry/landing.tar.xz -C /tmp/old build/bench/qmm_probe &&
+    cp /tmp/old/build/bench/qmm_probe /tmp/probe_old
+}
 if [ "${SHORT:-0}" = 2 ]; then
   # The least that answers a question (~4-5 min): on an H200 issue 14's 2.5x (call_step_bars.sh
   # QUICK=1); on an H100 the split-K comparison, one round.
@@ -57,8 +63,7 @@ if [ "${SHORT:-0}" = 2 ]; then
   if nvidia-smi -L | grep -q H200; then
     QUICK=1 BUDGET=${STEP_BUDGET:-300} bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
   else
-    mkdir -p /tmp/old && tar xJf .carry/landing.tar.xz -C /tmp/old build/bench/qmm_probe &&
-      cp /tmp/old/build/bench/qmm_probe /tmp/probe_old
+    old_probe
     split_compare 1
   fi
   exit 0
@@ -66,17 +71,16 @@ fi
 if nvidia-smi -L | grep -q H200; then
   tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new &&
     BUDGET=330 bash scripts/device/call_step_bars.sh "$OUT" 2>&1 | tail -30
-  if [ "${SHORT:-0}" = 1 ]; then
-    tar xJf .carry/landing.tar.xz build/bench/qmm_probe && cp build/bench/qmm_probe /tmp/probe_old
-  else
-    BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
-    cp build/bench/qmm_probe /tmp/probe_old
-  fi
+  old_probe
+  [ "${SHORT:-0}" = 1 ] ||
+    LANDING_ARCHIVE=.carry/bin.tar.xz BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh \
+      "$OUT" 2>&1 | tail -60
   split_compare 1
 else
-  BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" 2>&1 | tail -60
-  cp build/bench/qmm_probe /tmp/probe_old
-  tar xJf .carry/bin.tar.xz && cp build/bench/qmm_probe /tmp/probe_new
+  old_probe
+  LANDING_ARCHIVE=.carry/bin.tar.xz BLOCK_RATE=0 bash scripts/device/call_batch_landing.sh "$OUT" \
+    2>&1 | tail -60
+  cp build/bench/qmm_probe /tmp/probe_new # call_batch_landing.sh unpacked bin.tar.xz
   if [ "${SHORT:-0}" != 1 ]; then
     # The bar first: the tunes take every new kernel among their candidates.
     QL_BUDGET=230 QL_TABLE_RESERVE=110 QL_ROWS="64 128 256" \
