@@ -18,16 +18,20 @@ H=$BUILD/tools/hone/hone
 M=models/llama-3.1-8b.json
 unset HONE_CACHE HONE_AUTOTUNE
 cat "$R/gpu.txt"
+# tune_chain SECONDS: the chain cells of batch 1 (int4 g64) tuned into this run's cache.
+tune_chain() {
+  HONE_CACHE_DIR=$R/cache timeout "$(cap "$1")" "$H" --backend cuda tune --model "$M" \
+    --ops chain.decode_step --bits 4 --group 64 --chain-batches 1 --json "$R/tune_chain.json" \
+    >"$R/tune_chain.log" 2>&1
+  stamp "tune the chain cells of batch 1" $?
+}
 if [ "${QUICK:-0}" = 1 ]; then
   # QUICK=1 (~2.5 min, for a short device budget; 2026-12-07-5 call2 took 19 s for the peer, 27
   # for the chain tune, 9 and 19 for the two steps): the peer, the int4 g64 linears tuned for
   # TUNE_BUDGET (default 45 s), the chain cells of batch 1, the int4 g64 and bf16 steps; no tests.
   peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-45}"
   pack
-  HONE_CACHE_DIR=$R/cache timeout "$(cap 60)" "$H" --backend cuda tune --model "$M" \
-    --ops chain.decode_step --bits 4 --group 64 --chain-batches 1 --json "$R/tune_chain.json" \
-    >"$R/tune_chain.log" 2>&1
-  stamp "tune the chain cells of batch 1" $?
+  tune_chain 60
   time_step step_int4_g64 "$M" int4:g64 --no-breakdown
   time_step step_bf16 "$M" bf16 --no-breakdown
   exit 0
@@ -39,10 +43,7 @@ grep -hE '^\[  (PASSED|FAILED) |Failure' "$R/test_step.log" | head -6
 device_tests step_ops_pdl_test
 peer_and_int4_tune "$M" "$R/cache" "${TUNE_BUDGET:-100}"
 pack
-HONE_CACHE_DIR=$R/cache timeout "$(cap 150)" "$H" --backend cuda tune --model "$M" \
-  --ops chain.decode_step --bits 4 --group 64 --chain-batches 1 --json "$R/tune_chain.json" \
-  >"$R/tune_chain.log" 2>&1
-stamp "tune the chain cells of batch 1" $?
+tune_chain 150
 grep -E '^chain' "$R/tune_chain.log"
 pack
 time_step step_int4_g64 "$M" int4:g64 --no-breakdown

@@ -31,6 +31,14 @@ __device__ __forceinline__ int weight_row(const Params &p, int j) {
     return j;
 }
 
+// s[0..3] += v, element by element (the partial adds of the epilogues).
+__device__ __forceinline__ void add4(float *s, const float4 &v) {
+  s[0] += v.x;
+  s[1] += v.y;
+  s[2] += v.z;
+  s[3] += v.w;
+}
+
 // Before a CTA's partials are read: the cluster's barrier (split_k CTAs of a cluster) or the
 // CTA's.
 __device__ __forceinline__ void partials_written(int split_k) {
@@ -207,13 +215,8 @@ store_mma_partials_and_reduce_fragments(const Params &p, float4 *partials,
       if (src != rank)
         base = cooperative_groups::this_cluster().map_shared_rank(partials, src);
 #endif
-      for (int wk = 0; wk < p.warps_k; ++wk) {
-        const float4 v = base[wk * items + f];
-        sum[0] += v.x;
-        sum[1] += v.y;
-        sum[2] += v.z;
-        sum[3] += v.w;
-      }
+      for (int wk = 0; wk < p.warps_k; ++wk)
+        add4(sum, base[wk * items + f]);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

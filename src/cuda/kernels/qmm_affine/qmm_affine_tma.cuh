@@ -121,22 +121,27 @@ struct TmaUnit {
   int n0, m0, kb;
 };
 
-// Stores a consumer warp's tile of outputs as bf16 from its m16n8 C fragments (TM / 8 tiles):
-// weight row n0 + 16 warp + g (+ 8), activation rows m0 + 8 j + 2 t (+ 1).
+// Stores fragment column j of a consumer warp (v: its 4 accumulators, activation rows
+// m0 + 8 j + 2 t (+ 1)) as bf16: weight row n0 + 16 warp + g (+ 8).
+__device__ __forceinline__ void store_fragment_column(const TmaParams &p, const float *v, int n0,
+                                                      int m0, int warp, int lane, int j) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int n = n0 + warp * 16 + g + 8 * (e >> 1);
+    const int m = m0 + 8 * j + 2 * t + (e & 1);
+    if (m < p.m && n < p.n)
+      p.y[static_cast<size_t>(m) * p.n + n] = __bfloat16_as_ushort(__float2bfloat16_rn(v[e]));
+  }
+}
+
+// Stores a consumer warp's tile of outputs as bf16 from its m16n8 C fragments (TM / 8 tiles).
 template <int TM>
 __device__ __forceinline__ void store_fragments(const TmaParams &p, const float (&d)[TM / 2],
                                                 int n0, int m0, int warp, int lane) {
-  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < TM / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int n = n0 + warp * 16 + g + 8 * (e >> 1);
-      const int m = m0 + 8 * j + 2 * t + (e & 1);
-      if (m < p.m && n < p.n)
-        p.y[static_cast<size_t>(m) * p.n + n] =
-            __bfloat16_as_ushort(__float2bfloat16_rn(d[4 * j + e]));
-    }
+    store_fragment_column(p, d + 4 * j, n0, m0, warp, lane, j);
 }
 
 // The split-K epilogue of a consumer thread of cluster rank `rank`: for fragment columns j = rank,
@@ -146,25 +151,13 @@ __device__ __forceinline__ void store_fragments(const TmaParams &p, const float 
 template <int TM>
 __device__ __forceinline__ void cluster_reduce_store(const TmaParams &p, float4 *partials, int n0,
                                                      int m0, int warp, int lane, int rank) {
-  const int g = lane >> 2, t = lane & 3;
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   for (int j = rank; j < TM / 8; j += p.split_k) {
     const int at = (warp * (TM / 8) + j) * 32 + lane;
     float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int src = 0; src < p.split_k; ++src) {
-      const float4 v = cluster.map_shared_rank(partials, src)[at];
-      sum[0] += v.x;
-      sum[1] += v.y;
-      sum[2] += v.z;
-      sum[3] += v.w;
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int n = n0 + warp * 16 + g + 8 * (e >> 1);
-      const int m = m0 + 8 * j + 2 * t + (e & 1);
-      if (m < p.m && n < p.n)
-        p.y[static_cast<size_t>(m) * p.n + n] = __bfloat16_as_ushort(__float2bfloat16_rn(sum[e]));
-    }
+    for (int src = 0; src < p.split_k; ++src)
+      add4(sum, cluster.map_shared_rank(partials, src)[at]);
+    store_fragment_column(p, sum, n0, m0, warp, lane, j);
   }
 }
 
@@ -204,11 +197,7 @@ __device__ __forceinline__ void stream_k_segment(const TmaParams &p, const Strea
             reinterpret_cast<const float4 *>(p.partials) + static_cast<size_t>(w) * kSlot;
 #pragma unroll
         for (int j = 0; j < TM / 8; ++j) {
-          const float4 v = __ldcg(slot + j * CONSUMER_THREADS + ct);
-          d[4 * j] += v.x;
-          d[4 * j + 1] += v.y;
-          d[4 * j + 2] += v.z;
-          d[4 * j + 3] += v.w;
+          add4(d + 4 * j, __ldcg(slot + j * CONSUMER_THREADS + ct));
         }
       }
     }
@@ -520,13 +509,8 @@ __global__ void __launch_bounds__((4 * WGN * WGK + 1) * 32, 1)
     if (warp < L::kStoreWarps) {
       for (int k = 1; k < WGK; ++k)
 #pragma unroll
-        for (int j = 0; j < TM / 8; ++j) {
-          const float4 v = handed[(((k - 1) * L::kStoreWarps + warp) * (TM / 8) + j) * 32 + lane];
-          d[4 * j] += v.x;
-          d[4 * j + 1] += v.y;
-          d[4 * j + 2] += v.z;
-          d[4 * j + 3] += v.w;
-        }
+        for (int j = 0; j < TM / 8; ++j)
+          add4(d + 4 * j, handed[(((k - 1) * L::kStoreWarps + warp) * (TM / 8) + j) * 32 + lane]);
     }
   }
   if constexpr (STREAM) {
